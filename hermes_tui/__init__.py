@@ -1,0 +1,3 @@
+"""Hermes: a self-improving personal AI agent for the terminal."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,213 @@
+"""Configuration: the environment plus optional ``.env`` files, frozen into one ``Config``.
+
+Order of precedence (first wins): real environment variables, ``./.env`` in the working
+directory, ``HERMES_HOME/.env``. Nothing here checks API keys at load time, so every
+surface can start without one and explain what to set (``Config.require_api_key``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from dotenv import dotenv_values
+
+PROVIDERS = ("anthropic", "openai", "openrouter", "ollama", "openai-compatible")
+
+DEFAULT_MODELS = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-5-mini",
+    "openrouter": "anthropic/claude-sonnet-4.5",
+    "ollama": "llama3.2",
+    "openai-compatible": "local-model",
+}
+
+KEY_VARIABLES = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "ollama": None,
+    "openai-compatible": "OPENAI_API_KEY",  # optional: many local servers need none
+}
+
+APPROVAL_MODES = ("ask", "always")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+class ConfigError(ValueError):
+    """A configuration value is unusable; the message names the variable and the fix."""
+
+
+class MissingKeyError(ConfigError):
+    """The configured provider needs an API key that is not set."""
+
+    def __init__(self, provider: str, variable: str) -> None:
+        super().__init__(
+            f"{variable} is not set: Hermes needs it to talk to {provider}. "
+            f"Set it in your environment or in HERMES_HOME/.env (or pick another HERMES_PROVIDER)."
+        )
+        self.provider = provider
+        self.variable = variable
+
+
+@dataclass(frozen=True)
+class Config:
+    provider: str = "anthropic"
+    model: str = DEFAULT_MODELS["anthropic"]
+    api_base: str | None = None
+    home: Path = field(default_factory=lambda: Path.home() / ".hermes")
+    workspace: Path = field(default_factory=Path.cwd)
+    approval: str = "ask"
+    # Secrets never appear in repr() so they cannot leak into logs by accident.
+    api_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
+    flask_secret_key: str | None = field(default=None, repr=False)
+    web_password: str | None = field(default=None, repr=False)
+    web_allow_no_auth: bool = False
+    web_enable_shell: bool = False
+    web_enable_write: bool = False
+    web_trusted_proxies: int = 0
+
+    @property
+    def api_key(self) -> str | None:
+        variable = KEY_VARIABLES[self.provider]
+        return self.api_keys.get(variable) if variable else None
+
+    @property
+    def key_variable(self) -> str | None:
+        return KEY_VARIABLES[self.provider]
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "memory.sqlite3"
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.home / "skills"
+
+    @property
+    def env_file(self) -> Path:
+        return self.home / ".env"
+
+    @property
+    def has_api_key(self) -> bool:
+        return self.api_key is not None or self.provider in ("ollama", "openai-compatible")
+
+    def require_api_key(self) -> None:
+        """Raise ``MissingKeyError`` when the provider needs a key that is not configured."""
+        if not self.has_api_key:
+            raise MissingKeyError(self.provider, self.key_variable or "API key")
+
+    def with_overrides(self, *, provider: str | None = None, model: str | None = None) -> Config:
+        """A copy with another provider and/or model (the CLI flags, ``/model``)."""
+        if provider is None and model is None:
+            return self
+        new_provider = _check_provider(provider or self.provider)
+        if model is None:
+            model = DEFAULT_MODELS[new_provider] if new_provider != self.provider else self.model
+        return replace(self, provider=new_provider, model=model)
+
+    @classmethod
+    def load(cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
+        """Build a Config; raises ``ConfigError`` for an invalid value. Creates HERMES_HOME (0700)."""
+        env = _merged_environment(dict(os.environ if environ is None else environ), cwd or Path.cwd())
+        provider = _check_provider(env.get("HERMES_PROVIDER") or "anthropic")
+        model = (env.get("HERMES_MODEL") or "").strip() or DEFAULT_MODELS[provider]
+        api_base = (env.get("HERMES_API_BASE") or "").strip() or None
+        if provider == "openai-compatible" and not api_base:
+            raise ConfigError(
+                "HERMES_API_BASE is not set: the openai-compatible provider needs the server's URL "
+                "(for example http://localhost:8000/v1)."
+            )
+        approval = (env.get("HERMES_APPROVAL") or "ask").strip().lower()
+        if approval not in APPROVAL_MODES:
+            raise ConfigError(f"HERMES_APPROVAL={approval!r} is not valid: use 'ask' or 'always'.")
+        return cls(
+            provider=provider,
+            model=model,
+            api_base=api_base,
+            home=_home_from(env),
+            workspace=_workspace_from(env, cwd),
+            approval=approval,
+            api_keys=_keys_from(env),
+            flask_secret_key=(env.get("FLASK_SECRET_KEY") or "").strip() or None,
+            web_password=env.get("HERMES_WEB_PASSWORD") or None,
+            web_allow_no_auth=_flag(env, "HERMES_WEB_ALLOW_NO_AUTH"),
+            web_enable_shell=_flag(env, "HERMES_WEB_ENABLE_SHELL"),
+            web_enable_write=_flag(env, "HERMES_WEB_ENABLE_WRITE"),
+            web_trusted_proxies=_count(env, "HERMES_WEB_TRUSTED_PROXIES"),
+        )
+
+
+def default_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    return Path(env.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
+
+
+def _merged_environment(env: dict[str, str], cwd: Path) -> dict[str, str]:
+    local = _read_env_file(cwd / ".env")
+    home = Path(env.get("HERMES_HOME") or local.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
+    merged = _read_env_file(home / ".env")
+    merged.update(local)
+    merged.update(env)
+    return merged
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    try:
+        if not path.is_file():
+            return {}
+        return {k: v for k, v in dotenv_values(path).items() if v is not None}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read {path}: {exc}. Fix or remove that file.") from exc
+
+
+def _check_provider(value: str) -> str:
+    provider = value.strip().lower()
+    if provider not in PROVIDERS:
+        raise ConfigError(f"HERMES_PROVIDER={value!r} is not known: use one of {', '.join(PROVIDERS)}.")
+    return provider
+
+
+def _keys_from(env: Mapping[str, str]) -> dict[str, str]:
+    names = {v for v in KEY_VARIABLES.values() if v}
+    return {name: env[name].strip() for name in names if (env.get(name) or "").strip()}
+
+
+def _home_from(env: Mapping[str, str]) -> Path:
+    home = default_home(env).resolve()
+    try:
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"HERMES_HOME={str(home)!r} cannot be created ({exc.strerror}): point it at a writable folder.") from exc
+    if not home.is_dir():
+        raise ConfigError(f"HERMES_HOME={str(home)!r} is not a folder: point it at a writable folder.")
+    return home
+
+
+def _workspace_from(env: Mapping[str, str], cwd: Path | None) -> Path:
+    raw = env.get("HERMES_WORKSPACE")
+    path = Path(raw).expanduser() if raw else (cwd or Path.cwd())
+    if not path.is_absolute():
+        path = (cwd or Path.cwd()) / path
+    if not path.is_dir():
+        raise ConfigError(f"HERMES_WORKSPACE={str(path)!r} does not exist or is not a folder: create it or point it elsewhere.")
+    return path.resolve()
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    value = (env.get(name) or "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}={value!r} is not a yes/no value: use true or false.")
+
+
+def _count(env: Mapping[str, str], name: str) -> int:
+    value = (env.get(name) or "0").strip()
+    if not value.isdigit():
+        raise ConfigError(f"{name}={value!r} is not a whole number: use 0 (no proxy) or the number of proxies in front.")
+    return int(value)

@@ -1,0 +1,96 @@
+"""The event vocabulary every surface consumes (TUI, headless, web NDJSON).
+
+Plain frozen dataclasses; ``to_dict()`` gives the JSON-ready form with a ``type`` key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Event:
+    type: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    type: ClassVar[str] = "turn_started"
+    session_id: int = 0
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    type: ClassVar[str] = "text_delta"
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class ToolCallStarted(Event):
+    type: ClassVar[str] = "tool_call_started"
+    id: str = ""
+    name: str = ""
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolCallFinished(Event):
+    type: ClassVar[str] = "tool_call_finished"
+    id: str = ""
+    name: str = ""
+    result: str = ""
+    ok: bool = True
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ApprovalNeeded(Event):
+    type: ClassVar[str] = "approval_needed"
+    id: str = ""
+    name: str = ""
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SkillLearned(Event):
+    type: ClassVar[str] = "skill_learned"
+    name: str = ""
+    version: int = 1
+    created: bool = True
+
+
+@dataclass(frozen=True)
+class Usage(Event):
+    """Token counts of one model call; ``cost_usd`` is None when the model is not priced."""
+
+    type: ClassVar[str] = "usage"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Notice(Event):
+    """A one-line, non-fatal message for the user (retrying, approval denied, ...)."""
+
+    type: ClassVar[str] = "notice"
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class TurnFinished(Event):
+    type: ClassVar[str] = "turn_finished"
+    text: str = ""
+    tool_calls: int = 0
+    stopped_reason: str = "done"  # done | cancelled | max_steps | error
+
+
+@dataclass(frozen=True)
+class Error(Event):
+    type: ClassVar[str] = "error"
+    message: str = ""
+    retryable: bool = False

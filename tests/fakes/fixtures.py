@@ -1,0 +1,1 @@
+"""Pytest fixtures for the fake LLM server (filled in by the fake-server work)."""
