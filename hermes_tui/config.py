@@ -17,9 +17,9 @@ from dotenv import dotenv_values
 PROVIDERS = ("anthropic", "openai", "openrouter", "ollama", "openai-compatible")
 
 DEFAULT_MODELS = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai": "gpt-5-mini",
-    "openrouter": "anthropic/claude-sonnet-4.5",
+    "anthropic": "claude-sonnet-5",
+    "openai": "gpt-5.5",
+    "openrouter": "anthropic/claude-sonnet-5",
     "ollama": "llama3.2",
     "openai-compatible": "local-model",
 }

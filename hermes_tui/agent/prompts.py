@@ -1,0 +1,88 @@
+"""The prompts: Hermes' behavioural spec, and the helpers that fill them in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes_tui.skills.schema import Skill
+
+INDEX_LIMIT = 40  # skills listed in the system prompt; the rest are reachable through list_skills
+INDEX_DESCRIPTION_CHARS = 70
+
+MAIN_SYSTEM_PROMPT = """\
+You are Hermes, a personal AI agent working in the user's terminal. You remember every past \
+conversation and keep a library of skills: step-by-step procedures you wrote yourself after \
+solving multi-step tasks.
+
+Workspace: {workspace}
+Your tools: {tool_names}.
+
+Rules:
+1. Before solving a task from scratch, check your skills: if one in the index below or in \
+"possibly relevant skills" fits, call use_skill to load it and follow it.
+2. Before saying you don't know or don't remember something, call search_memory.
+3. Only call create_skill for a procedure that is genuinely reusable; never for one-off answers \
+or facts about this conversation.
+4. Never invent tool output. If a tool fails, say so and adapt.
+5. Be direct: answer first, keep explanations short, use markdown. Run commands instead of \
+telling the user to run them when you can.
+6. Stay inside the workspace; file paths are relative to it.
+
+Skills index (name: description), most used first:
+{skills_index}"""
+
+SKILL_AUTHORING_PROMPT = """\
+You maintain a library of reusable skills for an AI agent. Below is the transcript of a task the \
+agent just completed. Decide whether it contains a procedure worth saving for next time.
+
+Existing skills (reuse a name exactly to refine that skill instead of creating a new one):
+{existing}
+
+Answer with exactly one of these two forms and nothing else.
+
+Form 1, when the transcript holds a reusable multi-step procedure:
+NAME: <kebab-case-name, lowercase letters, digits and hyphens>
+DESCRIPTION: <one line: what the skill does and when to use it>
+TRIGGERS: <comma-separated keywords a future request would contain>
+BODY:
+<markdown: numbered steps, exact commands, pitfalls met in the transcript>
+
+Form 2, when nothing is worth saving (a one-off question, a failed attempt, or an existing skill \
+already covers it as written):
+NONE
+
+Transcript:
+{transcript}"""
+
+SESSION_SUMMARY_PROMPT = """\
+Write a short note to your future self about the conversation below, in the first person, in at \
+most four sentences: what the user wanted, what you did, what came out of it, and anything left \
+open. Plain text, no headings.
+
+Conversation:
+{transcript}"""
+
+
+def skills_index(skills: Sequence[Skill]) -> str:
+    """A compact, deterministic index for the system prompt (capped; most used first)."""
+    if not skills:
+        return "(no skills yet)"
+    lines = [f"- {s.name}: {_shorten(s.description, INDEX_DESCRIPTION_CHARS)}" for s in skills[:INDEX_LIMIT]]
+    if len(skills) > INDEX_LIMIT:
+        lines.append(f"- ... and {len(skills) - INDEX_LIMIT} more (call list_skills)")
+    return "\n".join(lines)
+
+
+def relevant_skills_note(skills: Sequence[Skill]) -> str:
+    """The per-turn hint appended to what the model receives (never to the stored message)."""
+    if not skills:
+        return ""
+    lines = [f"- {s.name}: {_shorten(s.description, 160)}" for s in skills]
+    return "\n\n[Possibly relevant skills (load one with use_skill):\n" + "\n".join(lines) + "]"
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

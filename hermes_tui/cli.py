@@ -1,0 +1,200 @@
+"""Command lines: ``hermes-tui`` (full-screen app, or one headless turn with ``-p``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import queue
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from hermes_tui import __version__
+from hermes_tui.config import Config, ConfigError
+from hermes_tui.events import (
+    Error,
+    Event,
+    Notice,
+    SkillLearned,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+)
+
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+HEADLESS_DENIAL = "Denied: headless mode cannot ask for approval. The user must rerun with --yes to allow {name}."
+
+
+def tui_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hermes-tui",
+        description="Hermes, a self-improving AI agent. Without -p: the full-screen app.",
+    )
+    parser.add_argument("-p", "--prompt", metavar="TEXT",
+                        help="run one turn headless and exit ('-' reads the prompt from stdin)")
+    parser.add_argument("--json", action="store_true", help="with -p: write every event as a JSON line to stdout")
+    parser.add_argument("--session", type=int, metavar="ID", help="continue the session with this id")
+    parser.add_argument("--provider", help="override HERMES_PROVIDER")
+    parser.add_argument("--model", help="override HERMES_MODEL")
+    parser.add_argument("--yes", action="store_true", help="with -p: allow run_bash and write_file without asking")
+    parser.add_argument("--version", action="version", version=f"hermes-tui {__version__}")
+    return parser
+
+
+def tui_main(argv: Sequence[str] | None = None) -> int:
+    args = tui_parser().parse_args(argv)
+    try:
+        config = Config.load().with_overrides(provider=args.provider, model=args.model)
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.prompt is None:
+        from hermes_tui.tui.app import run_app
+
+        return run_app(config, session_id=args.session)
+    try:
+        return run_headless(config, args)
+    except KeyboardInterrupt:  # before or after the turn itself: nothing to cancel
+        return EXIT_INTERRUPTED
+
+
+def run_headless(config: Config, args: argparse.Namespace) -> int:
+    """One turn without a screen: answer on stdout, activity on stderr; skill + summary before exit."""
+    from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.logs import setup_logging
+    from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.skills.manager import SkillManager
+
+    text = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not text.strip():
+        print("hermes: the prompt is empty; pass some text to -p (or pipe it with -p -).", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        config.require_api_key()
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    setup_logging(config)
+    out = _Output(sys.stdout, sys.stderr, as_json=args.json)
+
+    def deny(name: str, arguments: dict[str, Any]) -> str:
+        out.notice(f"{name} denied: rerun with --yes to allow shell commands and file writes.")
+        return HEADLESS_DENIAL.format(name=name)
+
+    memory = MemoryStore(config.db_path)
+    try:
+        loop = AgentLoop(config, memory, SkillManager(config.skills_dir), session_id=args.session,
+                         source="headless", approver=None if args.yes else deny)
+    except ValueError as exc:
+        memory.close()
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        code = _drive(loop, text, out)
+        if code != EXIT_INTERRUPTED:
+            loop.close(timeout=20.0)
+        return code
+    finally:
+        memory.close()
+
+
+def _drive(loop: Any, text: str, out: _Output) -> int:
+    """Consume the turn on a worker thread so Ctrl-C can cancel it cleanly from the main one."""
+    events: queue.Queue[Event | None] = queue.Queue()
+
+    def work() -> None:
+        try:
+            for event in loop.run_turn(text):
+                events.put(event)
+        except Exception as exc:  # noqa: BLE001 - reported as one line, details in the log
+            logging.getLogger(__name__).exception("turn failed")
+            events.put(Error(f"Unexpected failure: {type(exc).__name__}: {exc}"))
+        finally:
+            events.put(None)
+
+    worker = threading.Thread(target=work, name="hermes-turn", daemon=True)
+    worker.start()
+    code = EXIT_OK
+    interrupted = False
+    while True:
+        try:
+            event = events.get(timeout=0.1)
+            if event is None:
+                break
+            out.emit(event)
+        except queue.Empty:
+            continue
+        except KeyboardInterrupt:  # may land anywhere in this loop, emit included
+            loop.cancel()
+            interrupted = True
+            out.notice("cancelled")
+            continue
+        if isinstance(event, Error):
+            code = EXIT_ERROR
+        if isinstance(event, TurnFinished) and event.stopped_reason == "cancelled":
+            interrupted = True
+    worker.join(timeout=5)
+    return EXIT_INTERRUPTED if interrupted else code
+
+
+class _Output:
+    """Renders events for a pipe: text to stdout, activity to stderr, or JSON lines."""
+
+    def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
+        self.stdout, self.stderr, self.as_json = stdout, stderr, as_json
+        self._mid_line = False
+        self._lock = threading.RLock()  # the approver reports from the turn's thread
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            self._emit(event)
+
+    def _emit(self, event: Event) -> None:
+        if self.as_json:
+            self.stdout.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+            self.stdout.flush()
+            if isinstance(event, Error):
+                self._err(f"error: {event.message}")
+            return
+        if isinstance(event, TextDelta):
+            self.stdout.write(event.text)
+            self.stdout.flush()
+            self._mid_line = not event.text.endswith("\n")
+        elif isinstance(event, ToolCallStarted):
+            self._err(f"→ {event.name} {json.dumps(event.arguments, ensure_ascii=False)[:160]}")
+        elif isinstance(event, ToolCallFinished):
+            first = event.result.strip().splitlines()[0][:160] if event.result.strip() else ""
+            mark = "✓" if event.ok else "✗"
+            self._err(f"{mark} {event.name} ({event.seconds:.1f} s){': ' + first if not event.ok else ''}")
+        elif isinstance(event, Notice):
+            self._err(event.message)
+        elif isinstance(event, Error):
+            self._err(f"error: {event.message}")
+        elif isinstance(event, SkillLearned):
+            verb = "learned skill" if event.created else "refined skill"
+            self._err(f"{verb} {event.name} (v{event.version})")
+        elif isinstance(event, TurnFinished) and self._mid_line:
+            self.stdout.write("\n")
+            self.stdout.flush()
+            self._mid_line = False
+
+    def notice(self, message: str) -> None:
+        if self.as_json:
+            self.emit(Notice(message))
+        else:
+            self._err(message)
+
+    def _err(self, line: str) -> None:
+        with self._lock:
+            self.stderr.write(line + "\n")
+            self.stderr.flush()
+
+
+def web_main(argv: Sequence[str] | None = None) -> int:
+    """``hermes-web``: the dashboard under gunicorn (see hermes_tui.web.serve)."""
+    from hermes_tui.web.serve import web_main as serve
+
+    return serve(argv)

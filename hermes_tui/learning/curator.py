@@ -1,0 +1,150 @@
+"""The learning loop: distil a finished multi-step turn into a skill, summarise a closed session.
+
+Both ask the model for text in a strict format and parse it deterministically; a bad answer is
+logged and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from hermes_tui.agent.prompts import SESSION_SUMMARY_PROMPT, SKILL_AUTHORING_PROMPT
+from hermes_tui.events import SkillLearned
+from hermes_tui.llm import LLMError
+from hermes_tui.skills.manager import SkillManager
+from hermes_tui.skills.schema import SkillError, normalize_name
+
+log = logging.getLogger(__name__)
+
+TOOL_RESULT_CHARS = 600  # tool results are trimmed in transcripts handed to the curator
+TRANSCRIPT_CHARS = 40_000
+
+
+class Completer(Protocol):
+    def complete(self, messages: list[dict[str, Any]], *, timeout: float = ...) -> str: ...
+
+
+class ProposalError(ValueError):
+    """The model's answer does not follow SKILL_AUTHORING_PROMPT's format."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    name: str
+    description: str
+    triggers: list[str]
+    body: str
+
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(.*?)\n\s*```\s*$", re.S)
+_FIELD = re.compile(r"^\s*(NAME|DESCRIPTION|TRIGGERS|BODY)\s*:[ \t]*(.*)$", re.I)
+
+
+def parse_proposal(text: str) -> Proposal | None:
+    """``None`` for NONE; a ``Proposal`` for a well-formed answer; ``ProposalError`` otherwise."""
+    text = text.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    if re.fullmatch(r"\**NONE\**\.?", text, re.I):
+        return None
+    fields: dict[str, str] = {}
+    body_lines: list[str] | None = None
+    for line in text.splitlines():
+        if body_lines is not None:
+            body_lines.append(line)
+            continue
+        match = _FIELD.match(line)
+        if not match:
+            if line.strip():
+                raise ProposalError(f"unexpected line before BODY: {line.strip()[:80]!r}")
+            continue
+        key, value = match.group(1).upper(), match.group(2).strip()
+        if key in fields:
+            raise ProposalError(f"{key} given twice")
+        fields[key] = value
+        if key == "BODY":
+            body_lines = [value] if value else []
+    missing = [k for k in ("NAME", "DESCRIPTION", "TRIGGERS", "BODY") if k not in fields]
+    if missing:
+        raise ProposalError(f"missing field(s): {', '.join(missing)}")
+    body = "\n".join(body_lines or []).strip()
+    if not fields["DESCRIPTION"] or not body:
+        raise ProposalError("DESCRIPTION and BODY must not be empty")
+    try:
+        name = normalize_name(fields["NAME"])
+    except SkillError as exc:
+        raise ProposalError(str(exc)) from exc
+    triggers = [t.strip() for t in fields["TRIGGERS"].split(",") if t.strip()]
+    return Proposal(name, fields["DESCRIPTION"], triggers, body)
+
+
+def render_transcript(messages: Sequence[dict[str, Any]], *, tool_chars: int = TOOL_RESULT_CHARS) -> str:
+    """Plain-text transcript with tool results trimmed, newest part kept when too long."""
+    parts: list[str] = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content") or ""
+        if role == "system":
+            continue
+        if role == "tool":
+            if len(content) > tool_chars:
+                content = content[:tool_chars] + f" [... {len(content) - tool_chars} characters trimmed]"
+            parts.append(f"[tool result {message.get('name') or ''}] {content}")
+            continue
+        if content:
+            parts.append(f"[{role}] {content}")
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            parts.append(f"[{role} calls {function.get('name')}] {function.get('arguments') or '{}'}")
+    text = "\n".join(parts)
+    return text if len(text) <= TRANSCRIPT_CHARS else "[... earlier part trimmed ...]\n" + text[-TRANSCRIPT_CHARS:]
+
+
+def propose_skill(llm: Completer, skills: SkillManager, transcript: Sequence[dict[str, Any]]) -> SkillLearned | None:
+    """Ask the model to author or refine a skill from ``transcript``; save it; report what happened.
+
+    Never raises for a provider failure or a bad answer: they are logged and nothing is written.
+    """
+    existing = "\n".join(f"- {s.name}: {s.description}" for s in skills.list()) or "(none)"
+    prompt = SKILL_AUTHORING_PROMPT.format(existing=existing, transcript=render_transcript(transcript))
+    try:
+        answer = llm.complete([{"role": "user", "content": prompt}])
+    except LLMError as exc:
+        log.warning("skill proposal skipped: %s", exc.message)
+        return None
+    try:
+        proposal = parse_proposal(answer)
+    except ProposalError as exc:
+        log.warning("skill proposal unparsable (%s): %s", exc, json.dumps(answer[:500]))
+        return None
+    if proposal is None:
+        return None
+    try:
+        if skills.get(proposal.name) is not None:
+            skill = skills.refine(proposal.name, description=proposal.description,
+                                  triggers=proposal.triggers, body=proposal.body)
+            return SkillLearned(skill.name, skill.version, created=False)
+        skill = skills.create(proposal.name, proposal.description, proposal.triggers, proposal.body)
+        return SkillLearned(skill.name, skill.version, created=True)
+    except (SkillError, OSError) as exc:
+        log.warning("skill %s not saved: %s", proposal.name, exc)
+        return None
+
+
+def summarize_session(llm: Completer, transcript: Sequence[dict[str, Any]], *, timeout: float = 30.0) -> str | None:
+    """A first-person note for a future self, or None (empty session, provider failure)."""
+    if not any(m.get("role") == "user" for m in transcript):
+        return None
+    prompt = SESSION_SUMMARY_PROMPT.format(transcript=render_transcript(transcript, tool_chars=200))
+    try:
+        summary = llm.complete([{"role": "user", "content": prompt}], timeout=timeout).strip()
+    except LLMError as exc:
+        log.warning("session summary skipped: %s", exc.message)
+        return None
+    return summary or None

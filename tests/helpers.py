@@ -1,0 +1,41 @@
+"""Small helpers shared by engine, headless and surface tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from hermes_tui.events import Event
+
+HERMES_TUI = str(Path(sys.executable).with_name("hermes-tui"))
+
+
+def run_cli(*args: str, stdin: str | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``hermes-tui`` entry point as a user would, with the test's environment."""
+    return subprocess.run(
+        [HERMES_TUI, *args], input=stdin, capture_output=True, text=True, timeout=timeout,
+        env=dict(os.environ), stdin=None if stdin is not None else subprocess.DEVNULL,
+    )
+
+
+def types(events: Iterable[Event]) -> list[str]:
+    return [event.type for event in events]
+
+
+def assert_history_valid(messages: list[dict[str, Any]]) -> None:
+    """Every assistant tool call has exactly one tool result, after it: valid for every provider."""
+    pending: list[str] = []
+    for message in messages:
+        if message["role"] == "assistant":
+            assert not pending, f"tool calls without results before the next assistant message: {pending}"
+            pending = [call["id"] for call in message.get("tool_calls") or []]
+        elif message["role"] == "tool":
+            assert message["tool_call_id"] in pending, f"unexpected tool result {message['tool_call_id']}"
+            pending.remove(message["tool_call_id"])
+        elif message["role"] == "user":
+            assert not pending, f"tool calls without results before a user message: {pending}"
+    assert not pending, f"tool calls without results at the end: {pending}"

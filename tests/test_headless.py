@@ -1,0 +1,138 @@
+"""``hermes-tui -p``: the installed entry point run as a subprocess against the fake server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
+from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
+from tests.helpers import HERMES_TUI, assert_history_valid, run_cli
+from tests.test_engine import three_tool_script
+
+
+@pytest.fixture
+def env(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> FakeLLMServer:
+    return fake_llm_env
+
+
+def test_three_tool_task_end_to_end(env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
+    (workspace / "data.txt").write_text("alpha\nbeta\ngamma\n")
+    three_tool_script(env)
+    env.queue(Reply(text="I counted the lines of data.txt: three."))
+    result = run_cli("-p", "How many lines are in data.txt?", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Let me look.**data.txt** has 3 lines: alpha, beta, gamma.\n"
+    assert "→ list_dir" in result.stderr and "✓ run_bash" in result.stderr
+    assert "learned skill count-file-lines (v1)" in result.stderr
+    assert len(env.requests) == 6  # 4 turn calls + curator + summary, all before exit
+
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    session = memory.list_sessions()[0]
+    assert session.source == "headless" and session.message_count == 8
+    assert session.summary == "I counted the lines of data.txt: three."
+    assert_history_valid([m.to_llm() for m in memory.get_messages(session.id)])
+    skill = SkillManager(hermes_home / "skills").get("count-file-lines")
+    assert skill is not None
+
+    validator = Path(HERMES_TUI).with_name("agentskills")  # skills-ref's CLI
+    check = subprocess.run([str(validator), "validate", str(skill.path.parent)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_json_events_and_session_continue(env: FakeLLMServer, hermes_home: Path) -> None:
+    env.queue(Reply(text="First answer."), Reply(text="summary one"))
+    result = run_cli("-p", "remember kiwi", "--json")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[0]["type"] == "turn_started"
+    assert [e["text"] for e in events if e["type"] == "text_delta"]
+    assert {"type": "turn_finished", "text": "First answer.", "tool_calls": 0, "stopped_reason": "done"} in events
+    session_id = events[0]["session_id"]
+
+    env.queue(Reply(text="It was kiwi."), Reply(text="summary two"))
+    again = run_cli("-p", "-", "--session", str(session_id), stdin="which fruit?")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "It was kiwi."
+    sent = [str(m) for m in env.requests[2].messages]
+    assert any("remember kiwi" in m for m in sent) and any("which fruit?" in m for m in sent)
+
+
+def test_headless_denies_shell_without_yes(env: FakeLLMServer, workspace: Path) -> None:
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch made-it"})]), Reply(text="Denied."))
+    result = run_cli("-p", "make a file")
+    assert result.returncode == 0, result.stderr
+    assert "rerun with --yes" in result.stderr
+    assert not (workspace / "made-it").exists()
+    tool_result = [m for m in env.requests[1].messages if "--yes" in str(m)]
+    assert tool_result, "the model is told to ask for --yes"
+
+
+def test_provider_error_is_one_line_exit_1(env: FakeLLMServer) -> None:
+    env.queue(Fault(401))
+    result = run_cli("-p", "hi")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "API_KEY" in lines[0]
+
+
+def test_cut_stream_exit_1(env: FakeLLMServer, hermes_home: Path) -> None:
+    env.queue(Reply(text="partial partial partial partial", chunk_size=4, cut_after=4))
+    result = run_cli("-p", "hi")
+    assert result.returncode == 1
+    assert "cut off" in result.stderr and "Traceback" not in result.stderr
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    session = memory.list_sessions()[0]
+    assert_history_valid([m.to_llm() for m in memory.get_messages(session.id)])
+
+
+def test_ctrl_c_exits_130(env: FakeLLMServer, hermes_home: Path) -> None:
+    env.queue(Reply(text="slow " * 400, chunk_size=5, chunk_delay=0.05))
+    proc = subprocess.Popen([HERMES_TUI, "-p", "talk"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, env=dict(os.environ))
+    assert proc.stdout is not None
+    proc.stdout.read(5)  # streaming has begun
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    messages = memory.get_messages(memory.list_sessions()[0].id)
+    assert messages[0].content == "talk"
+
+
+@pytest.mark.parametrize(
+    ("args", "env_vars", "fragment"),
+    [
+        (["-p", "hi"], {"ANTHROPIC_API_KEY": "", "HERMES_PROVIDER": "anthropic"}, "ANTHROPIC_API_KEY is not set"),
+        (["-p", "hi"], {"HERMES_PROVIDER": "gpt"}, "HERMES_PROVIDER"),
+        (["-p", "   "], {}, "prompt is empty"),
+        (["-p", "hi", "--session", "424242"], {}, "no session 424242"),
+        (["-p", "hi", "--provider", "nope"], {}, "HERMES_PROVIDER"),
+    ],
+)
+def test_bad_input_is_one_readable_line(env: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
+                                        args: list[str], env_vars: dict[str, str], fragment: str) -> None:
+    for name, value in env_vars.items():
+        monkeypatch.setenv(name, value)
+    result = run_cli(*args)
+    assert result.returncode == 1
+    assert fragment in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.startswith("hermes-tui ")
+

@@ -1,0 +1,264 @@
+"""ToolRegistry on a real workspace, real SQLite and real skill files."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes_tui.agent.tools import OUTPUT_CAP, ToolRegistry
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder next to the workspace holding a secret the tools must never reach."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "secret.txt").write_text("TOP-SECRET")
+    return folder
+
+
+@pytest.fixture
+def registry(tmp_path: Path, outside: Path) -> ToolRegistry:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("hello notes\n")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "inner.txt").write_text("inner")
+    # Hostile links planted inside the workspace.
+    (ws / "link_out").symlink_to(outside / "secret.txt")
+    (ws / "dir_link_out").symlink_to(outside)
+    (ws / "dangling_out").symlink_to(outside / "does-not-exist")
+    (ws / "sub" / "up_link").symlink_to("../../outside")
+    (ws / "root_link").symlink_to("/")
+    (ws / "ok_link").symlink_to(ws / "notes.txt")
+    memory = MemoryStore(tmp_path / "memory.sqlite3")
+    skills = SkillManager(tmp_path / "skills")
+    return ToolRegistry(ws, memory, skills)
+
+
+HOSTILE_PATHS = [
+    "..",
+    "../",
+    "../outside/secret.txt",
+    "../../etc/passwd",
+    "sub/../../outside/secret.txt",
+    "sub/../../../etc/hostname",
+    "./../outside",
+    "/etc/passwd",
+    "/etc",
+    "/",
+    "//etc/passwd",
+    "/tmp",
+    "~",
+    "~/secret",
+    "~root/.bashrc",
+    "notes.txt\x00.png",
+    "\x00",
+    "link_out",
+    "dir_link_out",
+    "dir_link_out/secret.txt",
+    "dangling_out",
+    "sub/up_link",
+    "sub/up_link/secret.txt",
+    "root_link",
+    "root_link/etc/passwd",
+    "sub/../dir_link_out/../outside/secret.txt",
+    "../ws_sibling",
+    "/proc/self/environ",
+]
+
+
+@pytest.mark.parametrize("path", HOSTILE_PATHS)
+def test_read_file_refuses_hostile_path(registry: ToolRegistry, path: str) -> None:
+    result = registry.execute("read_file", {"path": path})
+    assert not result.ok
+    assert "TOP-SECRET" not in result.output
+    assert "root:" not in result.output
+
+
+@pytest.mark.parametrize("path", HOSTILE_PATHS)
+def test_write_file_refuses_hostile_path(registry: ToolRegistry, outside: Path, path: str) -> None:
+    before = sorted(p.name for p in outside.iterdir())
+    result = registry.execute("write_file", {"path": path, "content": "pwned"})
+    assert not result.ok
+    assert (outside / "secret.txt").read_text() == "TOP-SECRET"
+    assert sorted(p.name for p in outside.iterdir()) == before
+
+
+@pytest.mark.parametrize("path", HOSTILE_PATHS)
+def test_list_dir_refuses_hostile_path(registry: ToolRegistry, path: str) -> None:
+    result = registry.execute("list_dir", {"path": path})
+    assert not result.ok
+    assert "entries" not in result.output  # no listing header: nothing was listed
+
+
+def test_paths_inside_workspace_work(registry: ToolRegistry) -> None:
+    assert registry.execute("read_file", {"path": "notes.txt"}).output == "hello notes\n"
+    assert registry.execute("read_file", {"path": "sub/../notes.txt"}).ok
+    assert registry.execute("read_file", {"path": "ok_link"}).output == "hello notes\n"
+    absolute = str(registry.workspace / "sub" / "inner.txt")
+    assert registry.execute("read_file", {"path": absolute}).output == "inner"
+    listing = registry.execute("list_dir", {})
+    assert listing.ok and "sub/" in listing.output and "notes.txt" in listing.output
+
+
+def test_write_file_creates_parents(registry: ToolRegistry) -> None:
+    result = registry.execute("write_file", {"path": "a/b/c.txt", "content": "deep"})
+    assert result.ok, result.output
+    assert (registry.workspace / "a" / "b" / "c.txt").read_text() == "deep"
+
+
+def test_read_file_binary_and_folder(registry: ToolRegistry) -> None:
+    (registry.workspace / "blob.bin").write_bytes(b"\x89PNG\x00\x00\x01")
+    result = registry.execute("read_file", {"path": "blob.bin"})
+    assert not result.ok and "binary" in result.output
+    assert "list_dir" in registry.execute("read_file", {"path": "sub"}).output
+    assert "does not exist" in registry.execute("read_file", {"path": "nope.txt"}).output
+
+
+def test_list_dir_caps_entries(registry: ToolRegistry) -> None:
+    many = registry.workspace / "many"
+    many.mkdir()
+    for i in range(600):
+        (many / f"f{i:04d}").touch()
+    result = registry.execute("list_dir", {"path": "many"})
+    assert result.ok
+    assert "100 more entries not shown" in result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "fragment"),
+    [
+        ("no_such_tool", {}, "Unknown tool"),
+        ("read_file", "{not json", "not valid JSON"),
+        ("read_file", "[1, 2]", "JSON object"),
+        ("read_file", {}, "missing required"),
+        ("read_file", {"path": 3}, "must be a string"),
+        ("run_bash", {"command": "true", "timeout": "soon"}, "must be an integer"),
+        ("run_bash", {"command": "true", "timeout": True}, "must be an integer"),
+        ("read_file", {"path": "notes.txt", "mode": "rb"}, "unexpected argument"),
+        ("create_skill", {"name": "x", "description": "d", "body": "b", "triggers": "a,b"}, "list of strings"),
+        ("use_skill", {"name": "missing-skill"}, "no skill named"),
+    ],
+)
+def test_tool_problems_are_results_not_exceptions(registry: ToolRegistry, name: str, arguments: object,
+                                                  fragment: str) -> None:
+    result = registry.execute(name, arguments)  # type: ignore[arg-type]
+    assert not result.ok
+    assert fragment in result.output
+
+
+def test_arguments_as_json_string_and_empty(registry: ToolRegistry) -> None:
+    assert registry.execute("read_file", json.dumps({"path": "notes.txt"})).ok
+    assert registry.execute("list_dir", "").ok  # empty arguments mean {}
+
+
+def test_run_bash_output_and_exit_code(registry: ToolRegistry) -> None:
+    result = registry.execute("run_bash", {"command": "echo out; echo err >&2; exit 3"})
+    assert not result.ok
+    assert result.output.startswith("exit code 3")
+    assert "out" in result.output and "err" in result.output
+    ok = registry.execute("run_bash", {"command": "pwd"})
+    assert ok.ok and str(registry.workspace) in ok.output
+
+
+def test_run_bash_caps_output_keeping_head_and_tail(registry: ToolRegistry) -> None:
+    result = registry.execute("run_bash", {"command": "echo HEAD; head -c 100000 /dev/zero | tr '\\0' x; echo; echo TAIL"})
+    assert result.ok
+    assert "HEAD" in result.output and "TAIL" in result.output
+    assert "characters cut" in result.output
+    assert len(result.output) < OUTPUT_CAP + 200
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")
+
+
+def test_run_bash_timeout_kills_whole_group(registry: ToolRegistry) -> None:
+    result = registry.execute("run_bash", {"command": "sleep 30 & echo $! > child.pid; sleep 30", "timeout": 1})
+    assert not result.ok and "Timed out after 1 s" in result.output
+    child = int((registry.workspace / "child.pid").read_text())
+    deadline = time.monotonic() + 2
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_run_bash_leaves_no_orphans(registry: ToolRegistry) -> None:
+    result = registry.execute("run_bash", {"command": "(sleep 30 &) ; sleep 30 & echo $! > bg.pid"})
+    assert result.ok
+    child = int((registry.workspace / "bg.pid").read_text())
+    deadline = time.monotonic() + 2
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_run_bash_cancel(registry: ToolRegistry) -> None:
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    started = time.monotonic()
+    result = registry.execute("run_bash", {"command": "sleep 30"}, cancel=cancel)
+    assert not result.ok and "Cancelled" in result.output
+    assert time.monotonic() - started < 5
+
+
+def test_disabled_tools_are_absent(tmp_path: Path) -> None:
+    ws = tmp_path / "w"
+    ws.mkdir()
+    reg = ToolRegistry(ws, MemoryStore(tmp_path / "m.db"), SkillManager(tmp_path / "s"),
+                       enable_shell=False, enable_write=False)
+    names = [spec["function"]["name"] for spec in reg.specs()]
+    assert "run_bash" not in names and "write_file" not in names
+    assert {"read_file", "list_dir", "search_memory", "list_skills", "use_skill", "create_skill"} <= set(names)
+    assert not reg.execute("run_bash", {"command": "touch x"}).ok
+    assert not (ws / "x").exists()
+
+
+def test_approver_is_consulted_and_denial_is_a_result(registry: ToolRegistry) -> None:
+    seen: list[tuple[str, dict]] = []
+
+    def deny(name: str, arguments: dict) -> bool:
+        seen.append((name, arguments))
+        return False
+
+    registry.approver = deny
+    result = registry.execute("write_file", {"path": "x.txt", "content": "x"})
+    assert not result.ok and "denied" in result.output
+    assert not (registry.workspace / "x.txt").exists()
+    assert not registry.execute("run_bash", {"command": "touch y"}).ok
+    assert not (registry.workspace / "y").exists()
+    assert registry.execute("read_file", {"path": "notes.txt"}).ok  # reads need no approval
+    assert [name for name, _ in seen] == ["write_file", "run_bash"]
+
+
+def test_skill_and_memory_tools(registry: ToolRegistry) -> None:
+    created = registry.execute("create_skill", {
+        "name": "Deploy Flask", "description": "Deploy a Flask app", "triggers": ["deploy", "flask"],
+        "body": "1. Build\n2. Ship",
+    })
+    assert created.ok and "deploy-flask" in created.output
+    assert "deploy-flask" in registry.execute("list_skills", {}).output
+    used = registry.execute("use_skill", {"name": "deploy-flask"})
+    assert used.ok and "2. Ship" in used.output
+    assert registry.skills.get("deploy-flask").use_count == 1
+    duplicate = registry.execute("create_skill", {"name": "deploy-flask", "description": "d", "body": "b"})
+    assert not duplicate.ok
+
+    session = registry.memory.new_session()
+    registry.memory.add_message(session, "user", "the zebra migration plan")
+    found = registry.execute("search_memory", {"query": "zebra"})
+    assert found.ok and "**zebra**" in found.output and f"session {session}" in found.output
+    assert "No past messages" in registry.execute("search_memory", {"query": "unicorn"}).output
