@@ -352,3 +352,12 @@ def test_core_modules_do_not_import_litellm() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""  # nothing printed on import or warm-up
+
+
+def test_malformed_event_ends_turn_with_error(stores, fake_llm_env: FakeLLMServer) -> None:
+    fake_llm_env.queue(Reply(text="Some text before a broken event arrives.", chunk_size=5, malformed_at=4))
+    loop = make_loop(stores)
+    events = list(loop.run_turn("hi"))
+    assert len([e for e in events if isinstance(e, Error)]) == 1
+    assert next(e for e in events if isinstance(e, TurnFinished)).stopped_reason == "error"
+    assert_history_valid([m.to_llm() for m in stores[1].get_messages(loop.session_id)])

@@ -1,0 +1,73 @@
+"""Fixed prompt overhead: tokens of the system prompt + tool schemas in the first request.
+
+Measured on the real request Hermes sends (captured by the fake LLM server), with 0, 50 and 200
+skills installed. Budget (DESIGN.md): <= 2,500 tokens + <= 25 tokens per skill. Prints; never fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import _common  # noqa: F401  (sys.path + env)
+import tiktoken
+
+from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.config import Config
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
+from tests.fakes.server import FakeLLMServer
+
+WORDS = ("deploy build test lint docker python flask railway postgres backup migrate release "
+         "invoice report scrape parse convert resize image video audio git branch rebase").split()
+
+
+def install_skills(skills: SkillManager, count: int) -> None:
+    for n in range(count):
+        a, b, c = WORDS[n % len(WORDS)], WORDS[(n * 7 + 3) % len(WORDS)], WORDS[(n * 11 + 5) % len(WORDS)]
+        skills.create(f"{a}-{b}-{c}-{n}", f"How to {a} and {b} a {c} project step by step, with checks",
+                      [a, b, c], f"1. {a}\n2. {b}\n3. {c}\n")
+
+
+def first_request_tokens(count: int, encoding: tiktoken.Encoding) -> tuple[int, int, int]:
+    with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
+        home, ws = Path(tmp) / "home", Path(tmp) / "ws"
+        ws.mkdir()
+        _common.isolated_env(home, ws, server.openai_base)
+        config = Config.load()
+        skills = SkillManager(config.skills_dir)
+        install_skills(skills, count)
+        memory = MemoryStore(config.db_path)
+        loop = AgentLoop(config, memory, skills)
+        list(loop.run_turn("hello"))
+        body = server.requests[0].body
+        system = next(m["content"] for m in body["messages"] if m["role"] == "system")
+        tools = json.dumps(body["tools"])
+        memory.close()
+        return len(encoding.encode(system)), len(encoding.encode(tools)), len(body["tools"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--counts", default="0,50,200", help="skill counts to measure")
+    args = parser.parse_args()
+    # Importing this points TIKTOKEN_CACHE_DIR at the cl100k file bundled with litellm (no network).
+    import litellm.litellm_core_utils.default_encoding  # noqa: F401
+
+    encoding = tiktoken.get_encoding("cl100k_base")
+    print("prompt overhead (tiktoken cl100k_base) of the first request")
+    print(f"{'skills':>7} {'system':>8} {'tools':>7} {'total':>7} {'budget':>7}  per-skill over 0")
+    base_total = None
+    for count in (int(c) for c in args.counts.split(",")):
+        system, tools, n_tools = first_request_tokens(count, encoding)
+        total = system + tools
+        budget = 2500 + 25 * count
+        base_total = total if base_total is None else base_total
+        per_skill = f"{(total - base_total) / count:6.2f}" if count else "     -"
+        print(f"{count:>7} {system:>8} {tools:>7} {total:>7} {budget:>7}  {per_skill}   ({n_tools} tools)")
+
+
+if __name__ == "__main__":
+    main()
