@@ -45,6 +45,9 @@ def _lib() -> litellm_module:
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False
+            # litellm aborts a stream after 100 identical chunks in a row; a long "----" rule or
+            # a column of repeated table cells is a legitimate answer, so allow far more.
+            litellm.REPEATED_STREAMING_CHUNK_LIMIT = 10_000
             for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
                 logging.getLogger(name).setLevel(logging.WARNING)
             _litellm = litellm

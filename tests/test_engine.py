@@ -361,3 +361,11 @@ def test_malformed_event_ends_turn_with_error(stores, fake_llm_env: FakeLLMServe
     assert len([e for e in events if isinstance(e, Error)]) == 1
     assert next(e for e in events if isinstance(e, TurnFinished)).stopped_reason == "error"
     assert_history_valid([m.to_llm() for m in stores[1].get_messages(loop.session_id)])
+
+
+def test_many_identical_chunks_are_not_cut(stores, fake_llm_env: FakeLLMServer) -> None:
+    rule = "-" * 4 * 300  # 300 identical 4-character chunks: a long markdown rule
+    fake_llm_env.queue(Reply(text=rule, chunk_size=4))
+    events = list(make_loop(stores).run_turn("draw a line"))
+    assert not any(isinstance(e, Error) for e in events)
+    assert next(e for e in events if isinstance(e, TurnFinished)).text == rule

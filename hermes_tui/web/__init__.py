@@ -1,0 +1,8 @@
+"""hermes-web: the password-gated Flask dashboard on the same core as the TUI.
+
+``create_app(config=None)`` builds the app (``app.py``); ``serve.web_main`` runs it under gunicorn.
+"""
+
+from hermes_tui.web.app import create_app
+
+__all__ = ["create_app"]

@@ -1,0 +1,135 @@
+"""The JSON API under /api (login required, see auth.py; CSRF on POST, see security.py).
+
+Everything that came from the model, a skill file or a stored message is either plain text (the
+page inserts it with ``textContent``) or, in fields named ``html``, markup that went through
+``render.py``. Nothing else is ever inserted as HTML.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, abort, jsonify, request
+from werkzeug.exceptions import ServiceUnavailable
+
+from hermes_tui.memory.store import Message, SessionInfo
+from hermes_tui.skills.schema import Skill
+from hermes_tui.web.chat import TurnStream
+from hermes_tui.web.context import session_key, web
+from hermes_tui.web.render import markdown_html, snippet_html
+from hermes_tui.web.state import Busy, Saturated
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+MAX_MESSAGE_CHARS = 32_000
+MAX_QUERY_CHARS = 500
+SESSION_LIST_LIMIT = 100
+SEARCH_LIMIT = 20
+
+
+def _session(info: SessionInfo) -> dict[str, Any]:
+    return {
+        "id": info.id, "source": info.source, "title": info.title, "summary": info.summary,
+        "first_user_line": info.first_user_line, "started": info.started,
+        "last_activity": info.last_activity, "message_count": info.message_count,
+    }
+
+
+def _message(message: Message) -> dict[str, Any] | None:
+    if message.role == "user":
+        return {"role": "user", "text": message.content or ""}
+    if message.role == "assistant":
+        calls = [
+            {"id": c.get("id"), "name": (c.get("function") or {}).get("name"),
+             "arguments": (c.get("function") or {}).get("arguments")}
+            for c in message.tool_calls or []
+        ]
+        return {"role": "assistant", "html": markdown_html(message.content), "tool_calls": calls}
+    if message.role == "tool":
+        return {"role": "tool", "name": message.name, "tool_call_id": message.tool_call_id,
+                "text": message.content or ""}
+    return None  # system messages are the agent's own business
+
+
+def _skill(skill: Skill) -> dict[str, Any]:
+    return {
+        "name": skill.name, "description": skill.description, "triggers": list(skill.triggers),
+        "version": skill.version, "use_count": skill.use_count, "updated": skill.updated,
+    }
+
+
+@bp.get("/sessions")
+def list_sessions() -> Response:
+    state = web().state
+    sessions = [_session(s) for s in state.memory.list_sessions(limit=SESSION_LIST_LIMIT)]
+    return jsonify(sessions=sessions, current=state.current_session(session_key()))
+
+
+@bp.get("/sessions/<int:session_id>")
+def get_session(session_id: int) -> Response:
+    memory = web().state.memory
+    info = memory.get_session(session_id)
+    if info is None:
+        abort(404, f"there is no session {session_id}")
+    messages = [m for m in (_message(x) for x in memory.get_messages(session_id)) if m is not None]
+    return jsonify(session=_session(info), messages=messages)
+
+
+@bp.post("/sessions")
+def new_session() -> tuple[Response, int]:
+    try:
+        session_id = web().state.new_session(session_key())
+    except Busy:
+        abort(409, "a turn is running in this session; stop it first")
+    return jsonify(id=session_id), 201
+
+
+@bp.post("/chat")
+def chat() -> Response:
+    body = request.get_json(silent=True)
+    text = body.get("message") if isinstance(body, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        abort(400, 'send JSON {"message": "..."} with some text')
+    if len(text) > MAX_MESSAGE_CHARS:
+        abort(413, f"the message is longer than {MAX_MESSAGE_CHARS:,} characters")
+    ctx = web()
+    try:
+        turn = ctx.state.start_turn(session_key())
+    except Busy:
+        abort(409, "a turn is already running in this session; wait for it or stop it")
+    except Saturated:
+        raise ServiceUnavailable("too many chat streams are open; try again shortly", retry_after=5) from None
+    response = Response(TurnStream(turn, text, ctx.keepalive_seconds), mimetype="application/x-ndjson")
+    response.headers["X-Accel-Buffering"] = "no"  # proxies must pass lines through as they come
+    return response
+
+
+@bp.post("/chat/cancel")
+def cancel() -> Response:
+    return jsonify(cancelled=web().state.cancel(session_key()))
+
+
+@bp.get("/skills")
+def list_skills() -> Response:
+    return jsonify(skills=[_skill(s) for s in web().state.skills.list()])
+
+
+@bp.get("/skills/<name>")
+def get_skill(name: str) -> Response:
+    skill = web().state.skills.get(name)
+    if skill is None:
+        abort(404, "there is no skill by that name")
+    return jsonify(**_skill(skill), html=markdown_html(skill.body))
+
+
+@bp.get("/memory/search")
+def search_memory() -> Response:
+    query = request.args.get("q", "")
+    if len(query) > MAX_QUERY_CHARS:
+        abort(400, f"the query is longer than {MAX_QUERY_CHARS} characters")
+    hits = web().state.memory.search(query, limit=SEARCH_LIMIT) if query.strip() else []
+    return jsonify(query=query, hits=[
+        {"session_id": h.session_id, "message_id": h.message_id, "role": h.role,
+         "html": snippet_html(h.snippet), "created": h.created}
+        for h in hits
+    ])

@@ -1,0 +1,93 @@
+"""``create_app``: the Flask app of the dashboard, refusing to exist without its secrets.
+
+It fails closed: no FLASK_SECRET_KEY, or no HERMES_WEB_PASSWORD (unless HERMES_WEB_ALLOW_NO_AUTH
+is true), raises ``ConfigError`` with one line naming the variable, before anything is served.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from hermes_tui.config import Config, ConfigError
+from hermes_tui.web import api, auth, errors, pages, security
+from hermes_tui.web.context import EXTENSION, WebContext
+from hermes_tui.web.lockout import LoginThrottle
+from hermes_tui.web.session_store import ABSOLUTE_LIFETIME, SessionStore
+from hermes_tui.web.state import MAX_STREAMS, AppState
+from hermes_tui.web.webdb import WebDB
+
+log = logging.getLogger(__name__)
+
+MIN_SECRET_CHARS = 16
+MAX_BODY_BYTES = 256 * 1024  # a chat message is capped at 32k characters (up to 4 bytes each)
+KEEPALIVE_SECONDS = 10.0
+
+
+def check_config(config: Config) -> None:
+    """Raise ``ConfigError`` (one line, naming the variable) unless the dashboard may start."""
+    if not config.flask_secret_key:
+        raise ConfigError(
+            "FLASK_SECRET_KEY is not set: hermes-web needs it to sign session cookies. Set it to a long "
+            "random value, e.g. the output of: python -c 'import secrets; print(secrets.token_hex(32))'"
+        )
+    if len(config.flask_secret_key) < MIN_SECRET_CHARS:
+        raise ConfigError(
+            f"FLASK_SECRET_KEY is too short: use at least {MIN_SECRET_CHARS} random characters "
+            "(e.g. python -c 'import secrets; print(secrets.token_hex(32))')."
+        )
+    if not config.web_password and not config.web_allow_no_auth:
+        raise ConfigError(
+            "HERMES_WEB_PASSWORD is not set: the dashboard needs a password (or, only on a network "
+            "you trust, set HERMES_WEB_ALLOW_NO_AUTH=true)."
+        )
+
+
+def create_app(
+    config: Config | None = None,
+    *,
+    max_streams: int = MAX_STREAMS,
+    keepalive_seconds: float = KEEPALIVE_SECONDS,
+) -> Flask:
+    """Build the dashboard on one set of core objects; raises ``ConfigError`` when misconfigured."""
+    config = Config.load() if config is None else config
+    check_config(config)
+    if not config.web_password:
+        log.warning("hermes-web is running WITHOUT a password (HERMES_WEB_ALLOW_NO_AUTH=true)")
+
+    app = Flask(__name__)
+    app.config.update(
+        SECRET_KEY=config.flask_secret_key,
+        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
+        MAX_FORM_MEMORY_SIZE=MAX_BODY_BYTES,
+        SESSION_COOKIE_NAME="hermes_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        PERMANENT_SESSION_LIFETIME=timedelta(seconds=ABSOLUTE_LIFETIME),
+        TEMPLATES_AUTO_RELOAD=False,
+    )
+    app.session_interface = security.SessionInterface()
+    if config.web_trusted_proxies:
+        n = config.web_trusted_proxies
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
+
+    state = AppState(config, max_streams=max_streams)
+    db = WebDB(config.db_path)
+    app.extensions[EXTENSION] = WebContext(
+        config=config, state=state, throttle=LoginThrottle(db), sessions=SessionStore(db),
+        keepalive_seconds=keepalive_seconds,
+    )
+    app.jinja_env.globals["csrf_token"] = security.csrf_token
+
+    # Order matters: the login gate answers unauthenticated requests (401/redirect) first.
+    app.before_request(auth.require_login)
+    app.before_request(security.check_request)
+    app.after_request(security.add_headers)
+    app.register_blueprint(auth.bp)
+    app.register_blueprint(pages.bp)
+    app.register_blueprint(api.bp)
+    errors.register(app)
+    return app

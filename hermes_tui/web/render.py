@@ -1,0 +1,78 @@
+"""Untrusted text -> safe HTML: model answers, skill bodies and memory snippets.
+
+Two layers, so one mistake is not enough for script to run: markdown-it-py renders with raw HTML
+*disabled* (a ``<script>`` in the text comes out as visible text), then nh3 keeps only an allowlist
+of tags and attributes, only http/https/mailto links (with rel="noopener noreferrer"), and no
+images at all: a remote image would leak the reader's address and could carry data out, so an image
+becomes its alt text. The page's CSP (no inline script, img-src 'self' data:) is the third layer.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import nh3
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from hermes_tui.memory.store import HIT_END, HIT_START
+
+ALLOWED_TAGS = frozenset({
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "s", "code", "pre",
+    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "span",
+})
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}}
+URL_SCHEMES = frozenset({"http", "https", "mailto"})
+_HIT = re.compile(re.escape(html.escape(HIT_START)) + r"([^" + HIT_START + HIT_END + r"]*)" + re.escape(HIT_END))
+_MARKERS = re.compile(f"[{HIT_START}{HIT_END}]")
+
+
+def _image_as_text(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+    """An image is shown as its alt text in brackets; the URL is never fetched."""
+    alt = self.renderInlineAsText(tokens[idx].children or [], options, env)
+    return html.escape(f"[image: {alt}]" if alt else "[image]")
+
+
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.add_render_rule("image", _image_as_text)
+    return md
+
+
+_MD = _markdown()
+
+
+def sanitize(fragment: str) -> str:
+    """Keep only the allowlisted markup of an HTML fragment."""
+    return nh3.clean(
+        fragment,
+        tags=set(ALLOWED_TAGS),
+        clean_content_tags={"script", "style"},
+        attributes={tag: set(attrs) for tag, attrs in ALLOWED_ATTRIBUTES.items()},
+        url_schemes=set(URL_SCHEMES),
+        link_rel="noopener noreferrer",
+        set_tag_attribute_values={"a": {"target": "_blank"}},
+        strip_comments=True,
+    )
+
+
+def markdown_html(text: str | None) -> str:
+    """Markdown from an untrusted source as sanitized HTML."""
+    if not text:
+        return ""
+    return sanitize(_MD.render(text))
+
+
+def snippet_html(snippet: str) -> str:
+    """A memory search snippet: escaped text, with matched terms in ``<mark>``.
+
+    The store marks hits with the STX/ETX control characters; only balanced pairs become marks,
+    and any stray marker (it could come from a stored message) is dropped.
+    """
+    escaped = html.escape(snippet, quote=True)
+    marked = _HIT.sub(r"<mark>\1</mark>", escaped)
+    return _MARKERS.sub("", marked)

@@ -1,0 +1,212 @@
+"""The web process's core objects: one MemoryStore, one SkillManager, a bounded pool of AgentLoops.
+
+Each logged-in browser session owns at most one live AgentLoop (its current conversation). The
+pool is an LRU of ``max_loops`` entries; a loop idle for ``idle_seconds`` (or pushed out of the
+LRU, or whose browser logged out or started a new session) is *retired*: on a single background
+thread it waits for any running turn to end, then ``close()`` stores the session summary. That
+keeps memory bounded and never makes a request wait for a summary.
+
+Two limits protect the server: one running turn per browser session (``Busy`` -> 409), and at most
+``max_streams`` open chat streams in the process (``Saturated`` -> 503), which must stay below the
+gunicorn thread count so long streams can never take every thread from the login page.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.config import Config
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
+
+log = logging.getLogger(__name__)
+
+MAX_LOOPS = 16
+IDLE_SECONDS = 30 * 60.0
+MAX_STREAMS = 4
+SUMMARY_TIMEOUT = 20.0
+SWEEP_EVERY = 60.0
+RETIRE_WAIT = 120.0  # how long a retiring loop waits for its running turn to end
+
+
+class Busy(Exception):
+    """This browser session already has a turn running."""
+
+
+class Saturated(Exception):
+    """Every chat stream slot of the process is in use."""
+
+
+@dataclass
+class _Slot:
+    loop: AgentLoop
+    running: threading.Lock = field(default_factory=threading.Lock)
+    last_used: float = field(default_factory=time.monotonic)
+
+
+class Turn:
+    """The right to run one turn on ``loop``; ``release()`` (idempotent) gives it back."""
+
+    def __init__(self, slot: _Slot, held: list[threading.Lock | threading.BoundedSemaphore]) -> None:
+        self.loop = slot.loop
+        self._slot = slot
+        self._held = held
+        self._done = threading.Lock()
+
+    def release(self) -> None:
+        with self._done:
+            held, self._held = self._held, []
+        self._slot.last_used = time.monotonic()
+        for lock in held:
+            lock.release()
+
+
+class AppState:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        max_loops: int = MAX_LOOPS,
+        idle_seconds: float = IDLE_SECONDS,
+        max_streams: int = MAX_STREAMS,
+        summary_timeout: float = SUMMARY_TIMEOUT,
+    ) -> None:
+        self.config = config
+        self.memory = MemoryStore(config.db_path)
+        self.skills = SkillManager(config.skills_dir)
+        self.max_loops = max_loops
+        self.idle_seconds = idle_seconds
+        self.summary_timeout = summary_timeout
+        self._slots: OrderedDict[str, _Slot] = OrderedDict()
+        self._lock = threading.Lock()
+        self._streams = threading.BoundedSemaphore(max_streams)
+        self._retirer = ThreadPoolExecutor(1, thread_name_prefix="hermes-web-retire")
+        self._stop = threading.Event()
+        self._sweeper = threading.Thread(target=self._sweep_forever, name="hermes-web-sweeper", daemon=True)
+        self._sweeper.start()
+
+    # -- per browser session --------------------------------------------------------------
+
+    def current_session(self, key: str) -> int | None:
+        """The memory session id of this browser's live conversation, if it has one."""
+        with self._lock:
+            slot = self._slots.get(key)
+            return slot.loop.session_id if slot else None
+
+    def new_session(self, key: str) -> int:
+        """Start a fresh conversation for this browser; the previous one is retired (summarized)."""
+        with self._lock:
+            old = self._slots.get(key)
+            if old is not None and old.running.locked():
+                raise Busy
+            slot = self._add(key)
+        if old is not None:
+            self._retire(old)
+        return slot.loop.session_id
+
+    def start_turn(self, key: str) -> Turn:
+        """Reserve a stream slot and this browser's loop (created on first use) for one turn."""
+        if not self._streams.acquire(blocking=False):
+            raise Saturated
+        try:
+            with self._lock:
+                slot = self._slots.get(key) or self._add(key)
+                self._slots.move_to_end(key)
+                if not slot.running.acquire(blocking=False):
+                    raise Busy
+        except BaseException:
+            self._streams.release()
+            raise
+        return Turn(slot, [slot.running, self._streams])
+
+    def cancel(self, key: str) -> bool:
+        """Cancel this browser's running turn; False when none is running."""
+        with self._lock:
+            slot = self._slots.get(key)
+        if slot is None or not slot.running.locked():
+            return False
+        slot.loop.cancel()
+        return True
+
+    def forget(self, key: str) -> None:
+        """The browser logged out: stop its turn and retire its loop."""
+        with self._lock:
+            slot = self._slots.pop(key, None)
+        if slot is not None:
+            slot.loop.cancel()
+            self._retire(slot)
+
+    # -- housekeeping ---------------------------------------------------------------------
+
+    def sweep(self, now: float | None = None) -> int:
+        """Retire loops idle for longer than ``idle_seconds``; returns how many."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            idle = [k for k, s in self._slots.items()
+                    if not s.running.locked() and now - s.last_used > self.idle_seconds]
+            slots = [self._slots.pop(k) for k in idle]
+        for slot in slots:
+            self._retire(slot)
+        return len(slots)
+
+    def drain(self, timeout: float = 30.0) -> None:
+        """Wait until every retirement queued so far is done (tests, shutdown)."""
+        self._retirer.submit(lambda: None).result(timeout=timeout)
+
+    def close(self) -> None:
+        """Stop background work, cancel running turns; queued summaries not yet started are dropped."""
+        self._stop.set()
+        with self._lock:
+            slots, self._slots = list(self._slots.values()), OrderedDict()
+        for slot in slots:
+            slot.loop.cancel()
+        self._retirer.shutdown(wait=True, cancel_futures=True)
+        self.memory.close()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _add(self, key: str) -> _Slot:
+        """Create and register a loop for ``key``; call with ``self._lock`` held."""
+        while len(self._slots) >= self.max_loops:
+            victim = next((k for k, s in self._slots.items() if not s.running.locked()), None)
+            if victim is None:
+                break
+            self._retire(self._slots.pop(victim))
+        loop = AgentLoop(
+            self.config, self.memory, self.skills, source="web",
+            enable_shell=self.config.web_enable_shell, enable_write=self.config.web_enable_write,
+            approver=None,  # a browser cannot answer mid-stream; the env flags are the approval
+        )
+        slot = _Slot(loop)
+        self._slots[key] = slot
+        return slot
+
+    def _retire(self, slot: _Slot) -> None:
+        try:
+            self._retirer.submit(self._summarize, slot)
+        except RuntimeError:  # shutting down: the messages are stored anyway, only the summary is lost
+            log.info("not summarizing session %d: shutting down", slot.loop.session_id)
+
+    def _summarize(self, slot: _Slot) -> None:
+        if not slot.running.acquire(timeout=RETIRE_WAIT):
+            log.warning("session %d still busy after %.0f s; not summarized", slot.loop.session_id, RETIRE_WAIT)
+            return
+        try:
+            slot.loop.close(timeout=self.summary_timeout)
+        except Exception:  # noqa: BLE001 - a failed summary must not kill the retire thread
+            log.exception("summarizing session %d failed", slot.loop.session_id)
+        finally:
+            slot.running.release()
+
+    def _sweep_forever(self) -> None:
+        while not self._stop.wait(SWEEP_EVERY):
+            try:
+                self.sweep()
+            except Exception:  # noqa: BLE001 - keep sweeping
+                log.exception("idle sweep failed")

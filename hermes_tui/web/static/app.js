@@ -1,0 +1,383 @@
+// Hermes dashboard: plain JS, no build step.
+// Rule: text from the model, tools, skills or memory is inserted with textContent. The only
+// markup ever inserted is an "html" field from the server, which render.py has sanitized.
+"use strict";
+
+(function () {
+  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  const $ = (id) => document.getElementById(id);
+
+  const el = (tag, className, text) => {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  };
+
+  const setSanitizedHtml = (node, html) => {
+    node.innerHTML = html; // server-sanitized (render.py) — never raw model text
+  };
+
+  const when = (epoch) => new Date(epoch * 1000).toLocaleString();
+
+  function setStatus(text) {
+    $("status").textContent = text || "";
+  }
+
+  async function api(method, url, body) {
+    const options = { method, headers: { "X-CSRF-Token": csrf }, credentials: "same-origin" };
+    if (body !== undefined) {
+      options.headers["Content-Type"] = "application/json";
+      options.body = JSON.stringify(body);
+    }
+    const response = await fetch(url, options);
+    if (response.status === 401) {
+      window.location.assign("/login");
+      throw new Error("logged out");
+    }
+    return response;
+  }
+
+  async function apiJson(method, url, body) {
+    const response = await api(method, url, body);
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(data.error || response.statusText);
+    return data;
+  }
+
+  // ---------------------------------------------------------------- sessions
+
+  let currentSession = null;
+
+  async function loadSessions() {
+    const data = await apiJson("GET", "/api/sessions");
+    currentSession = data.current;
+    const list = $("session-list");
+    list.replaceChildren();
+    for (const s of data.sessions) {
+      const item = el("li");
+      const button = el("button", "session-item" + (s.id === currentSession ? " current" : ""));
+      button.type = "button";
+      button.dataset.id = s.id;
+      button.append(
+        el("span", "title", s.title || s.first_user_line || "(empty session)"),
+        el("span", "meta", `#${s.id} · ${s.source} · ${s.message_count} messages · ${when(s.last_activity)}`),
+      );
+      button.addEventListener("click", () => openTranscript(s.id));
+      item.append(button);
+      list.append(item);
+    }
+  }
+
+  function renderToolCall(container, call) {
+    const details = el("details", "tool");
+    const summary = el("summary");
+    summary.append(el("span", "tool-name", call.name), el("span", "tool-state", "running…"));
+    details.append(summary, el("pre", "tool-args", formatArgs(call.arguments)));
+    container.append(details);
+    return details;
+  }
+
+  function finishToolCall(details, result) {
+    const state = details.querySelector(".tool-state");
+    state.textContent = result.ok === false ? "failed" : "done";
+    if (result.seconds !== undefined) state.textContent += ` · ${result.seconds.toFixed(1)} s`;
+    details.classList.add(result.ok === false ? "failed" : "ok");
+    details.append(el("pre", "tool-result", result.text));
+  }
+
+  function formatArgs(args) {
+    if (typeof args === "string") {
+      try {
+        return JSON.stringify(JSON.parse(args), null, 2);
+      } catch (e) {
+        return args;
+      }
+    }
+    return JSON.stringify(args || {}, null, 2);
+  }
+
+  function renderTranscript(view, messages) {
+    const calls = new Map();
+    for (const m of messages) {
+      if (m.role === "user") {
+        view.append(el("div", "msg user", m.text));
+      } else if (m.role === "assistant") {
+        const msg = el("div", "msg assistant");
+        if (m.html) {
+          const body = el("div", "rendered");
+          setSanitizedHtml(body, m.html);
+          msg.append(body);
+        }
+        for (const call of m.tool_calls) calls.set(call.id, renderToolCall(msg, call));
+        view.append(msg);
+      } else if (m.role === "tool") {
+        const details = calls.get(m.tool_call_id);
+        if (details) finishToolCall(details, { text: m.text });
+      }
+    }
+  }
+
+  async function openTranscript(id) {
+    const data = await apiJson("GET", `/api/sessions/${encodeURIComponent(id)}`);
+    const view = $("transcript");
+    view.replaceChildren();
+    renderTranscript(view, data.messages);
+    if (!data.messages.length) view.append(el("p", "empty", "This session has no messages."));
+    $("transcript-id").textContent = `#${data.session.id}`;
+    showTranscript(true);
+  }
+
+  function showTranscript(on) {
+    $("transcript").hidden = !on;
+    $("transcript-bar").hidden = !on;
+    $("messages").hidden = on;
+    $("chat-form").hidden = on;
+  }
+
+  $("back-to-chat").addEventListener("click", () => showTranscript(false));
+
+  $("new-session").addEventListener("click", async () => {
+    try {
+      const data = await apiJson("POST", "/api/sessions");
+      currentSession = data.id;
+      $("messages").replaceChildren(el("p", "empty", `New session #${data.id}.`));
+      showTranscript(false);
+      await loadSessions();
+    } catch (e) {
+      setStatus(e.message);
+    }
+  });
+
+  // ---------------------------------------------------------------- chat
+
+  let running = false;
+
+  function setRunning(on) {
+    running = on;
+    $("send").disabled = on;
+    $("stop").hidden = !on;
+    $("new-session").disabled = on;
+  }
+
+  class TurnView {
+    constructor(container) {
+      this.container = container;
+      this.block = null; // the assistant text block being streamed
+      this.tools = new Map();
+    }
+
+    text(delta) {
+      if (!this.block) {
+        this.block = el("div", "msg assistant streaming");
+        this.container.append(this.block);
+      }
+      this.block.append(document.createTextNode(delta));
+    }
+
+    html(html) {
+      if (!this.block) return;
+      this.block.replaceChildren();
+      this.block.classList.remove("streaming");
+      const body = el("div", "rendered");
+      setSanitizedHtml(body, html);
+      this.block.append(body);
+      this.block = null;
+    }
+
+    toolStarted(event) {
+      this.block = null;
+      const holder = el("div", "msg tools");
+      this.container.append(holder);
+      this.tools.set(event.id, renderToolCall(holder, event));
+    }
+
+    toolFinished(event) {
+      const details = this.tools.get(event.id);
+      if (details) finishToolCall(details, { text: event.result, ok: event.ok, seconds: event.seconds });
+    }
+
+    note(text, className) {
+      this.container.append(el("p", className || "note", text));
+    }
+  }
+
+  async function sendMessage(text) {
+    const container = $("messages");
+    container.querySelectorAll(":scope > .empty").forEach((node) => node.remove());
+    container.append(el("div", "msg user", text));
+    const view = new TurnView(container);
+    setRunning(true);
+    setStatus("thinking…");
+    try {
+      const response = await api("POST", "/api/chat", { message: text });
+      if (!response.ok) {
+        const data = await response.json().catch(() => ({}));
+        view.note(data.error || `Error ${response.status}`, "error");
+        return;
+      }
+      await readLines(response, (event) => handleEvent(view, event));
+    } catch (e) {
+      if (e.message !== "logged out") view.note(`Connection lost: ${e.message}`, "error");
+    } finally {
+      setRunning(false);
+      setStatus("");
+      container.scrollTop = container.scrollHeight;
+      loadSessions().catch(() => {});
+    }
+  }
+
+  async function readLines(response, onEvent) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let newline;
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline).trim();
+        buffer = buffer.slice(newline + 1);
+        if (line) onEvent(JSON.parse(line));
+      }
+    }
+  }
+
+  function handleEvent(view, event) {
+    const container = view.container;
+    const atBottom = container.scrollHeight - container.scrollTop - container.clientHeight < 40;
+    switch (event.type) {
+      case "turn_started":
+        currentSession = event.session_id;
+        break;
+      case "text_delta":
+        setStatus("answering…");
+        view.text(event.text);
+        break;
+      case "text_html":
+        view.html(event.html);
+        break;
+      case "tool_call_started":
+        setStatus(`running ${event.name}…`);
+        view.toolStarted(event);
+        break;
+      case "tool_call_finished":
+        view.toolFinished(event);
+        break;
+      case "notice":
+        view.note(event.message);
+        break;
+      case "error":
+        view.note(event.message, "error");
+        break;
+      case "skill_learned":
+        view.note(`${event.created ? "Learned" : "Refined"} skill ${event.name} (v${event.version})`);
+        loadSkills().catch(() => {});
+        break;
+      case "turn_finished":
+        if (event.stopped_reason === "cancelled") view.note("Stopped.", "stopped");
+        setStatus(event.tool_calls >= 3 ? "learning from this turn…" : "");
+        $("stop").hidden = true;
+        break;
+      default:
+        break; // usage, keepalive, approval_needed: nothing to show
+    }
+    if (atBottom) container.scrollTop = container.scrollHeight;
+  }
+
+  $("chat-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const input = $("chat-input");
+    const text = input.value.trim();
+    if (!text || running) return;
+    input.value = "";
+    sendMessage(text);
+  });
+
+  $("chat-input").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("chat-form").requestSubmit();
+    }
+  });
+
+  $("stop").addEventListener("click", async () => {
+    setStatus("stopping…");
+    try {
+      await apiJson("POST", "/api/chat/cancel");
+    } catch (e) {
+      setStatus(e.message);
+    }
+  });
+
+  // ---------------------------------------------------------------- skills
+
+  async function loadSkills() {
+    const data = await apiJson("GET", "/api/skills");
+    const list = $("skill-list");
+    list.replaceChildren();
+    if (!data.skills.length) list.append(el("li", "empty", "No skills yet."));
+    for (const s of data.skills) {
+      const item = el("li");
+      const button = el("button", "skill-item");
+      button.type = "button";
+      button.append(el("span", "title", s.name), el("span", "meta", s.description));
+      button.addEventListener("click", () => openSkill(s.name));
+      item.append(button);
+      list.append(item);
+    }
+  }
+
+  async function openSkill(name) {
+    const s = await apiJson("GET", `/api/skills/${encodeURIComponent(name)}`);
+    $("skill-name").textContent = s.name;
+    $("skill-meta").textContent = `v${s.version} · used ${s.use_count}× · ${s.triggers.join(", ")}`;
+    $("skill-description").textContent = s.description;
+    setSanitizedHtml($("skill-body"), s.html);
+    $("skill-detail").hidden = false;
+  }
+
+  // ---------------------------------------------------------------- memory
+
+  $("memory-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const q = $("memory-q").value.trim();
+    const list = $("memory-results");
+    list.replaceChildren();
+    if (!q) return;
+    try {
+      const data = await apiJson("GET", `/api/memory/search?q=${encodeURIComponent(q)}`);
+      if (!data.hits.length) list.append(el("li", "empty", "No matches."));
+      for (const hit of data.hits) {
+        const item = el("li");
+        const button = el("button", "hit");
+        button.type = "button";
+        const snippet = el("span", "snippet");
+        setSanitizedHtml(snippet, hit.html); // escaped on the server; only <mark> added
+        button.append(snippet, el("span", "meta", `#${hit.session_id} · ${hit.role} · ${when(hit.created)}`));
+        button.addEventListener("click", () => openTranscript(hit.session_id));
+        item.append(button);
+        list.append(item);
+      }
+    } catch (e) {
+      list.append(el("li", "error", e.message));
+    }
+  });
+
+  // ---------------------------------------------------------------- start
+
+  async function start() {
+    await Promise.all([loadSessions(), loadSkills()]);
+    if (currentSession !== null) {
+      // After a reload, show this browser's live conversation where the chat goes on.
+      const data = await apiJson("GET", `/api/sessions/${currentSession}`);
+      if (data.messages.length) {
+        $("messages").replaceChildren();
+        renderTranscript($("messages"), data.messages);
+      }
+    }
+  }
+
+  start().catch((e) => setStatus(e.message));
+})();

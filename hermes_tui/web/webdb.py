@@ -1,0 +1,71 @@
+"""The dashboard's own small tables, kept in the same memory.sqlite3 as the conversations.
+
+Why the shared database rather than memory or a second file: login lockouts and server-side
+sessions must hold across gunicorn workers, restarts and several app instances, and the memory
+database already lives on the persistent volume in WAL mode. The tables are created here (with
+sqlite-utils, ``IF NOT EXISTS``) rather than as a core schema migration, so the core never knows
+about the web; ``PRAGMA user_version`` is left alone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlite_utils import Database
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+class WebDB:
+    """Opens one short-lived connection per operation: cheap, thread- and fork-safe."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.read() as conn:
+            conn.execute("PRAGMA journal_mode = WAL")  # persistent in the file: once is enough
+        with self.write() as conn:
+            _create_tables(Database(conn, execute_plugins=False))
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return conn
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction: read-then-write decisions are atomic across processes."""
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connect()
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+
+def _create_tables(db: Database) -> None:
+    db["web_login_attempts"].create(
+        {"id": int, "client": str, "at": float}, pk="id", not_null={"client", "at"}, if_not_exists=True
+    )
+    db["web_login_attempts"].create_index(["client", "at"], if_not_exists=True)
+    # id is the SHA-256 of the token the cookie carries: a copy of the database holds no usable cookie.
+    db["web_sessions"].create(
+        {"id": str, "created": float, "last_seen": float},
+        pk="id", not_null={"created", "last_seen"}, if_not_exists=True,
+    )

@@ -1,0 +1,727 @@
+"""hermes-web through Flask's test client: real core objects on tmp_path, the fake LLM server, no mocks."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from werkzeug.routing import IntegerConverter, Rule
+
+from hermes_tui.config import Config, ConfigError
+from hermes_tui.llm import warm
+from hermes_tui.memory.store import HIT_END, HIT_START
+from hermes_tui.skills.manager import SkillManager
+from hermes_tui.web import create_app
+from hermes_tui.web.api import MAX_MESSAGE_CHARS
+from hermes_tui.web.auth import PUBLIC_ENDPOINTS
+from hermes_tui.web.context import EXTENSION
+from hermes_tui.web.render import markdown_html, sanitize, snippet_html
+from hermes_tui.web.security import CSP
+from tests.fakes.fixtures import wire_env
+from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+
+PASSWORD = "correct horse battery staple"
+SECRET = "test-secret-key-0123456789abcdef"
+COOKIE = "hermes_session"
+
+XSS_MARKDOWN = [
+    "<script>alert(1)</script>",
+    '<img src=x onerror="alert(1)">',
+    "<svg onload=alert(1)><circle/></svg>",
+    "[click me](javascript:alert(1))",
+    "[click me](JaVaScRiPt:alert(1))",
+    "[data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    "![tracker](http://evil.example/pixel.png)",
+    "![inline](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
+    '<a href="javascript:alert(1)">x</a>',
+    "<iframe src=http://evil.example></iframe>",
+    '<div style="background:url(http://evil.example/x)">x</div>',
+    "`<script>alert(1)</script>` and ```\n<script>alert(1)</script>\n```",
+]
+XSS_HTML = [
+    "<script>alert(1)</script>",
+    '<img src="http://evil.example/x.png" onerror="alert(1)">',
+    '<img src="data:image/png;base64,AAAA">',
+    "<svg><script>alert(1)</script></svg>",
+    '<svg onload="alert(1)"></svg>',
+    '<a href="javascript:alert(1)">x</a>',
+    '<a href="  jav&#x09;ascript:alert(1)">x</a>',
+    '<a href="data:text/html,<script>alert(1)</script>">x</a>',
+    '<p onclick="alert(1)" style="color:red">x</p>',
+    '<iframe src="http://evil.example"></iframe>',
+    '<math><mtext><style><img src=x onerror=alert(1)></style></mtext></math>',
+    '<form action="http://evil.example"><input name=x></form>',
+    '<base href="http://evil.example/">',
+    '<meta http-equiv="refresh" content="0;url=http://evil.example">',
+]
+SAFE_TAGS = {"p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "s", "code", "pre",
+             "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "span", "mark"}
+SAFE_ATTRIBUTES = {"href", "title", "rel", "target", "start"}
+
+
+class _Inspector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.problems: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in SAFE_TAGS:
+            self.problems.append(f"tag <{tag}>")
+        for name, value in attrs:
+            if name not in SAFE_ATTRIBUTES:
+                self.problems.append(f"attribute {name} on <{tag}>")
+            if name == "href" and not re.match(r"(https?:|mailto:|/|#)", value or "", re.IGNORECASE):
+                self.problems.append(f"href {value!r}")
+            if tag == "a" and name == "rel" and value != "noopener noreferrer":
+                self.problems.append(f"rel {value!r}")
+
+
+def assert_inert(html: str) -> None:
+    """Only allowlisted tags and attributes; links only to http(s)/mailto; nothing that loads or runs."""
+    inspector = _Inspector()
+    inspector.feed(html)
+    inspector.close()
+    assert not inspector.problems, (inspector.problems, html)
+
+
+# --------------------------------------------------------------------------- fixtures and helpers
+
+
+@pytest.fixture
+def web_env(hermes_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("FLASK_SECRET_KEY", SECRET)
+    monkeypatch.setenv("HERMES_WEB_PASSWORD", PASSWORD)
+    return hermes_home
+
+
+@pytest.fixture
+def llm(fake_llm: FakeLLMServer, web_env: Path, monkeypatch: pytest.MonkeyPatch) -> FakeLLMServer:
+    """The fake server on the OpenAI wire (tests that need no per-wire coverage)."""
+    for name, value in wire_env(fake_llm, "openai").items():
+        monkeypatch.setenv(name, value)
+    return fake_llm
+
+
+@pytest.fixture
+def make_app(web_env: Path) -> Iterator[Any]:
+    """Build apps from the current environment; their background work is stopped afterwards."""
+    apps: list[Flask] = []
+
+    def make(**kwargs: Any) -> Flask:
+        app = create_app(Config.load(), **kwargs)
+        app.config["TESTING"] = True
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.extensions[EXTENSION].state.close()
+
+
+@pytest.fixture
+def app(make_app: Any, llm: FakeLLMServer) -> Flask:
+    return make_app()
+
+
+def csrf_from(html: str) -> str:
+    match = re.search(r'name="csrf-token" content="([^"]+)"', html) or re.search(
+        r'name="csrf_token" value="([^"]+)"', html)
+    assert match, "no CSRF token in the page"
+    return match.group(1)
+
+
+def try_login(client: FlaskClient, password: str = PASSWORD, **kwargs: Any) -> Any:
+    token = csrf_from(client.get("/login", **kwargs).get_data(as_text=True))
+    return client.post("/login", data={"csrf_token": token, "password": password}, **kwargs)
+
+
+def login(client: FlaskClient, password: str = PASSWORD) -> str:
+    """Log in; return the dashboard's CSRF token for API calls."""
+    response = try_login(client, password)
+    assert response.status_code == 302 and response.headers["Location"] == "/", response.get_data(as_text=True)
+    return csrf_from(client.get("/").get_data(as_text=True))
+
+
+def ndjson(response: Any) -> list[dict[str, Any]]:
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.mimetype == "application/x-ndjson"
+    return [json.loads(line) for line in response.get_data(as_text=True).splitlines()]
+
+
+def lines_of(response: Any) -> Iterator[dict[str, Any]]:
+    """Read an unbuffered streaming response line by line as it is produced."""
+    buffer = b""
+    for chunk in response.response:
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            yield json.loads(line)
+
+
+def chat(client: FlaskClient, token: str, text: str, **kwargs: Any) -> Any:
+    return client.post("/api/chat", json={"message": text}, headers={"X-CSRF-Token": token}, **kwargs)
+
+
+def cookie_value(client: FlaskClient) -> str | None:
+    cookie = client.get_cookie(COOKIE)
+    return cookie.value if cookie else None
+
+
+def types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events if e["type"] not in ("usage", "keepalive")]
+
+
+# --------------------------------------------------------------------------- the login gate
+
+
+def _example_url(rule: Rule) -> str:
+    values = {arg: 1 if isinstance(rule._converters[arg], IntegerConverter) else "x" for arg in rule.arguments}
+    return rule.build(values)[1]
+
+
+def test_every_route_but_login_and_static_requires_login(app: Flask) -> None:
+    client = app.test_client()
+    checked: set[str] = set()
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint in PUBLIC_ENDPOINTS:
+            continue
+        url = _example_url(rule)
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            response = client.open(url, method=method)
+            if url.startswith("/api/"):
+                assert response.status_code == 401, (method, url)
+                assert response.get_json() == {"error": "log in first"}, (method, url)
+            else:
+                assert response.status_code == 302, (method, url)
+                assert response.headers["Location"] == "/login", (method, url)
+            checked.add(f"{method} {rule.rule}")
+    assert {"GET /", "POST /logout", "GET /api/sessions", "GET /api/sessions/<int:session_id>",
+            "POST /api/sessions", "POST /api/chat", "POST /api/chat/cancel", "GET /api/skills",
+            "GET /api/skills/<name>", "GET /api/memory/search"} <= checked
+    # Unknown URLs do not reveal whether they exist.
+    assert client.get("/api/does-not-exist").status_code == 401
+    assert client.get("/nowhere").status_code == 302
+    # The public ones really are public.
+    assert client.get("/login").status_code == 200
+    assert client.get("/static/app.js").status_code == 200
+
+
+def test_login_success_and_failure(app: Flask) -> None:
+    client = app.test_client()
+    wrong = try_login(client, "wrong password")
+    assert wrong.status_code == 401 and "Wrong password." in wrong.get_data(as_text=True)
+    assert client.get("/api/sessions").status_code == 401
+    assert try_login(client, PASSWORD + " ").status_code == 401
+    assert try_login(client, "x" * 5000).status_code == 401  # over the input cap: refused, not hashed
+    token = login(client)
+    assert client.get("/api/sessions").status_code == 200
+    assert client.get("/").status_code == 200 and token
+
+
+def test_oversized_request_bodies_are_refused(app: Flask) -> None:
+    client = app.test_client()
+    token = csrf_from(client.get("/login").get_data(as_text=True))
+    response = client.post("/login", data={"csrf_token": token, "password": "x" * 400_000})
+    assert response.status_code == 413
+    token = login(client)
+    response = client.post("/api/chat", data=b"{" + b" " * 400_000 + b"}", content_type="application/json",
+                           headers={"X-CSRF-Token": token})
+    assert response.status_code == 413 and "error" in response.get_json()
+    response = chat(client, token, "x" * (MAX_MESSAGE_CHARS + 1))
+    assert response.status_code == 413 and "longer" in response.get_json()["error"]
+
+
+def test_lockout_after_five_failures_even_with_the_right_password(app: Flask, web_env: Path) -> None:
+    client = app.test_client()
+    for _ in range(5):
+        assert try_login(client, "guess").status_code == 401
+    refused = try_login(client, PASSWORD)
+    assert refused.status_code == 429
+    assert 1 <= int(refused.headers["Retry-After"]) <= 300
+    assert "Too many failed attempts" in refused.get_data(as_text=True)
+    assert client.get("/api/sessions").status_code == 401
+
+    other = app.test_client()  # another address is not locked out
+    assert try_login(other, PASSWORD, environ_base={"REMOTE_ADDR": "10.0.0.9"}).status_code == 302
+
+    # Once the window has passed (moved back in the database), the right password works again.
+    with sqlite3.connect(web_env / "memory.sqlite3") as conn:
+        conn.execute("UPDATE web_login_attempts SET at = at - 301")
+    assert try_login(client, PASSWORD).status_code == 302
+
+
+def test_lockout_holds_across_two_app_instances_sharing_the_database(make_app: Any, llm: FakeLLMServer) -> None:
+    first, second = make_app().test_client(), make_app().test_client()
+    for client in (first, second, first, second, first):
+        assert try_login(client, "guess").status_code == 401
+    assert try_login(first, PASSWORD).status_code == 429
+    assert try_login(second, PASSWORD).status_code == 429
+    third = make_app().test_client()  # a restart reads the same state
+    assert try_login(third, PASSWORD).status_code == 429
+
+
+def test_forwarded_address_is_trusted_only_when_configured(
+    make_app: Any, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = make_app().test_client()
+    for n in range(5):  # without trusted proxies, a spoofed X-Forwarded-For changes nothing
+        headers = {"X-Forwarded-For": f"203.0.113.{n}"}
+        assert try_login(client, "guess", headers=headers).status_code == 401
+    assert try_login(client, PASSWORD, headers={"X-Forwarded-For": "198.51.100.1"}).status_code == 429
+
+    monkeypatch.setenv("HERMES_WEB_TRUSTED_PROXIES", "1")
+    proxied = make_app().test_client()
+    via = {"REMOTE_ADDR": "10.0.0.2"}  # the proxy's own address: counted per forwarded client instead
+    for _ in range(5):
+        assert try_login(proxied, "guess", headers={"X-Forwarded-For": "203.0.113.50"},
+                         environ_base=via).status_code == 401
+    assert try_login(proxied, PASSWORD, headers={"X-Forwarded-For": "203.0.113.50"},
+                     environ_base=via).status_code == 429
+    # The right-most entry is the one the proxy saw; a client-supplied entry before it is ignored.
+    assert try_login(proxied, PASSWORD, headers={"X-Forwarded-For": "203.0.113.50, 198.51.100.7"},
+                     environ_base=via).status_code == 302
+
+
+# --------------------------------------------------------------------------- CSRF and sessions
+
+
+def test_csrf_and_cross_site_requests_are_refused(app: Flask) -> None:
+    client = app.test_client()
+    assert client.post("/login", data={"password": PASSWORD}).status_code == 403  # no token
+    assert client.post("/login", data={"password": PASSWORD, "csrf_token": "forged"}).status_code == 403
+    token = login(client)
+
+    def new_session(headers: dict[str, str]) -> int:
+        return client.post("/api/sessions", headers=headers).status_code
+
+    assert new_session({}) == 403
+    assert new_session({"X-CSRF-Token": "wrong"}) == 403
+    assert new_session({"X-CSRF-Token": token, "Origin": "http://evil.example"}) == 403
+    assert new_session({"X-CSRF-Token": token, "Origin": "null"}) == 403
+    assert new_session({"X-CSRF-Token": token, "Sec-Fetch-Site": "cross-site"}) == 403
+    assert new_session({"X-CSRF-Token": token, "Sec-Fetch-Site": "same-site"}) == 403
+    forbidden = client.post("/api/chat/cancel")
+    assert forbidden.status_code == 403 and "CSRF" in forbidden.get_json()["error"]
+    assert client.post("/logout", data={}).status_code == 403
+    assert new_session({"X-CSRF-Token": token, "Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"}) == 201
+
+
+def test_session_rotates_at_login_and_dies_at_logout(app: Flask) -> None:
+    client = app.test_client()
+    pre_token = csrf_from(client.get("/login").get_data(as_text=True))
+    pre_cookie = cookie_value(client)
+    token = login(client)
+    logged_in_cookie = cookie_value(client)
+    assert logged_in_cookie and logged_in_cookie != pre_cookie
+    assert token != pre_token  # the CSRF token is rotated with the session
+
+    fixation = app.test_client()  # the pre-login cookie grants nothing
+    fixation.set_cookie(COOKIE, pre_cookie)
+    assert fixation.get("/api/sessions").status_code == 401
+
+    thief = app.test_client()  # a copy of the logged-in cookie works... until logout
+    thief.set_cookie(COOKIE, logged_in_cookie)
+    assert thief.get("/api/sessions").status_code == 200
+
+    response = client.post("/logout", data={"csrf_token": token})
+    assert response.status_code == 302 and response.headers["Location"] == "/login"
+    assert client.get("/api/sessions").status_code == 401
+    assert thief.get("/api/sessions").status_code == 401  # revoked on the server, not just deleted
+    replay = app.test_client()
+    replay.set_cookie(COOKIE, logged_in_cookie)
+    assert replay.get("/").status_code == 302
+
+
+def test_security_headers_and_cookie_flags(app: Flask) -> None:
+    client = app.test_client()
+    login_page = client.get("/login")
+    cookie = login_page.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie
+    for response in (login_page, client.get("/static/app.css"), client.get("/api/sessions"), client.get("/x")):
+        assert response.headers["Content-Security-Policy"] == CSP
+        assert "script-src 'self';" in CSP and "frame-ancestors 'none'" in CSP and "unsafe" not in CSP
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.headers["Referrer-Policy"] == "same-origin"
+        assert response.headers["X-Frame-Options"] == "DENY"
+        assert "Strict-Transport-Security" not in response.headers
+    assert client.get("/api/sessions").headers["Cache-Control"] == "no-store"
+    assert login_page.headers["Cache-Control"] == "no-store"  # it carries a CSRF token
+    assert "no-store" not in client.get("/static/app.css").headers.get("Cache-Control", "")
+
+    secure = app.test_client()
+    response = secure.get("/login", base_url="https://localhost")
+    assert "Secure" in response.headers["Set-Cookie"]
+    assert response.headers["Strict-Transport-Security"].startswith("max-age=")
+
+
+def test_secure_cookie_behind_a_trusted_https_proxy(make_app: Any, llm: FakeLLMServer,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.1"}
+    untrusted = make_app().test_client().get("/login", headers=forwarded)
+    assert "Secure" not in untrusted.headers["Set-Cookie"]  # nobody vouches for that header
+    monkeypatch.setenv("HERMES_WEB_TRUSTED_PROXIES", "1")
+    trusted = make_app().test_client()
+    response = trusted.get("/login", headers=forwarded)
+    assert "Secure" in response.headers["Set-Cookie"]
+    assert trusted.post("/login", headers=forwarded | {"Origin": "https://localhost"}, data={
+        "csrf_token": csrf_from(response.get_data(as_text=True)), "password": PASSWORD}).status_code == 302
+
+
+def test_pages_have_no_inline_script_or_style(app: Flask) -> None:
+    client = app.test_client()
+    pages = [client.get("/login").get_data(as_text=True)]
+    login(client)
+    pages.append(client.get("/").get_data(as_text=True))
+    pages.append(client.get("/missing").get_data(as_text=True))
+    for html in pages:
+        assert "<style" not in html and " style=" not in html
+        assert not re.search(r"\son\w+\s*=", html)
+        for script in re.findall(r"<script[^>]*>", html):
+            assert 'src="/static/' in script
+        assert not re.search(r"<script[^>]*>(?!</script>)", html)  # no inline body
+    source = (Path(__file__).parents[1] / "hermes_tui" / "web" / "static" / "app.js").read_text()
+    assert source.count("innerHTML") == 1  # only in setSanitizedHtml, fed by render.py output
+    assert "eval(" not in source and "insertAdjacentHTML" not in source and "document.write" not in source
+
+
+# --------------------------------------------------------------------------- the API
+
+
+def test_chat_streams_ndjson_with_a_tool_call(make_app: Any, fake_llm_env: FakeLLMServer) -> None:
+    client = make_app().test_client()
+    token = login(client)
+    fake_llm_env.queue(
+        Reply(text="Let me *look*.", tool_calls=[ToolCall("list_dir", {"path": "."})]),
+        Reply(text="Found **nothing** <script>alert(1)</script>."),
+    )
+    events = ndjson(chat(client, token, "what is here?"))
+    assert types(events)[:2] == ["turn_started", "text_delta"]
+    html_blocks = [e["html"] for e in events if e["type"] == "text_html"]
+    assert html_blocks == ["<p>Let me <em>look</em>.</p>\n",
+                           "<p>Found <strong>nothing</strong> &lt;script&gt;alert(1)&lt;/script&gt;.</p>\n"]
+    sequence = types(events)
+    assert sequence.index("text_html") < sequence.index("tool_call_started")
+    assert sequence[-2:] == ["text_html", "turn_finished"]
+    started = next(e for e in events if e["type"] == "tool_call_started")
+    assert started["name"] == "list_dir" and started["arguments"] == {"path": "."}
+    finished = next(e for e in events if e["type"] == "tool_call_finished")
+    assert finished["ok"] is True
+    assert events[-1] == {"type": "turn_finished", "text": "Let me *look*.Found **nothing** <script>alert(1)</script>.",
+                          "tool_calls": 1, "stopped_reason": "done"}
+    assert fake_llm_env.requests[0].wire == fake_llm_env.wire_under_test
+
+    session_id = events[0]["session_id"]
+    listing = client.get("/api/sessions").get_json()
+    assert listing["current"] == session_id
+    assert listing["sessions"][0]["id"] == session_id
+    assert listing["sessions"][0]["first_user_line"] == "what is here?"
+    transcript = client.get(f"/api/sessions/{session_id}").get_json()
+    assert [m["role"] for m in transcript["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert transcript["messages"][0] == {"role": "user", "text": "what is here?"}
+    assert transcript["messages"][1]["tool_calls"][0]["name"] == "list_dir"
+    assert transcript["messages"][3]["html"] == html_blocks[1]
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_shell_and_write_tools_only_when_enabled(
+    enabled: bool, make_app: Any, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if enabled:
+        monkeypatch.setenv("HERMES_WEB_ENABLE_SHELL", "true")
+        monkeypatch.setenv("HERMES_WEB_ENABLE_WRITE", "true")
+    client = make_app().test_client()
+    token = login(client)
+    llm.queue(Reply(text="hi"))
+    ndjson(chat(client, token, "hello"))
+    offered = set(llm.requests[0].tools)
+    assert {"read_file", "list_dir", "search_memory"} <= offered
+    assert ({"run_bash", "write_file"} & offered) == ({"run_bash", "write_file"} if enabled else set())
+
+
+def test_web_tools_run_without_asking_when_enabled(
+    make_app: Any, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, workspace: Path
+) -> None:
+    monkeypatch.setenv("HERMES_WEB_ENABLE_WRITE", "true")
+    client = make_app().test_client()
+    token = login(client)
+    llm.queue(Reply(tool_calls=[ToolCall("write_file", {"path": "note.txt", "content": "hi"})]), Reply(text="done"))
+    events = ndjson(chat(client, token, "write a note"))
+    assert "approval_needed" not in types(events)
+    assert (workspace / "note.txt").read_text() == "hi"
+
+
+def test_stop_cancels_the_turn_and_a_second_turn_gets_409(app: Flask, llm: FakeLLMServer) -> None:
+    client = app.test_client()
+    token = login(client)
+    llm.queue(Reply(text="word " * 200, chunk_size=4, chunk_delay=0.02))  # ~5 s if not stopped
+    stream = lines_of(chat(client, token, "talk slowly", buffered=False))
+    first = next(stream)
+    assert first["type"] == "turn_started"
+    assert next(stream)["type"] == "text_delta"
+
+    busy = chat(client, token, "me too")
+    assert busy.status_code == 409 and "already running" in busy.get_json()["error"]
+    assert client.post("/api/sessions", headers={"X-CSRF-Token": token}).status_code == 409
+
+    cancelled = client.post("/api/chat/cancel", headers={"X-CSRF-Token": token})
+    assert cancelled.get_json() == {"cancelled": True}
+    rest = list(stream)
+    assert rest[-1]["type"] == "turn_finished" and rest[-1]["stopped_reason"] == "cancelled"
+    assert any(e["type"] == "text_html" for e in rest)  # the partial text is rendered too
+    assert client.post("/api/chat/cancel", headers={"X-CSRF-Token": token}).get_json() == {"cancelled": False}
+
+    llm.queue(Reply(text="back"))  # the session is usable again right away
+    assert ndjson(chat(client, token, "again"))[-1]["stopped_reason"] == "done"
+
+
+def test_a_browser_that_goes_away_cancels_its_turn(app: Flask, llm: FakeLLMServer) -> None:
+    warm().join()  # so the time bound below measures the turn, not the one-off litellm import
+    client = app.test_client()
+    token = login(client)
+    llm.queue(Reply(text="word " * 200, chunk_size=4, chunk_delay=0.02))  # ~5 s if not cancelled
+    started = time.monotonic()
+    response = chat(client, token, "talk slowly", buffered=False)
+    response.close()  # what the WSGI server does when the connection drops, even before any line
+    llm.queue(Reply(text="next"))
+    while (again := chat(client, token, "are you there?")).status_code == 409:
+        assert time.monotonic() - started < 3, "the abandoned turn kept running"
+        time.sleep(0.05)
+    assert ndjson(again)[-1]["stopped_reason"] == "done"
+    session_id = client.get("/api/sessions").get_json()["current"]
+    messages = app.extensions[EXTENSION].state.memory.get_messages(session_id)
+    assert [m.content for m in messages if m.role == "user"] == ["talk slowly", "are you there?"]
+
+
+def test_keepalive_lines_during_a_slow_turn(make_app: Any, llm: FakeLLMServer) -> None:
+    client = make_app(keepalive_seconds=0.05).test_client()
+    token = login(client)
+    llm.queue(Reply(text="slow answer", chunk_size=4, chunk_delay=0.3))
+    events = ndjson(chat(client, token, "take your time"))
+    assert {"type": "keepalive"} in events
+    assert events[-1]["type"] == "turn_finished"
+
+
+def test_open_chat_streams_are_capped(make_app: Any, llm: FakeLLMServer) -> None:
+    app = make_app(max_streams=1)
+    alice, bob = app.test_client(), app.test_client()
+    alice_token, bob_token = login(alice), login(bob)
+    llm.queue(Reply(text="word " * 200, chunk_size=4, chunk_delay=0.02))
+    stream = lines_of(chat(alice, alice_token, "long one", buffered=False))
+    assert next(stream)["type"] == "turn_started"
+    refused = chat(bob, bob_token, "me too")
+    assert refused.status_code == 503 and refused.headers["Retry-After"] == "5"
+    assert "error" in refused.get_json()
+    assert bob.get("/api/sessions").status_code == 200  # everything else still answers
+    alice.post("/api/chat/cancel", headers={"X-CSRF-Token": alice_token})
+    assert list(stream)[-1]["stopped_reason"] == "cancelled"
+
+
+def test_new_session_and_logout_retire_the_loop_with_a_summary(app: Flask, llm: FakeLLMServer) -> None:
+    client = app.test_client()
+    token = login(client)
+    llm.queue(Reply(text="first answer"))
+    first = ndjson(chat(client, token, "remember kiwi"))[0]["session_id"]
+    llm.queue(Reply(text="We talked about kiwi."))  # the summary (a non-streamed call)
+    created = client.post("/api/sessions", headers={"X-CSRF-Token": token})
+    assert created.status_code == 201
+    second = created.get_json()["id"]
+    assert second != first and client.get("/api/sessions").get_json()["current"] == second
+    state = app.extensions[EXTENSION].state
+    state.drain()
+    assert state.memory.get_session(first).summary == "We talked about kiwi."
+
+    llm.queue(Reply(text="second answer"))
+    assert ndjson(chat(client, token, "and apples"))[0]["session_id"] == second
+    llm.queue(Reply(text="Apples this time."))
+    client.post("/logout", data={"csrf_token": token})
+    state.drain()
+    assert state.memory.get_session(second).summary == "Apples this time."
+    assert state.current_session("anything") is None
+
+
+def test_idle_loops_are_evicted_and_summarized(app: Flask, llm: FakeLLMServer) -> None:
+    client = app.test_client()
+    token = login(client)
+    llm.queue(Reply(text="answer"))
+    session_id = ndjson(chat(client, token, "hello there"))[0]["session_id"]
+    state = app.extensions[EXTENSION].state
+    llm.queue(Reply(text="An idle summary."))
+    assert state.sweep(now=10**12) == 1
+    state.drain()
+    assert state.memory.get_session(session_id).summary == "An idle summary."
+    assert client.get("/api/sessions").get_json()["current"] is None
+
+
+def test_transcript_of_a_past_session_is_sanitized(app: Flask, web_env: Path) -> None:
+    memory = app.extensions[EXTENSION].state.memory
+    session_id = memory.new_session(source="tui")
+    memory.add_message(session_id, "user", "<b>hi</b>")
+    memory.add_message(session_id, "assistant", "ok [x](javascript:alert(1)) <img src=x onerror=alert(1)>",
+                       tool_calls=[{"id": "c1", "type": "function",
+                                    "function": {"name": "read_file", "arguments": '{"path": "a"}'}}])
+    memory.add_message(session_id, "tool", "<script>alert(1)</script>", tool_call_id="c1", name="read_file")
+    client = app.test_client()
+    login(client)
+    data = client.get(f"/api/sessions/{session_id}").get_json()
+    user, assistant, tool = data["messages"]
+    assert user == {"role": "user", "text": "<b>hi</b>"}  # plain text: the page uses textContent
+    assert_inert(assistant["html"])
+    assert assistant["tool_calls"] == [{"id": "c1", "name": "read_file", "arguments": '{"path": "a"}'}]
+    assert tool["text"] == "<script>alert(1)</script>" and "html" not in tool
+    assert client.get("/api/sessions/999999").status_code == 404
+
+
+def test_skills_api(app: Flask, web_env: Path) -> None:
+    skills = SkillManager(web_env / "skills")
+    skills.create("deploy-app", "Deploy the app", ["deploy"], "1. Build\n2. <script>alert(1)</script>\n"
+                  "3. ![x](http://evil.example/p.png) [go](javascript:alert(1))")
+    client = app.test_client()
+    login(client)
+    listing = client.get("/api/skills").get_json()["skills"]
+    assert [s["name"] for s in listing] == ["deploy-app"]
+    assert listing[0]["description"] == "Deploy the app" and listing[0]["triggers"] == ["deploy"]
+    detail = client.get("/api/skills/deploy-app").get_json()
+    assert detail["name"] == "deploy-app" and "<ol>" in detail["html"]
+    assert "&lt;script&gt;" in detail["html"]
+    assert_inert(detail["html"])
+    missing = client.get("/api/skills/nope")
+    assert missing.status_code == 404 and missing.get_json() == {"error": "there is no skill by that name"}
+
+
+def test_memory_search_api_highlights_escaped_snippets(app: Flask) -> None:
+    memory = app.extensions[EXTENSION].state.memory
+    session_id = memory.new_session(source="tui")
+    memory.add_message(session_id, "user", "my kiwi <img src=x onerror=alert(1)> recipe")
+    client = app.test_client()
+    login(client)
+    hits = client.get("/api/memory/search?q=kiwi").get_json()["hits"]
+    assert len(hits) == 1 and hits[0]["session_id"] == session_id and hits[0]["role"] == "user"
+    assert "<mark>kiwi</mark>" in hits[0]["html"] and "&lt;img" in hits[0]["html"]
+    assert "<img" not in hits[0]["html"]
+    assert client.get("/api/memory/search?q=").get_json()["hits"] == []
+    assert client.get("/api/memory/search?q=" + '"* OR NEAR(').status_code == 200  # never a syntax error
+    too_long = client.get("/api/memory/search?q=" + "a" * 501)
+    assert too_long.status_code == 400 and "error" in too_long.get_json()
+
+
+def test_api_errors_are_json_never_html(app: Flask) -> None:
+    client = app.test_client()
+    token = login(client)
+    wrong_method = client.get("/api/chat")
+    assert wrong_method.status_code == 405 and "POST" in wrong_method.headers["Allow"]
+    assert "error" in wrong_method.get_json()
+    for body in ({}, {"message": ""}, {"message": 3}, ["x"]):
+        response = client.post("/api/chat", json=body, headers={"X-CSRF-Token": token})
+        assert response.status_code == 400 and "error" in response.get_json()
+    not_json = client.post("/api/chat", data="hello", headers={"X-CSRF-Token": token})
+    assert not_json.status_code == 400 and not_json.is_json
+    page = client.get("/missing")
+    assert page.status_code == 404 and page.mimetype == "text/html" and "Traceback" not in page.get_data(as_text=True)
+
+
+def test_unexpected_errors_are_json_without_details(app: Flask) -> None:
+    @app.get("/api/boom")
+    def boom() -> str:
+        raise RuntimeError("secret internals")
+
+    client = app.test_client()
+    login(client)
+    app.config["TESTING"] = False  # serve the error as in production
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    response = client.get("/api/boom")
+    assert response.status_code == 500
+    assert response.get_json() == {"error": "internal error; see the server log"}
+
+
+# --------------------------------------------------------------------------- the sanitizer
+
+
+@pytest.mark.parametrize("payload", XSS_MARKDOWN)
+def test_markdown_payloads_render_inert(payload: str) -> None:
+    assert_inert(markdown_html(payload))
+
+
+@pytest.mark.parametrize("payload", XSS_HTML)
+def test_sanitizer_strips_dangerous_html(payload: str) -> None:
+    cleaned = sanitize(payload)
+    assert_inert(cleaned)
+    assert "alert" not in cleaned and "evil" not in cleaned  # script bodies and foreign URLs are gone
+
+
+def test_sanitizer_keeps_ordinary_markdown() -> None:
+    rendered = markdown_html("# Title\n\n**bold** `code` [site](https://example.com) <mailto:a@b.example>\n\n"
+                             "- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![cat](https://c.example/cat.png)")
+    assert "<h1>Title</h1>" in rendered and "<strong>bold</strong>" in rendered and "<code>code</code>" in rendered
+    assert '<a href="https://example.com" target="_blank" rel="noopener noreferrer">site</a>' in rendered
+    assert 'href="mailto:a@b.example"' in rendered
+    assert "<li>one</li>" in rendered and "<table>" in rendered
+    assert "[image: cat]" in rendered and "c.example" not in rendered  # no remote image, only its alt text
+
+
+def test_snippets_are_escaped_and_only_balanced_markers_become_marks() -> None:
+    snippet = f"a {HIT_START}<b>kiwi</b>{HIT_END} and {HIT_START}stray"
+    assert snippet_html(snippet) == "a <mark>&lt;b&gt;kiwi&lt;/b&gt;</mark> and stray"
+    assert snippet_html('"quoted" & <tag>') == "&quot;quoted&quot; &amp; &lt;tag&gt;"
+
+
+# --------------------------------------------------------------------------- start-up
+
+
+def test_create_app_fails_closed(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match="^FLASK_SECRET_KEY is not set"):
+        create_app(Config.load())
+    monkeypatch.setenv("FLASK_SECRET_KEY", "short")
+    with pytest.raises(ConfigError, match="^FLASK_SECRET_KEY is too short"):
+        create_app(Config.load())
+    monkeypatch.setenv("FLASK_SECRET_KEY", SECRET)
+    with pytest.raises(ConfigError, match="^HERMES_WEB_PASSWORD is not set"):
+        create_app(Config.load())
+    monkeypatch.setenv("HERMES_WEB_ALLOW_NO_AUTH", "true")
+    app = create_app(Config.load())
+    try:
+        client = app.test_client()
+        assert client.get("/api/sessions").status_code == 401  # still a session, just no password
+        page = client.get("/login").get_data(as_text=True)
+        assert "No password is set" in page and 'name="password"' not in page
+        response = client.post("/login", data={"csrf_token": csrf_from(page)})
+        assert response.status_code == 302
+        assert client.get("/api/sessions").status_code == 200
+    finally:
+        app.extensions[EXTENSION].state.close()
+
+
+@pytest.mark.parametrize("missing", ["FLASK_SECRET_KEY", "HERMES_WEB_PASSWORD"])
+def test_web_main_refuses_to_start_with_one_line(missing: str, hermes_home: Path, tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "userhome"), "HERMES_HOME": str(hermes_home),
+           "FLASK_SECRET_KEY": SECRET, "HERMES_WEB_PASSWORD": PASSWORD}
+    del env[missing]
+    result = subprocess.run([sys.executable, "-m", "hermes_tui.web.serve", "--port", "0"], env=env,
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"hermes-web: {missing} is not set"), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_gunicorn_wsgi_app_halts_with_one_hermes_line(hermes_home: Path, tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "userhome"), "HERMES_HOME": str(hermes_home),
+           "PYTHONPATH": str(Path(__file__).parents[1])}
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    result = subprocess.run([gunicorn, "--no-control-socket", "-b", "127.0.0.1:0", "wsgi:app"], env=env,
+                            capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[1])
+    assert result.returncode == 4  # gunicorn's "App failed to load": it halts instead of re-spawning
+    ours = [line for line in result.stderr.splitlines() if line.startswith("hermes-web:")]
+    assert len(ours) == 1 and "FLASK_SECRET_KEY is not set" in ours[0]
+    assert "Traceback" not in result.stderr

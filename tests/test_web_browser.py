@@ -1,0 +1,323 @@
+"""The dashboard in a real headless Chromium (Debian's, via Playwright's executable_path) against
+hermes-web served by gunicorn on 127.0.0.1, with the fake LLM server in this process.
+
+Besides the features, it checks that XSS payloads from the model, a tool result, a skill and a
+memory hit are shown as text and run nothing: no dialog opens, no script runs (``window.__xss``
+stays unset), no element that loads something appears, and every request stays on the server.
+
+Set HERMES_WEB_SCREENSHOTS=/some/dir to keep the desktop and phone screenshots.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
+from tests.fakes.fixtures import wire_env
+from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply, ToolCall
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PASSWORD = "browser-test-password"
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason=f"{CHROMIUM} is missing (apt-get install -y chromium)")
+
+if Path(CHROMIUM).exists():
+    from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+XSS = ("<script>window.__xss=1;alert('{src}')</script> <img src=x onerror=\"window.__xss=1;alert('{src}')\"> "
+       "<svg onload=\"alert('{src}')\"></svg> <iframe src=\"http://evil.example/{src}\"></iframe> "
+       "[click](javascript:alert('{src}')) ![pixel](http://evil.example/{src}.png) "
+       "<a href=\"javascript:alert('{src}')\">a</a>")
+MODEL_XSS = "Here you go: " + XSS.format(src="model")
+
+
+def _respond(request: RecordedRequest) -> Reply:
+    """Scripted answers chosen by the latest user prompt, so order and timing never matter."""
+    if not request.body.get("stream"):
+        return Reply(text="A short summary.")  # session summaries and the skill curator
+    users = [m["content"] for m in request.messages if m["role"] == "user"]
+    prompt = users[-1] if users else ""
+    after_tool = request.messages[-1]["role"] == "tool"
+    if "list the files" in prompt:
+        return Reply(text="Found **two** files.") if after_tool else Reply(
+            text="Let me look.", tool_calls=[ToolCall("list_dir", {"path": "."})])
+    if "xss please" in prompt:
+        return Reply(text=MODEL_XSS) if after_tool else Reply(
+            text="Reading it.", tool_calls=[ToolCall("read_file", {"path": "evil.md"})])
+    if "talk slowly" in prompt:
+        return Reply(text="slow " * 400, chunk_size=5, chunk_delay=0.02)  # ~8 s unless stopped
+    return Reply(text="ok")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _seed(home: Path, workspace: Path) -> None:
+    memory = MemoryStore(home / "memory.sqlite3")
+    session = memory.new_session(source="tui")
+    memory.add_message(session, "user", "papaya smoothie")
+    memory.add_message(session, "user", "guanabana " + XSS.format(src="memory"))
+    memory.add_message(session, "assistant", "A papaya smoothie needs ripe papaya.")
+    memory.close()
+    SkillManager(home / "skills").create(
+        "evil-skill", "Looks harmless <img src=x onerror=alert('description')>", ["evil"],
+        "1. Step one\n2. " + XSS.format(src="skill"))
+    (workspace / "evil.md").write_text(XSS.format(src="tool"))
+    (workspace / "notes.txt").write_text("hello")
+
+
+@dataclass
+class Server:
+    url: str
+    llm: FakeLLMServer
+    process: subprocess.Popen[bytes]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """hermes-web (gunicorn, via web_main) on a free port, pointed at the fake LLM server."""
+    base = tmp_path_factory.mktemp("web-browser")
+    home, workspace = base / "home", base / "workspace"
+    home.mkdir()
+    workspace.mkdir()
+    _seed(home, workspace)
+    with FakeLLMServer() as llm:
+        llm.responder = _respond
+        port = _free_port()
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
+            "HERMES_HOME": str(home), "HERMES_WORKSPACE": str(workspace),
+            "FLASK_SECRET_KEY": "browser-test-secret-0123456789", "HERMES_WEB_PASSWORD": PASSWORD,
+            **wire_env(llm, "openai"),
+        }
+        log = base / "gunicorn.log"
+        with open(log, "wb") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "hermes_tui.web.serve", "--host", "127.0.0.1", "--port", str(port)],
+                env=env, cwd=base, stdout=subprocess.DEVNULL, stderr=stderr,
+            )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_until_up(url + "/login", process, log)
+            yield Server(url, llm, process)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"hermes-web exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail(f"hermes-web did not answer within 30 s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@dataclass
+class Watch:
+    """Everything the page did that it should not: dialogs, foreign requests, script errors."""
+
+    origin: str
+    requests: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def check(self, page: Page) -> None:
+        foreign = [u for u in self.requests if not u.startswith(self.origin + "/")]
+        assert not foreign, f"requests left {self.origin}: {foreign}"
+        assert not self.dialogs, f"dialogs opened: {self.dialogs}"
+        assert not self.errors, f"page errors: {self.errors}"
+        assert page.evaluate("window.__xss") is None
+
+
+@pytest.fixture
+def page(browser: Browser, server: Server) -> Iterator[tuple[Page, Watch]]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    watch = Watch(server.url)
+    page.on("request", lambda request: watch.requests.append(request.url))
+    page.on("dialog", lambda dialog: (watch.dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("pageerror", lambda error: watch.errors.append(str(error)))
+    page.on("console", lambda msg: watch.errors.append(msg.text) if msg.type == "error" else None)
+    yield page, watch
+    watch.check(page)
+    context.close()
+
+
+def log_in(page: Page, server: Server) -> None:
+    page.goto(server.url + "/")
+    expect(page).to_have_url(server.url + "/login")
+    page.fill("#password", PASSWORD)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(server.url + "/")
+    expect(page.locator("#skill-list")).to_contain_text("evil-skill")
+
+
+def send(page: Page, text: str) -> None:
+    page.fill("#chat-input", text)
+    page.press("#chat-input", "Enter")
+
+
+def screenshot(page: Page, name: str, tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("HERMES_WEB_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+# --------------------------------------------------------------------------- features
+
+
+def test_wrong_password_then_login_and_chat_with_a_tool_call(
+    page: tuple[Page, Watch], server: Server, tmp_path: Path
+) -> None:
+    page, watch = page
+    page.goto(server.url + "/login")
+    page.fill("#password", "not it")
+    page.click("button[type=submit]")
+    expect(page.locator(".error")).to_have_text("Wrong password.")
+    watch.errors.clear()  # the 401 of the failed login is logged by Chromium as a console error
+
+    log_in(page, server)
+    send(page, "please list the files here")
+    answer = page.locator(".msg.assistant .rendered strong")
+    expect(answer).to_have_text("two")
+    tool = page.locator("details.tool").first
+    expect(tool.locator(".tool-name")).to_have_text("list_dir")
+    expect(tool.locator(".tool-state")).to_contain_text("done")
+    tool.locator("summary").click()
+    expect(tool.locator(".tool-result")).to_contain_text("notes.txt")
+    expect(page.locator("#send")).to_be_enabled()
+    expect(page.locator("#session-list .current")).to_contain_text("please list the files here")
+    screenshot(page, "dashboard-desktop.png", tmp_path)
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    columns = page.evaluate("""() => ['.chat', '.sessions', '.side'].map(s => {
+        const r = document.querySelector(s).getBoundingClientRect(); return [r.x, r.y, r.width]; })""")
+    assert all(x == 0 and width == 390 for x, _, width in columns), columns  # stacked, full width
+    assert columns[0][1] < columns[1][1] < columns[2][1]  # chat first, then sessions, then skills
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing sticks out sideways
+    screenshot(page, "dashboard-phone.png", tmp_path)
+
+
+def test_stop_a_running_turn(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    log_in(page, server)
+    send(page, "talk slowly please")
+    expect(page.locator(".msg.assistant.streaming")).to_contain_text("slow slow")
+    expect(page.locator("#stop")).to_be_visible()
+    page.click("#stop")
+    expect(page.locator(".stopped")).to_have_text("Stopped.")
+    expect(page.locator("#stop")).to_be_hidden()
+    expect(page.locator("#send")).to_be_enabled()
+    streamed = page.locator(".msg.assistant").last.inner_text()
+    assert 0 < streamed.count("slow") < 400  # it really stopped midway
+
+    send(page, "hello again")  # the session goes on after a stop
+    expect(page.locator(".msg.assistant .rendered").last).to_have_text("ok")
+
+
+def test_open_a_past_session_and_search_memory(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    log_in(page, server)
+    page.locator("#session-list button", has_text="papaya smoothie").click()
+    expect(page.locator("#transcript-bar")).to_be_visible()
+    expect(page.locator("#chat-form")).to_be_hidden()  # read-only
+    expect(page.locator("#transcript .msg.assistant")).to_have_text("A papaya smoothie needs ripe papaya.")
+    page.click("#back-to-chat")
+    expect(page.locator("#chat-form")).to_be_visible()
+
+    page.fill("#memory-q", "papaya")
+    page.press("#memory-q", "Enter")
+    hits = page.locator("#memory-results .hit")
+    expect(hits.first.locator("mark").first).to_have_text("papaya")
+    hits.first.click()
+    expect(page.locator("#transcript")).to_contain_text("papaya smoothie")
+
+
+# --------------------------------------------------------------------------- untrusted content
+
+
+def _assert_nothing_loads_or_runs(page: Page) -> None:
+    active = page.evaluate("""() => ({
+        scripts: [...document.scripts].map(s => s.src),
+        loaders: document.querySelectorAll('img, svg, iframe, object, embed, video, audio, link[rel=prefetch]').length,
+        handlers: [...document.querySelectorAll('*')]
+            .filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length,
+        jsLinks: [...document.querySelectorAll('a[href]')].filter(a => !/^(https?:|mailto:)/.test(a.href)).length,
+    })""")
+    origin = page.evaluate("location.origin")
+    assert active == {"scripts": [origin + "/static/app.js"], "loaders": 0, "handlers": 0, "jsLinks": 0}, active
+
+
+def test_xss_from_model_tool_skill_and_memory_is_shown_as_text(
+    page: tuple[Page, Watch], server: Server, tmp_path: Path
+) -> None:
+    page, _ = page
+    log_in(page, server)
+
+    send(page, "xss please")
+    rendered = page.locator(".msg.assistant .rendered").last
+    expect(rendered).to_contain_text("Here you go: <script>window.__xss=1;alert('model')</script>")
+    expect(rendered).to_contain_text("<img src=x onerror=")
+    expect(rendered).to_contain_text("[image: pixel]")
+    tool = page.locator("details.tool").last
+    tool.locator("summary").click()
+    expect(tool.locator(".tool-result")).to_contain_text("<script>window.__xss=1;alert('tool')</script>")
+
+    page.locator("#skill-list button", has_text="evil-skill").click()
+    expect(page.locator("#skill-description")).to_have_text("Looks harmless <img src=x onerror=alert('description')>")
+    expect(page.locator("#skill-body")).to_contain_text("<script>window.__xss=1;alert('skill')</script>")
+
+    page.fill("#memory-q", "guanabana")
+    page.press("#memory-q", "Enter")
+    snippet = page.locator("#memory-results .snippet").first
+    expect(snippet).to_contain_text("guanabana <script>window.__xss=1;alert('memory')</script>")
+    expect(snippet.locator("mark")).to_have_text("guanabana")
+    page.locator("#memory-results .hit").first.click()
+    expect(page.locator("#transcript .msg.user").last).to_contain_text("alert('memory')</script>")
+    screenshot(page, "dashboard-untrusted.png", tmp_path)
+
+    page.click("#back-to-chat")
+    page.reload()  # the live conversation is re-rendered from the server after a reload
+    expect(page.locator("#messages .rendered").last).to_contain_text("alert('model')")
+    _assert_nothing_loads_or_runs(page)
