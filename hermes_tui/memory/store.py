@@ -25,9 +25,10 @@ from sqlite_utils import Database
 log = logging.getLogger(__name__)
 
 HIT_START = "\x02"
-"""Marks the start of a matched term in a snippet (STX: never part of real message text)."""
+"""Starts a matched word in a snippet (STX). The index sees message text with STX and ETX
+blanked (see ``_FTS_SCHEMA``), so in a snippet they can only be markers."""
 HIT_END = "\x03"
-"""Marks the end of a matched term in a snippet (ETX)."""
+"""Ends a matched word in a snippet (ETX)."""
 ELLIPSIS = "…"
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -42,8 +43,10 @@ DENSITY_SAMPLE = 4000
 """Newest messages sampled to estimate the share of messages a term occurs in."""
 FREQUENT = 0.5
 """A word in at least this share of messages has an IDF of ~0 in bm25: it cannot rank."""
-SCORING_POSTINGS = 150_000
+SCORING_POSTINGS = 100_000
 """bm25 reads each scored word's whole posting list (~15 ns a posting): the budget for that."""
+SCAN_ROWS_PER_WORD = 10_000
+"""Snippets: scanning this many matches costs about as much as one word's per-hit lookups."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class Message:
     created: float
 
     def to_llm(self) -> dict[str, Any]:
-        """The OpenAI chat-format dict; optional keys only when set (some providers reject nulls)."""
+        """The OpenAI chat-format dict; optional keys only when set (providers reject nulls)."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = self.tool_calls
@@ -94,8 +97,60 @@ class SearchHit:
 # --------------------------------------------------------------------------- schema
 
 
+_FTS_SCHEMA = (
+    # What the index sees of a message: its text, and the tool names it mentions (a tool
+    # result's name, the functions an assistant calls) so "read_file" finds calls and results.
+    # HIT_START/HIT_END become spaces (separators either way, so tokens are unchanged): a
+    # snippet can then never contain them except as the markers snippet() adds.
+    """
+    CREATE VIEW messages_fts_source AS
+    SELECT id,
+           replace(replace(content, char(2), ' '), char(3), ' ') AS content,
+           trim(coalesce(name, '') || ' ' || coalesce(
+               (SELECT group_concat(json_extract(value, '$.function.name'), ' ')
+                  FROM json_each(tool_calls) WHERE type = 'object'), '')) AS tool_names
+      FROM messages
+    """,
+    """
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        content, tool_names,
+        content = 'messages_fts_source', content_rowid = 'id',
+        tokenize = 'porter unicode61'
+    )
+    """,
+    # External content: FTS5 stores only the index, and must be told the exact old values
+    # to remove, hence the BEFORE triggers that read them while the row is still there.
+    """
+    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts (rowid, content, tool_names)
+        SELECT id, content, tool_names FROM messages_fts_source WHERE id = new.id;
+    END
+    """,
+    """
+    CREATE TRIGGER messages_fts_delete BEFORE DELETE ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content, tool_names)
+        SELECT 'delete', id, content, tool_names FROM messages_fts_source WHERE id = old.id;
+    END
+    """,
+    """
+    CREATE TRIGGER messages_fts_update_old BEFORE UPDATE OF content, name, tool_calls ON messages
+    BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content, tool_names)
+        SELECT 'delete', id, content, tool_names FROM messages_fts_source WHERE id = old.id;
+    END
+    """,
+    """
+    CREATE TRIGGER messages_fts_update_new AFTER UPDATE OF content, name, tool_calls ON messages
+    BEGIN
+        INSERT INTO messages_fts (rowid, content, tool_names)
+        SELECT id, content, tool_names FROM messages_fts_source WHERE id = new.id;
+    END
+    """,
+)
+
+
 def _v1_core(db: Database) -> None:
-    """Sessions, messages and the FTS5 index kept in step with ``messages`` by triggers."""
+    """Sessions, messages, and the FTS5 index that triggers keep in step with ``messages``."""
     db["sessions"].create(
         {
             "id": int,
@@ -118,7 +173,6 @@ def _v1_core(db: Database) -> None:
             "tool_calls": str,
             "tool_call_id": str,
             "name": str,
-            "tool_names": str,  # name + tool_calls function names, for the index only
             "created": float,
         },
         pk="id",
@@ -126,9 +180,8 @@ def _v1_core(db: Database) -> None:
         foreign_keys=[("session_id", "sessions", "id")],
     )
     db["messages"].create_index(["session_id", "id"])
-    db["messages"].enable_fts(
-        ["content", "tool_names"], tokenize="porter unicode61", create_triggers=True
-    )
+    for sql in _FTS_SCHEMA:
+        db.execute(sql)
 
 
 MIGRATIONS: list[Callable[[Database], None]] = [_v1_core]
@@ -138,7 +191,6 @@ Append only: a new table (e.g. for the web dashboard) is a new function at the e
 runs inside the same ``BEGIN IMMEDIATE`` transaction as the version bump, so processes that
 open a fresh file at the same moment cannot both apply it.
 """
-SCHEMA_VERSION = len(MIGRATIONS)
 
 
 # --------------------------------------------------------------------------- connections
@@ -172,6 +224,8 @@ class _ConnectionPool:
         try:
             yield conn
         finally:
+            if conn.in_transaction:  # e.g. a failed COMMIT: never lend out an open transaction
+                conn.execute("ROLLBACK")
             with self._lock:
                 keep = not self._closed and len(self._idle) < self._max_idle
                 if keep:
@@ -191,7 +245,11 @@ class _ConnectionPool:
 
 
 class MemoryStore:
-    """Sessions and messages in SQLite with an FTS5 index; safe across threads and processes."""
+    """Sessions and messages in SQLite with an FTS5 index; safe across threads and processes.
+
+    Any thread may call any method: each call borrows a pooled connection of its own (see
+    ``_ConnectionPool``). Other processes may use the same file at the same time.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -227,12 +285,12 @@ class MemoryStore:
         return conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        if _user_version(conn) >= SCHEMA_VERSION:
+        if _user_version(conn) >= len(MIGRATIONS):
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = _user_version(conn)  # another process may have migrated meanwhile
-            db = Database(conn, execute_plugins=False)
+            db = Database(conn, recursive_triggers=False, execute_plugins=False)
             for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
                 log.info("memory schema: applying step %d (%s)", number, step.__name__)
                 step(db)
@@ -244,7 +302,7 @@ class MemoryStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """A short write transaction that takes the write lock up front (waits, never fails fast)."""
+        """A short write transaction taking the write lock up front (waits, never fails fast)."""
         with self._pool.connection() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -283,7 +341,8 @@ class MemoryStore:
 
     def _update_session(self, session_id: int, column: str, value: str | None) -> None:
         with self._write() as conn:
-            cur = conn.execute(f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, session_id))
+            sql = f"UPDATE sessions SET {column} = ? WHERE id = ?"
+            cur = conn.execute(sql, (value, session_id))
             if cur.rowcount == 0:
                 raise KeyError(f"no session {session_id}")
 
@@ -367,24 +426,29 @@ class MemoryStore:
     # -- search
 
     def search(self, query: str, limit: int = 20, session_id: int | None = None) -> list[SearchHit]:
-        """Messages matching every word of ``query`` (else any word), best first. Never raises.
+        """Messages containing every word of ``query``, else any of them; best first.
 
-        The query is split into words the way the index splits text (letters and digits; all
-        else, including FTS5 syntax, is a separator) and each word is quoted, so no input can
-        be a syntax error. Hits are ranked by bm25, newest first among equal scores, with two
-        bounds that keep every search fast at millions of messages:
+        No text can make this raise: the query is cut into words the way the index cuts text
+        (runs of letters and digits; everything else, FTS5 syntax included, separates) and
+        each of the first ``MAX_TERMS`` words is quoted. No words: ``[]``.
 
-        * Only the newest ``CANDIDATES`` matches are ranked. FTS5 walks a term's postings
-          newest-first and stops early; a naive ``ORDER BY rank`` scores every match, which
-          for a word like "the" is every message (seconds at 1M). A query with fewer matches
-          than that is ranked exactly; a very common one ranks its recent matches, which for a
-          personal history is usually what is wanted.
-        * bm25 counts each scored term over the whole index once per query, so only the rarest
-          terms (together in at most ``SCORING_BUDGET`` of all messages) are scored; the rest
-          still filter. Terms in half or more of the messages have an IDF of ~0 in bm25 anyway.
-          When no term is rare enough, hits are simply newest first (score 0).
+        Ranking is FTS5's bm25, newest (highest id) first among equal scores, within two bounds
+        that keep a search in milliseconds at millions of messages (bench/memory_search.py):
 
-        ``SearchHit.score`` is ``-bm25`` (higher is better). Snippets mark the scored terms
+        * Only the newest ``CANDIDATES`` matches are ranked: FTS5 walks postings newest first
+          and stops there, whereas ``ORDER BY rank`` scores every match, for "the" every
+          message (over a second at 1M). Rarer queries are thus ranked exactly; a common one
+          ranks its recent matches, usually what one wants from a personal history.
+        * bm25 reads each word's whole posting list once per query, so only the rarest words,
+          together within ``SCORING_POSTINGS`` postings, are scored; the others still filter.
+          Words in half the messages or more weigh ~0 in bm25 anyway (its IDF floor). When no
+          word qualifies, hits are simply newest first, with score 0.
+
+        When no message has every word, each word (near-universal ones left out) is searched
+        in its own newest window and the per-word bm25 scores are summed, which is what bm25
+        gives an OR query.
+
+        ``SearchHit.score`` is ``-bm25`` (higher is better). Snippets mark the query's words
         with ``HIT_START``/``HIT_END``.
         """
         if limit <= 0 or not _WORD.search(query):
@@ -397,15 +461,12 @@ class MemoryStore:
             ranked = _rank_all(conn, parsed, scope)
             if ranked or len(parsed.words) == 1:
                 return _hits(conn, ranked[:limit], _all_of(parsed.words), scan=True)
-            # A hit on a near-universal word alone is noise: leave those out when others exist.
-            pool = [w for w in parsed.words if not parsed.common(w)] or parsed.words
-            ranked = _rank_any(conn, parsed, pool, scope, limit)
-            return _hits(conn, ranked[:limit], _any_of(pool), scan=False)
+            return _search_any(conn, parsed, scope, limit)
 
 
 _INSERT_MESSAGE_SQL = (
-    "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, tool_names,"
-    " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, created)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 
 _SESSIONS_SQL = """
@@ -425,27 +486,15 @@ def _message_row(session_id: int, row: Mapping[str, Any], created: float) -> tup
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, not {role!r}")
     tool_calls = row.get("tool_calls")
-    name = row.get("name")
     return (
         session_id,
         role,
         row.get("content"),
         json.dumps(tool_calls) if tool_calls is not None else None,
         row.get("tool_call_id"),
-        name,
-        _tool_names(name, tool_calls),
+        row.get("name"),
         float(created),
     )
-
-
-def _tool_names(name: str | None, tool_calls: list[dict[str, Any]] | None) -> str | None:
-    """The tool names a message mentions, so searching "read_file" finds calls and results."""
-    names = [name] if name else []
-    for call in tool_calls or ():
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
-            names.append(function["name"])
-    return " ".join(names) or None
 
 
 def _touch_session(conn: sqlite3.Connection, session_id: int, when: float) -> None:
@@ -460,7 +509,9 @@ def _first_line(text: str | None) -> str | None:
     for line in (text or "").splitlines():
         line = line.strip()
         if line:
-            return line if len(line) <= FIRST_LINE_CHARS else line[: FIRST_LINE_CHARS - 1] + ELLIPSIS
+            if len(line) > FIRST_LINE_CHARS:
+                line = line[: FIRST_LINE_CHARS - 1] + ELLIPSIS
+            return line
     return None
 
 
@@ -581,14 +632,19 @@ def _newest(conn: sqlite3.Connection, expr: str, scope: _Scope, limit: int) -> l
 
 
 def _bm25(conn: sqlite3.Connection, words: list[str], rowids: list[int]) -> dict[int, float]:
-    """bm25 of ``words`` (all required) for ``rowids``, in one pass over their rowid range."""
-    wanted = set(rowids)
-    rows = conn.execute(
-        "SELECT rowid, bm25(messages_fts) FROM messages_fts WHERE messages_fts MATCH ?"
-        " AND rowid BETWEEN ? AND ?",
-        (_all_of(words), min(rowids), max(rowids)),
+    """bm25 of ``words`` (all required) for ``rowids``, in one pass over their rowid range.
+
+    "+rowid" keeps the IN list a plain filter (one index lookup per value would recount the
+    words' postings each time); as a WHERE filter it also spares bm25 for rows not wanted.
+    """
+    marks = ",".join("?" * len(rowids))
+    return dict(
+        conn.execute(
+            "SELECT rowid, bm25(messages_fts) FROM messages_fts WHERE messages_fts MATCH ?"
+            f" AND rowid BETWEEN ? AND ? AND +rowid IN ({marks})",
+            (_all_of(words), min(rowids), max(rowids), *rowids),
+        )
     )
-    return {rowid: score for rowid, score in rows if rowid in wanted}
 
 
 def _ranked(scores: dict[int, float]) -> list[tuple[int, float]]:
@@ -626,6 +682,20 @@ def _rank_any(
     return _ranked(scores)
 
 
+def _search_any(
+    conn: sqlite3.Connection, query: _Query, scope: _Scope, limit: int
+) -> list[SearchHit]:
+    """The OR fallback. A hit on a near-universal word alone is noise, so those are left out."""
+    pool = [w for w in query.words if not query.common(w)] or query.words
+    top = _rank_any(conn, query, pool, scope, limit)[:limit]
+    if not top:
+        return []
+    span = max(r for r, _ in top) - min(r for r, _ in top)
+    matches_in_span = span * min(1.0, sum(query.share[w] for w in pool))
+    scan = matches_in_span <= SCAN_ROWS_PER_WORD * len(pool)
+    return _hits(conn, top, _any_of(pool), scan=scan)
+
+
 def _hits(
     conn: sqlite3.Connection, ranked: list[tuple[int, float]], expr: str, *, scan: bool
 ) -> list[SearchHit]:
@@ -633,7 +703,7 @@ def _hits(
 
     ``scan`` reads the snippets in one pass over the hits' rowid range, cheap when that range
     holds few other matches (the AND case: at most ``CANDIDATES``); otherwise each hit is
-    looked up on its own, which costs a seek per word and index segment.
+    looked up on its own, which costs a seek per word and index segment (~0.15 ms a word).
     """
     if not ranked:
         return []
@@ -645,7 +715,6 @@ def _hits(
             f"SELECT id, session_id, role, created FROM messages WHERE id IN ({marks})", rowids
         )
     }
-    # "+rowid" keeps the IN list a plain filter instead of one index lookup per value.
     where = "rowid BETWEEN ? AND ? AND +rowid" if scan else "rowid"
     span = (min(rowids), max(rowids)) if scan else ()
     snippets = dict(
