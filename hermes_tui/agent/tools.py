@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.agent.paths import PathError, display_path, resolve_in_workspace
+from hermes_tui.memory.store import HIT_END, HIT_START
+from hermes_tui.skills.schema import SkillError
 
 if TYPE_CHECKING:
     from hermes_tui.memory.store import MemoryStore
@@ -258,8 +260,6 @@ class ToolRegistry:
         hits = self.memory.search(query, limit=max(1, min(int(limit), 50)))
         if not hits:
             return ToolResult(True, f"No past messages match {query!r}.")
-        from hermes_tui.memory.store import HIT_END, HIT_START
-
         lines = []
         for hit in hits:
             when = time.strftime("%Y-%m-%d", time.localtime(hit.created))
@@ -283,8 +283,6 @@ class ToolRegistry:
         return ToolResult(True, f"# {skill.name} (v{skill.version})\n{skill.description}\n\n{skill.body}")
 
     def _create_skill(self, name: str, description: str, body: str, triggers: list[str] | None = None) -> ToolResult:
-        from hermes_tui.skills.schema import SkillError
-
         try:
             skill = self.skills.create(name, description, triggers or [], body)
         except SkillError as exc:
