@@ -1,0 +1,190 @@
+"""Streaming into the chat: 20,000 tokens at ~1,000 tokens/s, through the real path.
+
+The fake LLM server (tests/fakes) streams an OpenAI-wire answer of TOKENS chunks of 4 characters
+(~1 token each) with 1 ms between chunks; Hermes' worker thread parses it with LiteLLM and hands
+the text to the app, which feeds one Markdown widget per text block through Textual's
+MarkdownStream. The app runs headless inside ``run_test`` at 120x40.
+
+Figures:
+* last-token latency: from the moment the worker thread receives the last text delta (it hands
+  it to the app's inbox) until a Markdown block on screen (mounted, its rendered content) holds
+  that text; polled every millisecond on the app's event loop. Budget 100 ms.
+* key echo while streaming: a key is posted to the app every 150 ms, as the terminal driver
+  would; the latency runs until the prompt's text shows it. Budget 50 ms (worst case).
+Also: stream duration, effective tokens/s, how busy the app's thread was, how many inbox
+batches the deltas arrived in, and for context the rate LiteLLM alone parses the same stream at
+(no app): in one Python process the parser and the UI share the GIL.
+Prints figures, never fails on a time.
+
+    python bench/stream_render.py [--tokens 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from textual import events
+
+from tests.fakes.server import FakeLLMServer, Reply
+
+SENTINEL = "the-last-token-zq"
+KEY_INTERVAL = 0.15
+CHUNK = 4  # characters per streamed chunk: about one token
+
+
+def markdown_text(tokens: int) -> str:
+    """Varied markdown (paragraphs, lists, code) of about ``tokens`` 4-character chunks.
+
+    Every word differs: LiteLLM aborts a stream whose chunks repeat ("the model is repeating").
+    """
+    parts: list[str] = []
+    size = 0
+    n = 0
+    while size < (tokens - 10) * CHUNK:
+        section = n % 4
+        if section == 0:
+            text = f"## Part {n}\n\n" + " ".join(f"word{n}x{i}" for i in range(60)) + "\n\n"
+        elif section == 1:
+            text = "".join(f"- item {n}.{i} with *detail{i}* and `code{n}{i}`\n" for i in range(8)) + "\n"
+        elif section == 2:
+            text = "```python\n" + "".join(f"value_{n}_{i} = compute({i}, {n})\n" for i in range(6)) + "```\n\n"
+        else:
+            text = " ".join(f"**bold{n}y{i}** plain{i}" for i in range(25)) + "\n\n"
+        parts.append(text)
+        size += len(text)
+        n += 1
+    parts.append(f"The end: {SENTINEL}.")
+    return "".join(parts)
+
+
+def last_block_text(markdown: Any) -> str:
+    """The text the Markdown widget's last block renders, once mounted (``_content`` is Textual's
+    private field for a block's rendered content; good enough for a benchmark)."""
+    blocks = [child for child in markdown.children if child.is_mounted]
+    return blocks[-1]._content.plain if blocks else ""
+
+
+async def scenario(app: Any, pilot: Any, text: str, tokens: int) -> dict[str, Any]:
+    from hermes_tui.events import TextDelta
+
+    inbox = app.chat.inbox
+    arrivals: list[float] = []
+    tail = ""  # the end of the text received so far: the sentinel spans several deltas
+    batches = 0
+    put, take = inbox.put, inbox.take
+
+    def timed_put(event: Any) -> None:
+        nonlocal tail
+        if isinstance(event, TextDelta):
+            arrivals.append(time.perf_counter())
+            tail = (tail + event.text)[-2 * len(SENTINEL):]
+        put(event)
+
+    def counted_take() -> list[Any]:
+        nonlocal batches
+        batches += 1
+        return take()
+
+    inbox.put, inbox.take = timed_put, counted_take
+    cpu_start = time.thread_time()  # the app's thread: this coroutine runs on its event loop
+    app.chat.prompt.load("write the long report")
+    await pilot.press("enter")
+    app.chat.prompt.load("")
+
+    echoes: list[float] = []
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    last_key = time.perf_counter()
+    typed = ""
+    while SENTINEL not in tail:
+        now = time.perf_counter()
+        if arrivals and now - last_key >= KEY_INTERVAL:
+            letter = letters[len(typed) % len(letters)]
+            typed += letter
+            last_key = now
+            app.post_message(events.Key(letter, letter))
+            while not app.chat.prompt.text.endswith(typed):
+                await asyncio.sleep(0.0005)
+            echoes.append(time.perf_counter() - now)
+        await asyncio.sleep(0.002)
+    last_arrival = arrivals[-1]
+    cpu = time.thread_time() - cpu_start
+    answer = list(app.chat.query(".answer"))[-1]
+    while SENTINEL not in last_block_text(answer):
+        await asyncio.sleep(0.001)
+    shown = time.perf_counter()
+    while app.chat.busy:
+        await asyncio.sleep(0.01)
+    return {
+        "last_token_ms": (shown - last_arrival) * 1000,
+        "echo_ms": [e * 1000 for e in echoes],
+        "stream_s": arrivals[-1] - arrivals[0],
+        "deltas": len(arrivals),
+        "batches": batches,
+        "tokens": tokens,
+        "complete": answer.source == text,
+        "app_cpu": cpu / (arrivals[-1] - arrivals[0]),
+    }
+
+
+def parser_ceiling(server: FakeLLMServer, text: str) -> float:
+    """Deltas per second LiteLLM alone delivers for the same kind of stream (no app at all)."""
+    from hermes_tui.config import Config
+    from hermes_tui.events import TextDelta
+    from hermes_tui.llm import LLMClient
+
+    server.queue(Reply(text=text, chunk_size=CHUNK, chunk_delay=0.001))
+    times = [time.perf_counter() for item in LLMClient(Config.load()).stream([{"role": "user", "content": "x"}])
+             if isinstance(item, TextDelta)]
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tokens", type=int, default=20_000, help="chunks of ~1 token to stream (default 20000)")
+    args = parser.parse_args()
+    text = markdown_text(args.tokens)
+
+    with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
+        _common.isolated_env(Path(tmp) / "home", Path(tmp), server.openai_base)
+        from hermes_tui import llm
+        from hermes_tui.config import Config
+        from hermes_tui.tui.app import build_app
+
+        llm.warm().join()  # the litellm import is not part of this measurement
+        ceiling = parser_ceiling(server, markdown_text(3000))
+        server.queue(Reply(text=text, chunk_size=CHUNK, chunk_delay=0.001), Reply(text="summary"))
+        app = build_app(Config.load())
+        result: dict[str, Any] = {}
+
+        async def run() -> None:
+            async with app.run_test(size=(120, 40)) as pilot:
+                await pilot.pause()
+                result.update(await scenario(app, pilot, text, args.tokens))
+
+        asyncio.run(run())
+        app.stores.close()
+
+    echo = result["echo_ms"]
+    print(f"Streamed {result['deltas']:,} text deltas ({len(text):,} characters, ~{result['tokens']:,} tokens) "
+          f"in {result['stream_s']:.1f} s = {result['deltas'] / result['stream_s']:,.0f} deltas/s; "
+          f"the app took them in {result['batches']:,} inbox batches; final text complete: {result['complete']}")
+    print(f"  (LiteLLM alone, no app, parses this stream at {ceiling:,.0f} deltas/s on this machine)")
+    print(f"  app thread busy {result['app_cpu']:.0%} of the stream's duration")
+    print(f"  last token on screen after it arrived: {result['last_token_ms']:.1f} ms   (budget 100 ms)")
+    if echo:
+        print(f"  key echo while streaming ({len(echo)} keys): median {statistics.median(echo):.1f} ms, "
+              f"p95 {percentile(echo, 95):.1f} ms, worst {max(echo):.1f} ms   (budget 50 ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Time to the first frame: the Hermes app against a bare Textual app, measured in the same run.
+
+Definition: each run is a fresh ``python`` process started by this script. The clock starts just
+before the process is spawned and stops when the child's app hands its first frame to the
+driver: the first call of ``App._display`` with a composited frame outside a batch update (the
+point where a real terminal would receive the bytes; the headless driver discards them). Both
+apps run headless at the same size, so the figure covers interpreter start, imports, building the
+app, compose, mount, styling and the first layout + render, and nothing the app does after that
+frame (Hermes opens its stores and starts importing litellm right after it). The child exits at
+once. Runs alternate between the two apps; one warm-up run of each is discarded.
+
+Budget (DESIGN.md): Hermes median <= 1.3 x the bare app's median. Prints figures, never fails.
+
+    python bench/tui_startup.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+SIZE = (100, 32)
+BUDGET = 1.3
+
+
+def child(kind: str) -> None:
+    """Run one app headless and write the wall-clock time of its first frame to stdout."""
+
+    def report() -> None:
+        os.write(1, f"{time.time()!r}\n".encode())
+        os._exit(0)  # the measurement is done; skip shutdown
+
+    if kind == "bare":
+        from textual.app import App, ComposeResult
+        from textual.widgets import Footer, Header, Static
+
+        class Bare(App[None]):
+            def compose(self) -> ComposeResult:
+                yield Header()
+                yield Static("Hello")
+                yield Footer()
+
+        app: object = Bare()
+    else:
+        from hermes_tui.config import Config
+        from hermes_tui.tui.app import build_app
+
+        app = build_app(Config.load())
+
+    display = app._display  # type: ignore[attr-defined]
+
+    def display_and_report(screen: object, renderable: object) -> None:
+        display(screen, renderable)
+        if renderable is not None and not app._batch_count:  # type: ignore[attr-defined]
+            report()
+
+    app._display = display_and_report  # type: ignore[attr-defined]
+    app.run(headless=True, size=SIZE)  # type: ignore[attr-defined]
+
+
+def measure(kind: str, env: dict[str, str]) -> float:
+    import subprocess
+
+    started = time.time()
+    proc = subprocess.run([sys.executable, __file__, "--child", kind], env=env, capture_output=True,
+                          text=True, timeout=120)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"{kind} run failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return float(lines[-1]) - started
+
+
+def summary(name: str, values: list[float]) -> str:
+    import statistics
+
+    from _common import percentile
+
+    return (f"{name:7s} median {statistics.median(values) * 1000:7.1f} ms   p90 {percentile(values, 90) * 1000:7.1f} ms"
+            f"   min {min(values) * 1000:7.1f} ms   (n={len(values)})")
+
+
+def main() -> None:
+    # Imported here, not at the top: the children run this file too, and should load nothing extra.
+    import argparse
+    import statistics
+    import tempfile
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7, help="measured runs per app (default 7)")
+    parser.add_argument("--child", choices=("bare", "hermes"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child)
+        return
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ)
+        env.update({
+            "HERMES_HOME": str(Path(tmp) / "home"), "HERMES_WORKSPACE": tmp, "HERMES_PROVIDER": "openai",
+            "HERMES_MODEL": "bench-model", "OPENAI_API_KEY": "sk-bench", "HERMES_API_BASE": "http://127.0.0.1:9/v1",
+        })
+        for kind in ("bare", "hermes"):  # warm-up: disk cache, .pyc files, the new database
+            measure(kind, env)
+        times: dict[str, list[float]] = {"bare": [], "hermes": []}
+        for _ in range(args.runs):
+            for kind in ("bare", "hermes"):
+                times[kind].append(measure(kind, env))
+
+    print(f"Time from process start to first frame (headless, {SIZE[0]}x{SIZE[1]}):")
+    for kind, values in times.items():
+        print("  " + summary(kind, values))
+    ratio = statistics.median(times["hermes"]) / statistics.median(times["bare"])
+    verdict = "within" if ratio <= BUDGET else "OVER"
+    print(f"  ratio hermes/bare (medians): {ratio:.2f}x  ({verdict} the {BUDGET}x budget)")
+
+
+if __name__ == "__main__":
+    main()

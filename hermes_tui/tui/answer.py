@@ -1,0 +1,37 @@
+"""The Markdown widgets of the conversation, in their own module: importing Markdown (markdown-it)
+costs ~20 ms, so the chat loads this module when the first answer arrives, not at start-up."""
+
+from __future__ import annotations
+
+import time
+
+from textual.await_complete import AwaitComplete
+from textual.widgets import Markdown
+
+
+class AnswerText(Markdown):
+    """One block of the assistant's answer text, fed through a ``MarkdownStream`` while it arrives.
+
+    It measures what an append costs until the screen shows it (parse, remount of the last block,
+    re-layout of the whole conversation, render): that grows with the length of the conversation,
+    and the chat paces its appends by it.
+    """
+
+    update_cost = 0.0  # seconds the last append took until it was on screen
+
+    def append(self, markdown: str) -> AwaitComplete:
+        started = time.monotonic()
+        appended = super().append(markdown)
+
+        async def measured() -> None:
+            await appended
+            self.call_after_refresh(self._record_cost, started)
+
+        return AwaitComplete(measured())
+
+    def _record_cost(self, started: float) -> None:
+        self.update_cost = time.monotonic() - started
+
+
+class HelpText(Markdown):
+    """The /help card."""

@@ -1,0 +1,394 @@
+"""The Hermes app: header, four panes one key away, status line, footer; sending, setup,
+approvals, sessions and quitting. ``build_app`` is the one place an app is assembled (CLI, tests).
+
+Start-up: the first frame shows the chat only. Then, in this order: the stores open, litellm is
+imported in the background (``llm.warm()``), a resumed session is shown, the setup opens if
+there is no key. The browsing panes are built the first time they are shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer
+
+from hermes_tui.config import Config, ConfigError
+from hermes_tui.tui import commands
+from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
+from hermes_tui.tui.chat import ChatPane
+from hermes_tui.tui.format import short_path
+from hermes_tui.tui.history import HISTORY_FILE, PromptHistory
+from hermes_tui.tui.panes import BROWSING_PANES, make_pane
+from hermes_tui.tui.prompt import PromptArea
+from hermes_tui.tui.session import ChatSession, close_in_background
+from hermes_tui.tui.status import HeaderBar, PaneBar, StatusLine
+from hermes_tui.tui.stores import Stores
+
+if TYPE_CHECKING:
+    from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.skills.manager import SkillManager
+    from hermes_tui.tui.command_runner import CommandRunner
+    from hermes_tui.tui.messages import EditSkill, OpenTranscript, ResumeSession, UseSkill
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+STYLESHEET = Path(__file__).parent.parent / "hermes.tcss"
+SUMMARY_TIMEOUT = 3.0  # seconds a session summary may take when leaving a session
+QUIT_GRACE = 4.0  # the most quitting waits for the summary (an unreachable provider never hangs it)
+CANCEL_GRACE = 2.0  # how long quitting waits for a cancelled turn to wind down
+PANES = {"chat": ("Chat", "F2"), "skills": ("Skills", "F3"), "memory": ("Memory", "F4"), "sessions": ("Sessions", "F5")}
+
+
+class HermesApp(App[int]):
+    CSS_PATH = STYLESHEET
+    TITLE = "Hermes"
+    # F-keys reach the app in every common terminal and in tmux; alt+digit is the fallback where
+    # F-keys are taken (macOS needs "Option as Meta"). Priority: alt+1 would otherwise type "1".
+    BINDINGS = [
+        Binding("f2,alt+1", "show_pane('chat')", "Chat", priority=True),
+        Binding("f3,alt+2", "show_pane('skills')", "Skills", priority=True),
+        Binding("f4,alt+3", "show_pane('memory')", "Memory", priority=True),
+        Binding("f5,alt+4", "show_pane('sessions')", "Sessions", priority=True),
+        Binding("f1", "command('help')", "Help", show=False),
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(self, config: Config, stores: Stores, *, session_id: int | None = None,
+                 clock: Clock | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.stores = stores
+        self.clock: Clock = clock or time.monotonic
+        self.history = PromptHistory(config.home / HISTORY_FILE)
+        self.approvals = ApprovalBridge(self, short_path(config.workspace))
+        self.session = ChatSession(config, stores, self.approvals)
+        self._commands: CommandRunner | None = None
+        self._resume_at_start = session_id
+        self._summaries: list[threading.Thread] = []
+        self._quitting = False
+
+    @property
+    def command_runner(self) -> CommandRunner:
+        """What the slash commands do (loaded with the first command)."""
+        if self._commands is None:
+            from hermes_tui.tui.command_runner import CommandRunner
+
+            self._commands = CommandRunner(self)
+        return self._commands
+
+    @property
+    def memory(self) -> MemoryStore:
+        return self.stores.memory
+
+    @property
+    def skills(self) -> SkillManager:
+        return self.stores.skills
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header")
+        yield PaneBar(PANES, id="pane-bar")
+        with ContentSwitcher(id="panes", initial="chat-pane"):
+            yield ChatPane(self.history, self.clock, id="chat-pane")
+        yield StatusLine(self.clock, id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.show_header()
+        self.query_one("#pane-bar", PaneBar).show_active("chat")
+        self.chat.focus_main()
+        self.call_after_refresh(self._after_first_frame)
+
+    async def _after_first_frame(self) -> None:
+        try:
+            self.stores.open()
+        except Exception as exc:  # noqa: BLE001 - a readable line; the panes will say it again
+            log.exception("opening the stores failed")
+            await self.chat.add_notice(f"Cannot open Hermes' data in {short_path(self.config.home)}: {exc}", "error")
+        warm_llm()
+        if self._resume_at_start is not None:
+            await self.resume(self._resume_at_start)
+        if not self.config.has_api_key:
+            self.open_setup()
+
+    # -- parts
+
+    @property
+    def chat(self) -> ChatPane:
+        return self.query_one("#chat-pane", ChatPane)
+
+    @property
+    def status(self) -> StatusLine:
+        return self.query_one("#status", StatusLine)
+
+    def show_header(self) -> None:
+        self.query_one("#header", HeaderBar).show(self.config, self.session.session_id)
+
+    def show_usage(self) -> None:
+        loop = self.session.loop
+        for status in self.query(StatusLine):  # none while the app shuts down
+            if loop is None:
+                status.set_usage(0, 0, None)
+            else:
+                status.set_usage(loop.prompt_tokens, loop.completion_tokens, loop.cost_usd)
+
+    # -- panes
+
+    @property
+    def active_pane(self) -> str:
+        return (self.query_one("#panes", ContentSwitcher).current or "chat-pane").removesuffix("-pane")
+
+    def mounted_pane(self, name: str) -> Any:
+        """The pane if it has been built already (the browsing panes are built on first show)."""
+        found = self.query(f"#{name}-pane")
+        return found.first() if found else None
+
+    async def show_pane(self, name: str) -> Any:
+        """Switch to a pane (building it first if needed), refresh and focus it; return it."""
+        pane = self.mounted_pane(name)
+        if pane is None:
+            pane = make_pane(name, self.memory, self.skills)
+            await self.query_one("#panes", ContentSwitcher).mount(pane)
+        self.query_one("#panes", ContentSwitcher).current = f"{name}-pane"
+        self.query_one("#pane-bar", PaneBar).show_active(name)
+        if name in BROWSING_PANES:
+            pane.refresh_data()
+
+        def focus() -> None:
+            if self.active_pane == name:  # the user may have moved on meanwhile
+                pane.focus_main()
+
+        self.call_after_refresh(focus)
+        return pane
+
+    async def action_show_pane(self, name: str) -> None:
+        await self.show_pane(name)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "show_pane":  # not from under a modal (approval, setup, transcript)
+            return self.screen is self.screen_stack[0]
+        return True
+
+    # -- the prompt
+
+    async def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
+        text = event.text
+        invocation = commands.parse(text)
+        if invocation is not None:
+            self.history.add(text)
+            event.prompt.clear()
+            await self.command_runner.run(invocation)
+            return
+        await self.send(text)
+
+    async def send(self, text: str) -> None:
+        """Start a turn; the text stays in the prompt when it cannot start (busy, no key)."""
+        if self.chat.busy:
+            self.notify("Hermes is still working: wait for the answer, or press Esc to cancel it.")
+            return
+        try:
+            self.config.require_api_key()
+        except ConfigError as exc:
+            self.notify(str(exc), severity="warning", markup=False)
+            self.open_setup()
+            return
+        self.history.add(text)
+        loop = self.session.ensure_loop()
+        self.show_header()
+        await self.chat.start_turn(loop, commands.as_message(text))
+
+    # -- chat pane reports
+
+    def on_chat_pane_activity(self, message: ChatPane.Activity) -> None:
+        for status in self.query(StatusLine):  # none while the app shuts down
+            status.set_activity(message.label, message.since)
+
+    def on_chat_pane_usage_changed(self) -> None:
+        self.show_usage()
+
+    def on_chat_pane_skills_changed(self) -> None:
+        if pane := self.mounted_pane("skills"):
+            pane.refresh_data()
+
+    # -- slash commands: typed, from the palette (ctrl+p), F1 for help
+
+    async def action_command(self, name: str) -> None:
+        await self.command_runner.run(commands.Invocation(name, ""))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for command in commands.COMMANDS:
+            yield SystemCommand(command.title, command.help, self.command_runner.palette_callback(command))
+
+    # -- sessions
+
+    def leave_session(self) -> None:
+        """Detach the current loop and summarise it in the background."""
+        loop = self.session.detach()
+        self.approvals.reset()
+        if loop is not None:
+            self._summaries.append(close_in_background(loop, SUMMARY_TIMEOUT))
+
+    async def resume(self, session_id: int) -> None:
+        if await self.command_runner.refuse_while_busy("Resuming a session"):
+            return
+        await self.show_pane("chat")
+        if session_id == self.session.session_id:
+            await self.chat.add_notice(f"Session {session_id} is the current one.")
+            return
+        previous = self.session.loop
+        try:
+            self.session.resume(session_id)
+        except ValueError as exc:
+            await self.chat.add_notice(str(exc), "error")
+            return
+        if previous is not None:
+            self._summaries.append(close_in_background(previous, SUMMARY_TIMEOUT))
+        self.approvals.reset()
+        await self.chat.clear()
+        await self.chat.show_messages(self.memory.get_messages(session_id))
+        await self.chat.add_notice(f"Resumed session {session_id}: your next message continues it.")
+        self.show_header()
+        self.show_usage()
+
+    # -- messages from the panes
+
+    async def on_resume_session(self, message: ResumeSession) -> None:
+        await self.resume(message.session_id)
+
+    async def on_use_skill(self, message: UseSkill) -> None:
+        await self.show_pane("chat")
+        self.chat.prompt.load(f"use the skill {message.name}: ")
+
+    def on_open_transcript(self, message: OpenTranscript) -> None:
+        from hermes_tui.tui.transcript import TranscriptScreen
+
+        self.push_screen(TranscriptScreen(self.memory, message.session_id, message.message_id))
+
+    def on_edit_skill(self, message: EditSkill) -> None:
+        skill = self.skills.get(message.name)
+        if skill is None or skill.path is None:
+            self.notify(f"The skill {message.name} no longer exists.", severity="error", markup=False)
+            return
+        import shlex
+        import subprocess
+
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        try:
+            with self.suspend():
+                subprocess.run([*shlex.split(editor), str(skill.path)], check=False)
+        except (SuspendNotSupported, OSError, ValueError) as exc:
+            self.notify(f"Could not open an editor ({editor}): {exc}", severity="error", markup=False)
+        self.skills.reload()
+        if pane := self.mounted_pane("skills"):
+            pane.refresh_data()
+
+    # -- approvals (asked by the turn's worker thread)
+
+    def on_approval_request(self, request: ApprovalRequest) -> None:
+        self.approvals.show(request)
+
+    # -- first-run setup
+
+    def open_setup(self) -> None:
+        from hermes_tui.tui.setup_screen import SetupScreen
+
+        if not isinstance(self.screen, SetupScreen):
+            self.push_screen(SetupScreen(self.config), self._setup_done)
+
+    async def _setup_done(self, config: Config | None) -> None:
+        if config is None:
+            return
+        self.config = config
+        self.session.set_config(config)
+        self.show_header()
+        await self.chat.add_notice(f"Saved. Hermes now uses {config.provider}:{config.model}.")
+        self.chat.focus_main()
+
+    # -- quitting
+
+    def action_quit(self) -> None:
+        """Cancel a running turn, save the session summary (bounded wait), exit. Twice: at once.
+
+        The waiting runs in a worker so the app keeps processing messages (the cancelled turn's
+        last events, closing the approval screen) meanwhile.
+        """
+        if self._quitting:
+            self.exit(0)
+            return
+        self._quitting = True
+        self.run_worker(self._quit(), group="quit")
+
+    async def _quit(self) -> None:
+        if self.chat.cancel_turn():
+            self.approvals.deny_pending()
+            await self._wait_until(lambda: not self.chat.busy, CANCEL_GRACE)
+        self.approvals.stop()
+        loop = self.session.detach()
+        if loop is not None:
+            self.status.set_activity("saving the session summary… (ctrl+q again quits at once)")
+            self._summaries.append(close_in_background(loop, SUMMARY_TIMEOUT))
+        await self._wait_until(lambda: not any(t.is_alive() for t in self._summaries), QUIT_GRACE)
+        self.exit(0)
+
+    def on_unmount(self) -> None:
+        """However the app ends, a worker waiting for an approval is released."""
+        self.approvals.stop()
+
+    async def _wait_until(self, done: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+
+GC_THRESHOLDS = (50_000, 100, 100)
+
+
+def warm_llm() -> None:
+    """Import litellm in the background (it takes seconds), then tune the garbage collector.
+
+    litellm brings a huge heap of long-lived objects, and a streamed answer allocates several per
+    token: with the default thresholds, collections that walk them all paused the app for
+    300-600 ms at a time while streaming. Freezing what exists after the import, and collecting
+    less often, keeps pauses in the tens of ms (bench/stream_render.py).
+    """
+    from hermes_tui import llm
+
+    importing = llm.warm()
+
+    def freeze() -> None:
+        importing.join()
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
+
+    threading.Thread(target=freeze, name="hermes-gc-freeze", daemon=True).start()
+
+
+def build_app(config: Config, *, session_id: int | None = None, clock: Clock | None = None) -> HermesApp:
+    """The app with its own MemoryStore and SkillManager (opened right after the first frame);
+    the one builder used by ``run_app`` and the tests. ``clock`` drives every time on screen."""
+    return HermesApp(config, Stores(config), session_id=session_id, clock=clock)
+
+
+def run_app(config: Config, session_id: int | None = None) -> int:
+    """Run the full-screen app until the user quits; the exit code for the CLI."""
+    from hermes_tui.logs import setup_logging
+
+    setup_logging(config)
+    app = build_app(config, session_id=session_id)
+    try:
+        app.run()
+    finally:
+        app.stores.close()
+    return app.return_code or 0

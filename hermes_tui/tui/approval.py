@@ -1,0 +1,105 @@
+"""Approvals: the bridge that lets the turn's worker thread wait for an answer while the app
+thread shows the question (``approval_screen.ApprovalScreen``, loaded on the first question).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from textual.app import App, ScreenStackError
+from textual.message import Message
+
+if TYPE_CHECKING:
+    from hermes_tui.tui.approval_screen import ApprovalScreen
+
+log = logging.getLogger(__name__)
+
+ONCE, SESSION, DENY = "once", "session", "deny"
+DENIED = "The user denied this {name} call. Do not retry it; ask the user how to proceed."
+CANCELLED = "Cancelled by the user before it ran."
+
+
+class ApprovalRequest(Message):
+    """Posted by the worker thread (``post_message`` is thread-safe); the app calls ``show``."""
+
+    def __init__(self, name: str, arguments: dict[str, Any]) -> None:
+        super().__init__()
+        self.name = name
+        self.arguments = arguments
+        self.answered = threading.Event()
+        self.choice = DENY
+
+
+class ApprovalBridge:
+    """The ``Approver`` given to the AgentLoop. Called on the turn's worker thread, it blocks that
+    thread while the app thread shows ``ApprovalScreen``; "allow for this session" is remembered
+    per tool until ``reset``. ``stop`` releases a waiting thread whatever the screen does.
+    """
+
+    def __init__(self, app: App[Any], workspace: str) -> None:
+        self.app = app
+        self.workspace = workspace
+        self.allowed: set[str] = set()
+        self._screen: ApprovalScreen | None = None
+        self._pending: ApprovalRequest | None = None
+        self._stopping = threading.Event()
+
+    def __call__(self, name: str, arguments: dict[str, Any]) -> bool | str:
+        if name in self.allowed:
+            return True
+        request = ApprovalRequest(name, arguments)
+        if self._stopping.is_set() or not self.app.post_message(request):
+            return CANCELLED
+        while not request.answered.wait(0.1):
+            if self._stopping.is_set():
+                return CANCELLED
+        if request.choice == SESSION:
+            self.allowed.add(name)
+        log.info("approval for %s: %s", name, request.choice)
+        return True if request.choice in (ONCE, SESSION) else DENIED.format(name=name)
+
+    def show(self, request: ApprovalRequest) -> None:
+        """App thread: ask, and hand the answer back to the waiting worker."""
+
+        def answer(choice: str | None) -> None:
+            if not request.answered.is_set():
+                request.choice = choice or DENY
+                request.answered.set()
+
+        if self._stopping.is_set():
+            answer(DENY)
+            return
+        from hermes_tui.tui.approval_screen import ApprovalScreen
+
+        self._pending = request
+        self._screen = ApprovalScreen(request.name, request.arguments, self.workspace)
+        self.app.push_screen(self._screen, answer)
+
+    def deny_pending(self) -> None:
+        """App thread: the turn is being cancelled; an open question is answered "deny" at once
+        (the worker does not wait for the screen to close) and its screen is closed."""
+        screen = self._screen
+        self._release()
+        try:
+            on_top = screen is not None and self.app.screen is screen
+        except ScreenStackError:  # the app is shutting down
+            on_top = False
+        if on_top:
+            screen.dismiss(DENY)
+
+    def stop(self) -> None:
+        """The app is closing: release a waiting worker; no screen is needed for that."""
+        self._stopping.set()
+        self._release()
+
+    def _release(self) -> None:
+        request, self._pending, self._screen = self._pending, None, None
+        if request is not None and not request.answered.is_set():
+            request.choice = DENY
+            request.answered.set()
+
+    def reset(self) -> None:
+        """A new session starts: forget "allow for this session"."""
+        self.allowed.clear()

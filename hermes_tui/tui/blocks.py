@@ -1,0 +1,127 @@
+"""The widgets a conversation is made of: user prompts, answer text, tool calls, notices."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Collapsible, Static
+
+from hermes_tui.tui.format import duration, elapsed, short_args, spinner_frame
+
+Clock = Callable[[], float]
+RESULT_CHARS = 8_000  # what a result view shows; the model got the full (capped) text anyway
+RESULT_LINES = 200
+
+
+class UserMessage(Static):
+    """What the user sent, verbatim (``markup=False``: prompts are not markup)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text, markup=False, classes="user-message")
+
+
+NOTICE_ICONS = {"notice": "ℹ", "error": "✗", "learned": "✦", "cancelled": "■"}
+
+
+class NoticeLine(Static):
+    """One readable line: a notice, an error, a learned skill. Never a traceback."""
+
+    def __init__(self, text: str, kind: str = "notice") -> None:
+        icon = NOTICE_ICONS.get(kind, "ℹ")
+        super().__init__(Content.assemble((icon, "bold"), " ", text), classes=f"notice-line {kind}")
+
+
+def clip_result(text: str) -> str:
+    """At most RESULT_LINES lines / RESULT_CHARS characters of a tool result, saying what was cut."""
+    text = text.rstrip("\n")
+    shown = "\n".join(text.split("\n")[:RESULT_LINES])[:RESULT_CHARS]
+    hidden = len(text) - len(shown)
+    return shown if hidden <= 0 else f"{shown}\n… ({hidden:,} more characters)"
+
+
+def line_count(text: str) -> int:
+    text = text.rstrip("\n")
+    return text.count("\n") + 1 if text else 0
+
+
+class ToolCallView(Vertical):
+    """A tool call: name and short arguments, a spinner with elapsed time while it runs, then
+    ✓/✗ with the duration and the result folded in a ``Collapsible``.
+
+    Times come from the app's clock (fake in snapshot tests) so the screen is reproducible.
+    """
+
+    def __init__(self, call_id: str, name: str, arguments: dict[str, Any], clock: Clock, *, id: str) -> None:
+        super().__init__(id=id, classes="tool-call running")
+        self.call_id = call_id
+        self.tool_name = name
+        self.summary = short_args(name, arguments)
+        self.clock = clock
+        self.started = clock()
+        self.ok: bool | None = None  # None while running
+        self.seconds: float | None = None
+        self._result: str | None = None
+        self.restored = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._head(), classes="tool-head")
+        if self._result is not None:
+            yield self._output()
+
+    def on_mount(self) -> None:
+        if not self.finished:
+            self._ticker = self.set_interval(0.1, self._tick)
+
+    def _tick(self) -> None:
+        self.query_one(".tool-head", Static).update(self._head(), layout=False)  # one line: repaint only
+
+    def _head(self) -> Content:
+        if self.ok is None:
+            mark = (spinner_frame(self.clock()), "$accent")
+            timing: str | None = elapsed(self.clock() - self.started)
+        elif self.restored:
+            mark, timing = ("•", "$text-muted"), None
+        else:
+            mark = ("✓", "$success bold") if self.ok else ("✗", "$error bold")
+            timing = duration(self.seconds or 0.0)
+        parts: list[str | tuple[str, str]] = [mark, " ", (self.tool_name, "bold")]
+        if self.summary:
+            parts += ["  ", (self.summary, "$text-muted")]
+        if timing is not None:
+            parts += [(f"  · {timing}", "$text-muted")]
+        return Content.assemble(*parts)
+
+    def _output(self) -> Collapsible:
+        result = self._result or ""
+        lines = line_count(result)
+        size = f" · {lines} line{'s' if lines != 1 else ''}" if lines else " · empty"
+        body = Static(clip_result(result) or "(no output)", markup=False, classes="tool-result")
+        return Collapsible(body, title=("output" if self.ok else "error") + size, collapsed=True,
+                           classes="tool-output")
+
+    @property
+    def finished(self) -> bool:
+        return self.ok is not None
+
+    def _settle(self, result: str, ok: bool) -> None:
+        self.ok = ok
+        self._result = result
+        self.set_class(False, "running")
+        self.add_class("ok" if ok else "failed")
+
+    async def finish(self, result: str, ok: bool) -> None:
+        """Stop the spinner, show ✓/✗ and the duration, fold the result in."""
+        self._ticker.stop()
+        self.seconds = max(self.clock() - self.started, 0.0)
+        self._settle(result, ok)
+        self._tick()
+        await self.mount(self._output())
+
+    def restore(self, result: str) -> None:
+        """Before mounting: a call from a stored session (its duration and outcome were not kept)."""
+        self.restored = True
+        self._settle(result, True)

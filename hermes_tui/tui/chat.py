@@ -1,0 +1,370 @@
+"""The chat pane: the conversation (streamed Markdown, tool calls, notices) and the prompt.
+
+The turn runs in a Textual thread worker that only ``put``s events into an ``EventInbox``;
+everything that touches widgets happens here, on the app thread. The conversation's widget
+modules (``blocks``, ``answer``) are imported where first used, to keep them off the start-up path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
+
+from hermes_tui.tui.format import widget_id
+from hermes_tui.tui.history import PromptHistory
+from hermes_tui.tui.inbox import EventInbox, EventsReady
+from hermes_tui.tui.prompt import PromptArea
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
+    from textual.widgets.markdown import MarkdownStream
+
+    from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.events import (
+        ApprovalNeeded,
+        Error,
+        Event,
+        Notice,
+        SkillLearned,
+        TextDelta,
+        ToolCallFinished,
+        ToolCallStarted,
+        TurnFinished,
+        Usage,
+    )
+    from hermes_tui.memory.store import Message as StoredMessage
+    from hermes_tui.tui.answer import AnswerText
+    from hermes_tui.tui.blocks import ToolCallView
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+RESTORED_MESSAGES = 200  # a resumed session shows its newest messages; Sessions has them all
+DRAIN_INTERVAL = 0.02  # seconds between inbox takes while events keep coming
+FLUSH_RATE = 10  # Markdown appends per second at most while an answer streams
+UPDATE_SHARE = 4  # wait at least 4x the last append's cost: appends take <= ~1/4 of the app thread
+PLACEHOLDER = "Message Hermes · Enter sends · ctrl+j new line · / commands · ↑ history"
+
+
+class ChatPane(Widget):
+    BINDINGS = [Binding("escape", "cancel_turn", "Cancel turn")]
+
+    class Activity(Message):
+        """What the agent does now (None: idle); ``since`` starts an elapsed-time counter."""
+
+        def __init__(self, label: str | None, since: float | None = None) -> None:
+            super().__init__()
+            self.label = label
+            self.since = since
+
+    class UsageChanged(Message):
+        """The session's token counts or cost changed."""
+
+    class SkillsChanged(Message):
+        """A skill was created or refined."""
+
+    class FlushDue(Message):
+        """Time to hand the pending answer text to the Markdown stream."""
+
+    def __init__(self, history: PromptHistory, clock: Clock, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.history = history
+        self.clock = clock
+        self.inbox = EventInbox(self)
+        self.busy = False
+        self._turn_loop: AgentLoop | None = None
+        self._block: AnswerText | None = None
+        self._stream: MarkdownStream | None = None
+        self._pending_text: list[str] = []
+        self._flush_timer: Timer | None = None
+        self._tools: dict[str, ToolCallView] = {}
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(id="conversation")
+        yield PromptArea(self.history, id="prompt", placeholder=PLACEHOLDER)
+
+    def on_mount(self) -> None:
+        self.conversation.anchor()  # follow the stream until the user scrolls up
+
+    @property
+    def conversation(self) -> VerticalScroll:
+        return self.query_one("#conversation", VerticalScroll)
+
+    @property
+    def prompt(self) -> PromptArea:
+        return self.query_one("#prompt", PromptArea)
+
+    def focus_main(self) -> None:
+        self.prompt.focus()
+
+    # -- turns
+
+    async def start_turn(self, loop: AgentLoop, text: str) -> None:
+        """Show the message and run the turn in the background; the prompt is cleared."""
+        self.busy = True
+        self._turn_loop = loop
+        self.prompt.clear()
+        self.conversation.anchor()
+        from hermes_tui.tui.blocks import UserMessage
+
+        await self._end_block()
+        await self._mount(UserMessage(text))
+        self.post_message(self.Activity("thinking…"))
+        self.refresh_bindings()
+        self._run_turn(loop, text)
+
+    @work(thread=True, exclusive=True, group="turn", exit_on_error=False)
+    def _run_turn(self, loop: AgentLoop, text: str) -> None:
+        """Worker thread: events go to the inbox; after TurnFinished the curator gets its own thread."""
+        from hermes_tui.events import Error, TurnFinished
+
+        events = loop.run_turn(text)
+        try:
+            for event in events:
+                self.inbox.put(event)
+                if isinstance(event, TurnFinished):
+                    self.run_in_background(events, "hermes-curator")
+                    return
+        except Exception as exc:
+            log.exception("turn failed")
+            self.inbox.put(Error(f"Something went wrong: {type(exc).__name__}: {exc} (details in the log)."))
+        self.inbox.put(TurnFinished(stopped_reason="error"))
+
+    def run_in_background(self, events: Iterator[Event], name: str) -> threading.Thread:
+        """Feed events from a daemon thread (curator, /learn): they must never delay quitting."""
+
+        def feed() -> None:
+            try:
+                for event in events:
+                    self.inbox.put(event)
+            except Exception:
+                log.exception("%s failed", name)
+
+        thread = threading.Thread(target=feed, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def cancel_turn(self) -> bool:
+        """Ask the running turn to stop; True if there was one."""
+        if not self.busy or self._turn_loop is None:
+            return False
+        self._turn_loop.cancel()
+        self.post_message(self.Activity("cancelling…"))
+        return True
+
+    def on_unmount(self) -> None:
+        """The app is closing: a turn still running stops (its thread must not outlive the app)."""
+        if self.busy and self._turn_loop is not None:
+            self._turn_loop.cancel()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_turn":
+            return self.busy or self.prompt.suggesting
+        return True
+
+    def action_cancel_turn(self) -> None:
+        """Esc: close the command suggestions if open, else cancel the turn."""
+        if self.prompt.suggesting:
+            self.prompt.close_suggestions()
+        else:
+            self.cancel_turn()
+
+    # -- events from the inbox
+
+    async def on_events_ready(self, message: EventsReady) -> None:
+        message.stop()
+        await self._drain()
+
+    async def _drain(self) -> None:
+        """Show what the workers sent; come back after DRAIN_INTERVAL until the inbox is empty."""
+        events = self.inbox.take()
+        if not events:  # re-armed: the next event posts EventsReady
+            await self._flush()  # the stream paused (or ended): show its text now, not at the next tick
+            return
+        for event in events:
+            if not self.is_attached:  # the app is exiting: nothing left to show
+                return
+            await self._show(event)
+        # Timer callbacks run in their own task: come back through the message queue instead, so
+        # everything that touches the conversation runs in order on this widget's loop.
+        self.set_timer(DRAIN_INTERVAL, lambda: self.post_message(EventsReady()))
+
+    async def _show(self, event: Event) -> None:
+        """Dispatch on the event's ``type`` (the vocabulary every surface shares)."""
+        handler = getattr(self, f"_show_{event.type}", None)
+        if handler is not None:  # turn_started needs nothing here
+            await handler(event)
+
+    async def _show_text_delta(self, event: TextDelta) -> None:
+        await self._write(event.text)
+
+    async def _show_tool_call_started(self, event: ToolCallStarted) -> None:
+        from hermes_tui.tui.blocks import ToolCallView
+
+        await self._end_block()
+        view = ToolCallView(event.id, event.name, event.arguments, self.clock, id=self._tool_widget_id(event.id))
+        self._tools[event.id] = view
+        await self._mount(view)
+        self.post_message(self.Activity(f"running {event.name}", since=view.started))
+
+    async def _show_approval_needed(self, event: ApprovalNeeded) -> None:
+        self.post_message(self.Activity(f"waiting for your approval of {event.name}"))
+
+    async def _show_tool_call_finished(self, event: ToolCallFinished) -> None:
+        view = self._tools.get(event.id)
+        if view is not None and not view.finished:
+            await view.finish(event.result, event.ok)
+        self.post_message(self.Activity("thinking…"))
+
+    async def _show_usage(self, event: Usage) -> None:
+        self.post_message(self.UsageChanged())
+
+    async def _show_notice(self, event: Notice) -> None:
+        await self.add_notice(event.message)
+
+    async def _show_error(self, event: Error) -> None:
+        await self.add_notice(event.message, "error")
+
+    async def _show_skill_learned(self, event: SkillLearned) -> None:
+        verb = "Learned skill" if event.created else "Refined skill"
+        version = "" if event.created else f" (v{event.version})"
+        await self.add_notice(f"{verb} {event.name}{version}", "learned")
+        self.post_message(self.SkillsChanged())
+
+    async def _show_turn_finished(self, event: TurnFinished) -> None:
+        await self._finish_turn(event)
+
+    async def _finish_turn(self, event: TurnFinished) -> None:
+        await self._end_block()
+        for view in self._tools.values():
+            if not view.finished:  # a call cut short by a cancel never reports back
+                await view.finish("Cancelled.", False)
+        if event.stopped_reason == "cancelled":
+            await self.add_notice("Cancelled. The conversation is intact; send the next message.", "cancelled")
+        self.busy = False
+        self._turn_loop = None
+        self.post_message(self.Activity(None))  # the prompt takes the next message; a curator may still run
+        self.refresh_bindings()
+
+    def _tool_widget_id(self, call_id: str) -> str:
+        base = candidate = widget_id("tool", call_id)
+        number = 1
+        while self.conversation.query(f"#{candidate}"):
+            number += 1
+            candidate = f"{base}-{number}"
+        return candidate
+
+    # -- answer text: one Markdown widget per block, fed through a MarkdownStream
+
+    # While text keeps coming it is handed to the stream at most FLUSH_RATE times a second, and
+    # less often as appends get dearer: each one re-parses the open block, remounts its last
+    # widget, re-lays out and repaints the conversation (tens of ms for a long one), so appending
+    # every token of a fast stream would starve the keyboard and the worker thread that parses
+    # the stream. When the stream pauses or ends, the text is flushed at once.
+
+    async def _write(self, text: str) -> None:
+        self._pending_text.append(text)
+        if self._stream is None:
+            from hermes_tui.tui.answer import AnswerText  # Markdown loads with the first answer
+
+            self._block = AnswerText(classes="answer")
+            await self._mount(self._block)
+            self._stream = AnswerText.get_stream(self._block)
+            await self._flush()  # the first words show at once
+        elif self._flush_timer is None:
+            cost = self._block.update_cost if self._block is not None else 0.0
+            delay = max(1 / FLUSH_RATE, UPDATE_SHARE * cost)
+            self._flush_timer = self.set_timer(delay, lambda: self.post_message(self.FlushDue()))
+
+    async def on_chat_pane_flush_due(self, message: FlushDue) -> None:
+        message.stop()
+        self._flush_timer = None
+        await self._write_pending()
+
+    async def _flush(self) -> None:
+        """Hand the pending text to the stream now."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        await self._write_pending()
+
+    async def _write_pending(self) -> None:
+        text, self._pending_text = "".join(self._pending_text), []
+        if text and self._stream is not None:
+            await self._stream.write(text)
+
+    async def _end_block(self) -> None:
+        await self._flush()
+        stream, self._stream, self._block = self._stream, None, None
+        if stream is not None:
+            await stream.stop()
+
+    # -- other content
+
+    async def _mount(self, widget: Widget) -> None:
+        await self.conversation.mount(widget)
+
+    async def add_notice(self, text: str, kind: str = "notice") -> None:
+        from hermes_tui.tui.blocks import NoticeLine
+
+        await self._mount(NoticeLine(text, kind))
+
+    async def add_help(self, markdown: str) -> None:
+        from hermes_tui.tui.answer import HelpText
+
+        await self._mount(HelpText(markdown, classes="help"))
+
+    async def clear(self) -> None:
+        """Empty the view for a new or resumed session."""
+        await self._end_block()
+        self._tools.clear()
+        await self.conversation.remove_children()
+        self.conversation.anchor()
+
+    async def show_messages(self, messages: list[StoredMessage]) -> None:
+        """Render a stored conversation (``/resume``): text, and tool calls with their results."""
+        from hermes_tui.tui.answer import AnswerText
+        from hermes_tui.tui.blocks import ToolCallView, UserMessage
+
+        results = {m.tool_call_id: m.content or "" for m in messages if m.role == "tool" and m.tool_call_id}
+        shown = [m for m in messages if m.role in ("user", "assistant")]
+        hidden = len(shown) - RESTORED_MESSAGES
+        if hidden > 0:
+            await self.add_notice(f"{hidden} earlier messages are in the Sessions pane.")
+        widgets: list[Widget] = []
+        for message in shown[-RESTORED_MESSAGES:]:
+            if message.role == "user":
+                widgets.append(UserMessage(message.content or ""))
+                continue
+            if message.content:
+                widgets.append(AnswerText(message.content, classes="answer"))
+            for call in message.tool_calls or []:
+                call_id = str(call.get("id", ""))
+                function = call.get("function", {})
+                view = ToolCallView(call_id, function.get("name", "?"), _arguments(function.get("arguments")),
+                                    self.clock, id=self._tool_widget_id(call_id) + f"-r{len(widgets)}")
+                view.restore(results.get(call_id, "(no result stored)"))
+                widgets.append(view)
+        await self.conversation.mount_all(widgets)
+        self.conversation.anchor()
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """Stored tool-call arguments: a JSON string in the OpenAI format (or already a dict)."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return {"raw": str(raw)}
+    return value if isinstance(value, dict) else {"raw": str(raw)}

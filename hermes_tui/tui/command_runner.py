@@ -1,0 +1,115 @@
+"""What each slash command does (typed in the prompt, or chosen in the command palette)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hermes_tui.config import ConfigError
+from hermes_tui.tui import commands
+
+if TYPE_CHECKING:
+    from hermes_tui.tui.app import HermesApp
+
+KEYS: list[tuple[str, str]] = [
+    ("Enter", "send the message"),
+    ("ctrl+j", "new line (also alt+enter / shift+enter where the terminal reports them, or end a line with \\)"),
+    ("↑ ↓", "previous / next prompt, from the first / last line of the prompt"),
+    ("Tab", "complete a /command"),
+    ("Esc", "cancel the running turn"),
+    ("F2 F3 F4 F5  or  alt+1 … alt+4", "Chat, Skills, Memory, Sessions"),
+    ("F1", "this help"),
+    ("ctrl+p", "command palette"),
+    ("ctrl+c", "copy the text selected with the mouse"),
+    ("ctrl+q", "quit (the session summary is saved first; twice quits at once)"),
+]
+
+
+class CommandRunner:
+    def __init__(self, app: HermesApp) -> None:
+        self.app = app
+
+    async def run(self, invocation: commands.Invocation) -> None:
+        handler = getattr(self, f"_{invocation.name}", None) if invocation.command else None
+        if handler is None:
+            await self.app.chat.add_notice(
+                f"Unknown command /{invocation.name}: /help lists the commands.", "error")
+            return
+        await handler(invocation.argument)
+
+    def palette_callback(self, command: commands.SlashCommand) -> Callable[[], object]:
+        """Commands without an argument run; the others are put in the prompt to complete."""
+        if not command.takes_argument:
+            return lambda: self.run(commands.Invocation(command.name, ""))
+
+        async def fill() -> None:
+            await self.app.show_pane("chat")
+            self.app.chat.prompt.load(f"/{command.name} ")
+
+        return fill
+
+    async def refuse_while_busy(self, what: str) -> bool:
+        busy = self.app.chat.busy
+        if busy:
+            await self.app.chat.add_notice(f"{what} has to wait for the running turn: press Esc to cancel it.",
+                                           "error")
+        return busy
+
+    async def _help(self, argument: str) -> None:
+        await self.app.show_pane("chat")
+        await self.app.chat.add_help(commands.help_markdown(KEYS))
+
+    async def _new(self, argument: str) -> None:
+        if await self.refuse_while_busy("/new"):
+            return
+        self.app.leave_session()
+        await self.app.chat.clear()
+        self.app.show_header()
+        self.app.show_usage()
+        await self.app.chat.add_notice("New session: the previous one is being summarised in the background.")
+
+    async def _model(self, argument: str) -> None:
+        app = self.app
+        if not argument:
+            await app.chat.add_notice(
+                f"Model: {app.config.provider}:{app.config.model}. Switch with /model [provider:]model.")
+            return
+        try:
+            app.config = app.session.set_model(argument)
+        except ConfigError as exc:
+            await app.chat.add_notice(str(exc), "error")
+            return
+        app.show_header()
+        note = "" if app.config.has_api_key else f" ({app.config.key_variable} is not set yet)"
+        await app.chat.add_notice(f"Now using {app.config.provider}:{app.config.model}{note}.")
+
+    async def _skills(self, argument: str) -> None:
+        pane = await self.app.show_pane("skills")
+        pane.set_filter(argument)
+
+    async def _memory(self, argument: str) -> None:
+        pane = await self.app.show_pane("memory")
+        if argument:
+            pane.set_query(argument)
+
+    async def _sessions(self, argument: str) -> None:
+        await self.app.show_pane("sessions")
+
+    async def _learn(self, argument: str) -> None:
+        if await self.refuse_while_busy("/learn"):
+            return
+        loop = self.app.session.loop
+        if loop is None:
+            await self.app.chat.add_notice("Nothing to learn from yet: run a task first.")
+            return
+        await self.app.chat.add_notice("Looking for a skill in the last turn…")
+        self.app.chat.run_in_background(loop.learn_now(), "hermes-learn")
+
+    async def _resume(self, argument: str) -> None:
+        if not argument.isdigit():
+            await self.app.chat.add_notice("Usage: /resume <id> (the Sessions pane, F5, lists the ids).", "error")
+            return
+        await self.app.resume(int(argument))
+
+    async def _exit(self, argument: str) -> None:
+        self.app.action_quit()

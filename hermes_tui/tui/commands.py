@@ -1,0 +1,76 @@
+"""The slash commands: their table, parsing and completion (no Textual; the app runs them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    usage: str  # argument hint, "" when the command takes none
+    help: str
+
+    @property
+    def takes_argument(self) -> bool:
+        return bool(self.usage)
+
+    @property
+    def title(self) -> str:
+        return f"/{self.name} {self.usage}".rstrip()
+
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("help", "", "show the commands and keys"),
+    SlashCommand("new", "", "end this session (its summary is saved) and start a new one"),
+    SlashCommand("model", "[provider:]model", "show the model, or switch to another one"),
+    SlashCommand("skills", "[filter]", "open the Skills pane, optionally filtered"),
+    SlashCommand("memory", "<query>", "search every past message in the Memory pane"),
+    SlashCommand("learn", "", "distil the last turn into a skill now"),
+    SlashCommand("sessions", "", "open the Sessions pane"),
+    SlashCommand("resume", "<id>", "continue an earlier session in the chat"),
+    SlashCommand("exit", "", "save the session summary and quit"),
+)
+BY_NAME = {command.name: command for command in COMMANDS}
+
+
+@dataclass(frozen=True)
+class Invocation:
+    name: str  # without the slash; may be unknown
+    argument: str
+
+    @property
+    def command(self) -> SlashCommand | None:
+        return BY_NAME.get(self.name)
+
+
+def parse(text: str) -> Invocation | None:
+    """A command line (``/name rest``), or None for a chat message (``//x`` sends ``/x`` as text)."""
+    stripped = text.strip()
+    if not stripped.startswith("/") or stripped.startswith("//"):
+        return None
+    name, _, argument = stripped[1:].partition(" ")
+    return Invocation(name.lower(), argument.strip())
+
+
+def as_message(text: str) -> str:
+    """The text to send for a chat message: a leading ``//`` escapes a literal slash."""
+    stripped = text.lstrip()
+    return stripped[1:] if stripped.startswith("//") else text
+
+
+def completions(text: str) -> list[SlashCommand]:
+    """Commands whose name starts with what is typed, while the command word is being typed."""
+    if not text.startswith("/") or text.startswith("//") or " " in text or "\n" in text:
+        return []
+    prefix = text[1:].lower()
+    return [command for command in COMMANDS if command.name.startswith(prefix)]
+
+
+def help_markdown(keys: list[tuple[str, str]]) -> str:
+    """The /help text: every command, then the keys (``keys`` as (key, what it does))."""
+    lines = ["**Commands**", ""]
+    lines += [f"- `{c.title}` — {c.help}" for c in COMMANDS]
+    lines += ["", "**Keys**", ""]
+    lines += [f"- `{key}` — {what}" for key, what in keys]
+    return "\n".join(lines)

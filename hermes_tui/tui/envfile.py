@@ -1,0 +1,57 @@
+"""Writing HERMES_HOME/.env for the first-run setup: update our lines, keep the others, mode 0600."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
+_BARE = re.compile(r"[A-Za-z0-9_\-./:@+=,]*")
+
+
+def quote(value: str) -> str:
+    """A dotenv value that python-dotenv reads back unchanged."""
+    if "\n" in value or "\r" in value:
+        raise ValueError("a value in .env cannot span several lines")
+    if _BARE.fullmatch(value):
+        return value
+    if "'" not in value:
+        return f"'{value}'"  # single quotes: taken literally
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def update_env_file(path: Path, values: Mapping[str, str | None]) -> None:
+    """Set (or, for None, remove) variables in a .env file atomically, readable by the owner only.
+
+    Existing assignments of those variables are replaced in place (later duplicates dropped);
+    every other line, comments included, is kept as it was.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        lines = []
+    pending = dict(values)
+    out: list[str] = []
+    for line in lines:
+        match = _ASSIGNMENT.match(line)
+        name = match.group(1) if match else None
+        if name is None or name not in values:
+            out.append(line)
+        elif name in pending:
+            value = pending.pop(name)
+            if value is not None:
+                out.append(f"{name}={quote(value)}")
+    out += [f"{name}={quote(value)}" for name, value in pending.items() if value is not None]
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".env.", suffix=".tmp")  # created 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(out) + "\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

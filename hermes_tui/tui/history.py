@@ -1,0 +1,95 @@
+"""Prompt history that survives restarts: one JSON string per line in HERMES_HOME/tui_history.jsonl."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+HISTORY_FILE = "tui_history.jsonl"
+HISTORY_CAP = 500
+
+
+class PromptHistory:
+    """Entries oldest first, plus a cursor for ↑/↓ browsing that keeps the unsent draft.
+
+    The file only grows by appends; it is rewritten down to ``cap`` entries when it holds twice
+    that, so a long-lived history costs one small write per prompt.
+    """
+
+    def __init__(self, path: Path, cap: int = HISTORY_CAP) -> None:
+        self.path = path
+        self.cap = cap
+        self._entries: list[str] | None = None  # read on first use, not at start-up
+        self._index = 0  # == len(entries): editing the draft
+        self._draft = ""
+
+    @property
+    def entries(self) -> list[str]:
+        if self._entries is None:
+            self._entries = self._load()
+            self._index = len(self._entries)
+        return self._entries
+
+    def _load(self) -> list[str]:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("prompt history unreadable (%s); starting empty", exc)
+            return []
+        entries: list[str] = []
+        for line in lines:
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a crash; the others are still good
+            if isinstance(value, str) and value:
+                entries.append(value)
+        return entries[-self.cap:]
+
+    def add(self, text: str) -> None:
+        """Record a sent prompt (not twice in a row) and reset browsing to a fresh draft."""
+        self._draft = ""
+        if text.strip() and (not self.entries or self.entries[-1] != text):
+            self.entries.append(text)
+            try:
+                self._append(text)
+            except OSError as exc:
+                log.warning("prompt history not saved: %s", exc)
+        self._index = len(self.entries)
+
+    def _append(self, text: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # prompts are private
+        with os.fdopen(fd, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(text, ensure_ascii=False) + "\n")
+        if len(self.entries) >= 2 * self.cap:
+            self._entries = self.entries[-self.cap:]
+            tmp = self.path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in self.entries)
+            os.replace(tmp, self.path)
+
+    def previous(self, current: str) -> str | None:
+        """The entry before the cursor (None at the oldest); remembers ``current`` as the draft."""
+        entries = self.entries
+        if self._index == 0:
+            return None
+        if self._index == len(entries):
+            self._draft = current
+        self._index -= 1
+        return entries[self._index]
+
+    def next(self) -> str | None:
+        """The entry after the cursor, the draft after the newest, None when already on the draft."""
+        entries = self.entries
+        if self._index >= len(entries):
+            return None
+        self._index += 1
+        return self._draft if self._index == len(entries) else entries[self._index]

@@ -1,0 +1,221 @@
+"""MemoryPane: live full-text search over every session, results with the matched words marked.
+
+Typing is debounced (a search per pause, not per key) and each search runs in a thread
+worker. Snippets and queries are user text, so they become ``Content`` built piece by piece:
+``[bold]`` typed by a user shows as those characters, never as markup.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
+from hermes_tui.skills.manager import SkillManager
+from hermes_tui.tui.messages import OpenTranscript
+from hermes_tui.tui.transcript import clock, printable
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_SECONDS = 0.25
+RESULT_LIMIT = 50
+# Plain style strings, not component classes: a partial CSS style with an alpha colour blends
+# toward white, which washes the meta line out on light themes. These read on dark and light
+# themes, on the cursor row and off it.
+MATCH_STYLE = "bold on $warning 50%"
+META_STYLE = "dim"
+_SPACE = re.compile(r"\s+")
+
+
+def highlight_snippet(snippet: str) -> Content:
+    """A store snippet as one line of Content, with the HIT_START..HIT_END runs styled."""
+    head, *marked = snippet.split(HIT_START)
+    parts: list[str | tuple[str, str]] = [_flat(head)]
+    for chunk in marked:
+        hit, _, rest = chunk.partition(HIT_END)
+        parts += [(_flat(hit), MATCH_STYLE), _flat(rest)]
+    return Content.assemble(*parts)
+
+
+def _flat(text: str) -> str:
+    """One line, nothing the terminal would interpret (markers are split off before this)."""
+    return _SPACE.sub(" ", printable(text))
+
+
+def hit_prompt(hit: SearchHit) -> Content:
+    """Two lines: where the message is (session, role, date), then the snippet."""
+    meta = Content.styled(f"session {hit.session_id} · {hit.role} · {clock(hit.created)}", META_STYLE)
+    return Content.assemble(meta, "\n", highlight_snippet(hit.snippet))
+
+
+class MemoryPane(Widget):
+    """Search box, status line and the list of hits; Enter opens the transcript at the hit."""
+
+    DEFAULT_CSS = """
+    MemoryPane {
+        height: 1fr;
+        layout: vertical;
+    }
+    MemoryPane > #memory-status {
+        height: 1;
+        padding: 0 1;
+        color: $text-muted;
+    }
+    MemoryPane > #memory-hits {
+        height: 1fr;
+    }
+    """
+
+    BINDINGS = [
+        Binding("o", "open", "Open"),
+        Binding("slash", "focus_search", "Search"),
+        Binding("down", "focus_hits", "Results", show=False),
+    ]
+
+    def __init__(self, *, memory: MemoryStore, skills: SkillManager, **widget_kwargs: Any) -> None:
+        super().__init__(**widget_kwargs)
+        del skills  # every pane takes both stores; this one only searches memory
+        self._store = memory
+        self._hits: list[SearchHit] = []
+        self._query = ""
+        self._debounce: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="Search every session: words, names, commands…", id="memory-query")
+        yield Static(Content("Type to search everything you and Hermes said."), id="memory-status")
+        yield OptionList(id="memory-hits", markup=False)
+
+    # -- public API
+
+    def refresh_data(self) -> None:
+        """Run the current query again (new messages may match)."""
+        self._search_now(self.query_one("#memory-query", Input).value)
+
+    def focus_main(self) -> None:
+        self.query_one("#memory-query", Input).focus()
+
+    def set_query(self, text: str) -> None:
+        """Search for ``text`` at once (the ``/memory`` command)."""
+        self._search_now(text)
+        self.query_one("#memory-query", Input).value = text
+
+    @property
+    def hits(self) -> list[SearchHit]:
+        """The hits on screen, in order."""
+        return list(self._hits)
+
+    # -- searching
+
+    def _search_now(self, query: str) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+            self._debounce = None
+        self._query = query
+        if query.strip():
+            self._search(query)
+        else:
+            self._show(query, [], None)
+
+    @work(thread=True, exclusive=True, group="memory-search")
+    def _search(self, query: str) -> None:
+        worker = get_current_worker()
+        error: str | None = None
+        try:
+            hits = self._store.search(query, limit=RESULT_LIMIT)
+        except Exception as exc:  # the store should never raise; if it does, say so in one line
+            log.exception("memory search failed for %r", query)
+            hits, error = [], str(exc) or type(exc).__name__
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show, query, hits, error)
+
+    def _show(self, query: str, hits: list[SearchHit], error: str | None) -> None:
+        if query != self._query or not self.is_attached:
+            return  # a newer query is on its way, or the pane is gone
+        self._hits = hits
+        results = self.query_one("#memory-hits", OptionList)
+        options: list[Option | None] = []
+        for hit in hits:
+            if options:
+                options.append(None)  # a divider line between hits
+            options.append(Option(hit_prompt(hit)))
+        results.set_options(options)
+        if hits:
+            results.highlighted = 0
+        self.query_one("#memory-status", Static).update(self._status(query, error))
+
+    def _status(self, query: str, error: str | None) -> Content:
+        if error is not None:
+            return Content.assemble(("Search failed: ", "$text-error"), error)
+        if not query.strip():
+            return Content("Type to search everything you and Hermes said.")
+        if not self._hits:
+            return Content.assemble("No matches for “", printable(query), "”")
+        count = len(self._hits)
+        more = " (the best shown)" if count == RESULT_LIMIT else ""
+        return Content.assemble(f"{count} match{'es' if count != 1 else ''} for “", printable(query), f"”{more}")
+
+    # -- events
+
+    @on(Input.Changed, "#memory-query")
+    def _query_changed(self, event: Input.Changed) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+            self._debounce = None
+        if event.value == self._query:
+            return  # already searched (set_query, or typed back to it)
+        value = event.value
+        self._debounce = self.set_timer(DEBOUNCE_SECONDS, lambda: self._search_now(value))
+
+    @on(Input.Submitted, "#memory-query")
+    def _query_submitted(self, event: Input.Submitted) -> None:
+        if event.value != self._query:
+            self._search_now(event.value)
+        self.action_focus_hits()
+
+    @on(OptionList.OptionSelected, "#memory-hits")
+    def _hit_selected(self, event: OptionList.OptionSelected) -> None:
+        self._open(event.option_index)
+
+    def on_descendant_focus(self) -> None:
+        self.refresh_bindings()
+
+    def on_descendant_blur(self) -> None:
+        self.refresh_bindings()
+
+    # -- actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``o`` and ``/`` are letters for the search box while it has focus."""
+        if action in ("open", "focus_search") and self.query_one("#memory-query", Input).has_focus:
+            return False
+        if action == "open" and self.query_one("#memory-hits", OptionList).highlighted is None:
+            return None
+        return True
+
+    def action_open(self) -> None:
+        highlighted = self.query_one("#memory-hits", OptionList).highlighted
+        if highlighted is not None:
+            self._open(highlighted)
+
+    def action_focus_search(self) -> None:
+        self.focus_main()
+
+    def action_focus_hits(self) -> None:
+        if self._hits:
+            self.query_one("#memory-hits", OptionList).focus()
+
+    def _open(self, index: int) -> None:
+        if 0 <= index < len(self._hits):
+            hit = self._hits[index]
+            self.post_message(OpenTranscript(hit.session_id, hit.message_id))

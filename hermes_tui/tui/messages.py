@@ -1,0 +1,38 @@
+"""Messages the panes post to the app, so panes never reach into the chat or screens directly."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+
+class UseSkill(Message):
+    """Insert "use the skill <name>: " into the chat prompt and switch to chat."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
+class ResumeSession(Message):
+    """Resume the given session in the chat."""
+
+    def __init__(self, session_id: int) -> None:
+        super().__init__()
+        self.session_id = session_id
+
+
+class OpenTranscript(Message):
+    """Push the transcript screen for a session, optionally scrolled to one message."""
+
+    def __init__(self, session_id: int, message_id: int | None = None) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.message_id = message_id
+
+
+class EditSkill(Message):
+    """Suspend the app, open $EDITOR on the skill's SKILL.md, then reload the skills."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name

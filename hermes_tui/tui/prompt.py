@@ -1,0 +1,127 @@
+"""The chat prompt: a multi-line TextArea where Enter sends, plus the slash-command suggestions.
+
+Newline keys: ctrl+j works in every terminal and in tmux (it is a plain LF byte); alt+enter and
+shift+enter work where the terminal reports them (kitty keyboard protocol). A line ending in a
+backslash also turns Enter into a newline. A paste only ever inserts text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual import events
+from textual.actions import SkipAction
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import TextArea
+
+from hermes_tui.tui import commands
+from hermes_tui.tui.history import PromptHistory
+
+if TYPE_CHECKING:
+    from hermes_tui.tui.suggestions import SlashSuggestions
+
+
+class PromptArea(TextArea):
+    """Enter sends (``Submitted``); ↑/↓ on the first/last line browse the saved history."""
+
+    BINDINGS = [
+        Binding("enter", "submit", "Send"),
+        Binding("ctrl+j,alt+enter,shift+enter", "newline", "Newline"),
+        Binding("tab", "complete", "Complete", show=False),
+        Binding("up", "history_previous", "Previous prompt", show=False),
+        Binding("down", "history_next", "Next prompt", show=False),
+    ]
+
+    class Submitted(Message):
+        def __init__(self, prompt: PromptArea, text: str) -> None:
+            super().__init__()
+            self.prompt = prompt
+            self.text = text
+
+        @property
+        def control(self) -> PromptArea:
+            return self.prompt
+
+    def __init__(self, history: PromptHistory, **kwargs: object) -> None:
+        super().__init__(soft_wrap=True, tab_behavior="focus", show_line_numbers=False, **kwargs)  # type: ignore[arg-type]
+        self.prompt_history = history
+        self.suggestions: SlashSuggestions | None = None  # built on the first "/", off the start-up path
+
+    async def _on_key(self, event: events.Key) -> None:
+        # TextArea inserts a newline for Enter before bindings are consulted: take Enter first.
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self.action_submit()
+            return
+        await super()._on_key(event)
+
+    async def on_text_area_changed(self) -> None:
+        if self.suggestions is None:
+            if not self.text.startswith("/") or self.parent is None:
+                return
+            from hermes_tui.tui.suggestions import SlashSuggestions
+
+            self.suggestions = SlashSuggestions(id="suggestions")
+            await self.parent.mount(self.suggestions, before=self)
+        self.suggestions.show_for(self.text)
+
+    @property
+    def suggesting(self) -> bool:
+        return self.suggestions is not None and self.suggestions.display
+
+    def close_suggestions(self) -> None:
+        if self.suggestions is not None:
+            self.suggestions.display = False
+
+    def load(self, text: str) -> None:
+        """Replace the text and put the cursor at its end."""
+        self.text = text
+        self.move_cursor(self.document.end)
+
+    # -- actions
+
+    def action_submit(self) -> None:
+        row, column = self.cursor_location
+        line = self.document[row]
+        if self.selection.is_empty and column == len(line) and line.endswith("\\"):
+            self.replace("\n", (row, column - 1), (row, column), maintain_selection_offset=False)  # "\" + Enter
+            return
+        if (name := self._chosen()) is not None and commands.parse(self.text) is not None:
+            self._complete(name)  # Enter on a partial command completes it
+            return
+        if self.text.strip():
+            self.post_message(self.Submitted(self, self.text))
+
+    def action_newline(self) -> None:
+        self.replace("\n", *self.selection, maintain_selection_offset=False)
+
+    def action_complete(self) -> None:
+        name = self._chosen()
+        if name is None:
+            raise SkipAction()  # Tab then moves the focus as usual
+        self._complete(name)
+
+    def _chosen(self) -> str | None:
+        return self.suggestions.choice if self.suggestions is not None else None
+
+    def _complete(self, name: str) -> None:
+        command = commands.BY_NAME[name]
+        self.load(f"/{name} " if command.takes_argument else f"/{name}")
+
+    def action_history_previous(self) -> None:
+        if self.suggestions is not None and self.suggesting:
+            self.suggestions.action_cursor_up()
+        elif self.cursor_location[0] > 0:
+            self.action_cursor_up()
+        elif (entry := self.prompt_history.previous(self.text)) is not None:
+            self.load(entry)
+
+    def action_history_next(self) -> None:
+        if self.suggestions is not None and self.suggesting:
+            self.suggestions.action_cursor_down()
+        elif self.cursor_location[0] < self.document.line_count - 1:
+            self.action_cursor_down()
+        elif (entry := self.prompt_history.next()) is not None:
+            self.load(entry)

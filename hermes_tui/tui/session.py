@@ -1,0 +1,93 @@
+"""The chat's AgentLoop lifecycle: created on first use, replaced by /new, /resume and the setup.
+
+No Textual here. The loop is created lazily so that opening the app (or only browsing skills and
+memory) does not leave an empty session behind, and the agent modules load after the first frame.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from hermes_tui.config import PROVIDERS, Config
+from hermes_tui.tui.stores import Stores
+
+if TYPE_CHECKING:
+    from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.tools import Approver
+
+log = logging.getLogger(__name__)
+
+
+def parse_model_spec(spec: str) -> tuple[str | None, str | None]:
+    """``provider:model``, a bare provider, or a bare model (ollama tags keep their own colons)."""
+    spec = spec.strip()
+    if spec.lower() in PROVIDERS:
+        return spec.lower(), None
+    provider, sep, model = spec.partition(":")
+    if sep and provider.lower() in PROVIDERS and model:
+        return provider.lower(), model
+    return None, spec
+
+
+class ChatSession:
+    def __init__(self, config: Config, stores: Stores, approver: Approver) -> None:
+        self.config = config
+        self.stores = stores
+        self.approver = approver
+        self.loop: AgentLoop | None = None
+
+    @property
+    def session_id(self) -> int | None:
+        return self.loop.session_id if self.loop else None
+
+    def _make(self, session_id: int | None) -> AgentLoop:
+        from hermes_tui.agent.loop import AgentLoop
+
+        return AgentLoop(self.config, self.stores.memory, self.stores.skills, session_id=session_id,
+                         source="tui", approver=self.approver)
+
+    def ensure_loop(self) -> AgentLoop:
+        if self.loop is None:
+            self.loop = self._make(None)
+        return self.loop
+
+    def detach(self) -> AgentLoop | None:
+        """Forget the current loop (the caller closes it); the next message starts a new session."""
+        loop, self.loop = self.loop, None
+        return loop
+
+    def resume(self, session_id: int) -> AgentLoop:
+        """Switch to an earlier session; raises ValueError when it does not exist."""
+        self.loop = self._make(session_id)
+        return self.loop
+
+    def set_config(self, config: Config) -> None:
+        """Adopt a new configuration (after the setup saved a key); keeps the session going."""
+        self.config = config
+        if self.loop is not None:
+            self.loop = self._make(self.loop.session_id)
+
+    def set_model(self, spec: str) -> Config:
+        """Switch model (and maybe provider) for the next call; raises ConfigError."""
+        provider, model = parse_model_spec(spec)
+        if self.loop is not None:
+            self.config = self.loop.set_model(provider, model)
+        else:
+            self.config = self.config.with_overrides(provider=provider, model=model)
+        return self.config
+
+
+def close_in_background(loop: AgentLoop, timeout: float) -> threading.Thread:
+    """Store the session summary on a daemon thread, so an unreachable provider never holds the app."""
+
+    def close() -> None:
+        try:
+            loop.close(timeout=timeout)
+        except Exception:
+            log.exception("session %s: summary failed", loop.session_id)
+
+    thread = threading.Thread(target=close, name=f"hermes-close-{loop.session_id}", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,239 @@
+"""SessionsPane: past sessions, newest first, with a preview of the highlighted one.
+
+The list and each preview are read in thread workers; table cells are Rich ``Text`` (a plain
+string cell would be parsed as markup, and titles are what the user typed).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
+from textual.worker import get_current_worker
+
+from hermes_tui.memory.store import MemoryStore, Message, SessionInfo
+from hermes_tui.skills.manager import SkillManager
+from hermes_tui.tui.format import one_line
+from hermes_tui.tui.messages import OpenTranscript, ResumeSession
+from hermes_tui.tui.transcript import clock, printable, role_label, tool_calls_summary
+
+log = logging.getLogger(__name__)
+
+SESSION_LIMIT = 500
+PREVIEW_MESSAGES = 6
+PREVIEW_CHARS = 400
+WHEN_WIDTH = 16
+COUNT_WIDTH = 4
+TITLE_WIDTH_MIN = 12
+SUMMARY_WIDTH_MIN = 12
+
+
+def session_title(info: SessionInfo) -> str:
+    return printable(info.title or info.first_user_line or "") or "(no messages yet)"
+
+
+def preview_content(info: SessionInfo, messages: list[Message]) -> Content:
+    """The summary, then the first few user/assistant messages, each cut short."""
+    count = f"{info.message_count} message{'s' if info.message_count != 1 else ''}"
+    parts: list[str | Content | tuple[str, str]] = [
+        (session_title(info), "bold"),
+        "\n",
+        (f"session {info.id} · {info.source} · {clock(info.started)} → {clock(info.last_activity)} · {count}", "dim"),
+        "\n\n",
+        ("Summary: ", "bold"),
+        printable(info.summary or "") or "none yet (written when the session closes)",
+        "\n",
+    ]
+    shown = [m for m in messages if m.role in ("user", "assistant")][:PREVIEW_MESSAGES]
+    for message in shown:
+        text = one_line(printable(message.content or ""), PREVIEW_CHARS)
+        if not text:
+            text = "→ " + ", ".join(tool_calls_summary(message.tool_calls))
+        parts += ["\n", (f"{role_label(message.role)}: ", "bold"), text]
+    return Content.assemble(*parts)
+
+
+class SessionsPane(Widget):
+    """Table of sessions and a preview; Enter/``o`` opens the transcript, ``r`` resumes."""
+
+    DEFAULT_CSS = """
+    SessionsPane {
+        height: 1fr;
+        layout: vertical;
+    }
+    SessionsPane > #sessions-status {
+        height: 1;
+        padding: 0 1;
+        color: $text-muted;
+    }
+    SessionsPane > #sessions-table {
+        height: 1fr;
+        overflow-x: hidden;
+        scrollbar-gutter: stable;
+    }
+    SessionsPane > #sessions-preview {
+        height: 1fr;
+        padding: 0 1;
+        border-top: solid $primary 40%;
+    }
+    """
+
+    BINDINGS = [
+        Binding("o", "open", "Open"),
+        Binding("r", "resume", "Resume"),
+    ]
+
+    def __init__(self, *, memory: MemoryStore, skills: SkillManager, **widget_kwargs: Any) -> None:
+        super().__init__(**widget_kwargs)
+        del skills  # every pane takes both stores; this one only reads sessions
+        self._store = memory
+        self._sessions: list[SessionInfo] = []
+        self._previewed: int | None = None
+        self._table_width = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="sessions-status")
+        table: DataTable[Text] = DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
+        yield table
+        with VerticalScroll(id="sessions-preview"):
+            yield Static(id="sessions-preview-body")
+
+    def on_mount(self) -> None:
+        self.refresh_data()
+
+    # -- public API
+
+    def refresh_data(self) -> None:
+        """Re-read the session list (other processes may have added sessions)."""
+        self._load()
+
+    def focus_main(self) -> None:
+        self.query_one("#sessions-table", DataTable).focus()
+
+    @property
+    def selected(self) -> SessionInfo | None:
+        """The highlighted session, if any."""
+        row = self.query_one("#sessions-table", DataTable).cursor_row
+        return self._sessions[row] if 0 <= row < len(self._sessions) else None
+
+    # -- loading
+
+    @work(thread=True, exclusive=True, group="sessions-load")
+    def _load(self) -> None:
+        worker = get_current_worker()
+        error: str | None = None
+        try:
+            sessions = self._store.list_sessions(limit=SESSION_LIMIT)
+        except Exception as exc:  # keep the pane usable; the reason goes in the status line
+            log.exception("listing sessions failed")
+            sessions, error = [], str(exc) or type(exc).__name__
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show, sessions, error)
+
+    def _show(self, sessions: list[SessionInfo], error: str | None) -> None:
+        if not self.is_attached:
+            return
+        keep = self.selected.id if self.selected else None
+        self._sessions = sessions
+        self._render_table(keep)
+        if error is not None:
+            status = Content.assemble(("Could not read the sessions: ", "$text-error"), error)
+        elif not sessions:
+            status = Content("No sessions yet: everything you say in the chat is kept here.")
+        else:
+            more = f" (the newest {SESSION_LIMIT})" if len(sessions) == SESSION_LIMIT else ""
+            status = Content(f"{len(sessions)} session{'s' if len(sessions) != 1 else ''}{more}, newest first")
+        self.query_one("#sessions-status", Static).update(status)
+        self._previewed = None
+        self._preview(self.selected)
+        self.refresh_bindings()
+
+    def _render_table(self, keep: int | None) -> None:
+        table = self.query_one("#sessions-table", DataTable)
+        width = table.scrollable_content_region.width
+        self._table_width = width
+        rest = width - WHEN_WIDTH - COUNT_WIDTH - 4 * 2 * table.cell_padding
+        title_width = max(TITLE_WIDTH_MIN, rest * 2 // 5)
+        table.clear(columns=True)
+        table.add_column("When", width=WHEN_WIDTH, key="when")
+        table.add_column("Msgs", width=COUNT_WIDTH, key="count")
+        table.add_column("Title", width=title_width, key="title")
+        table.add_column("Summary", width=max(SUMMARY_WIDTH_MIN, rest - title_width), key="summary")
+        for info in self._sessions:
+            table.add_row(
+                Text(clock(info.last_activity)),
+                Text(str(info.message_count).rjust(COUNT_WIDTH)),
+                Text(one_line(session_title(info), 200), no_wrap=True, overflow="ellipsis"),
+                Text(one_line(printable(info.summary or ""), 400), no_wrap=True, overflow="ellipsis"),
+                key=str(info.id),
+            )
+        ids = [info.id for info in self._sessions]
+        if keep in ids:
+            table.move_cursor(row=ids.index(keep), animate=False)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_columns)
+
+    def _fit_columns(self) -> None:
+        """Title and summary share the width left over, so rows never scroll sideways."""
+        table = self.query_one("#sessions-table", DataTable)
+        if table.scrollable_content_region.width != self._table_width:
+            self._render_table(self.selected.id if self.selected else None)
+
+    def _preview(self, info: SessionInfo | None) -> None:
+        if info is None:
+            self._previewed = None
+            self.query_one("#sessions-preview-body", Static).update("")
+        elif info.id != self._previewed:
+            self._previewed = info.id
+            self._load_preview(info)
+
+    @work(thread=True, exclusive=True, group="sessions-preview")
+    def _load_preview(self, info: SessionInfo) -> None:
+        worker = get_current_worker()
+        try:
+            content = preview_content(info, self._store.get_messages(info.id))
+        except Exception as exc:  # a preview is optional; say why it is missing
+            log.exception("previewing session %s failed", info.id)
+            content = Content.assemble(("Could not read this session: ", "$text-error"), str(exc))
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show_preview, info.id, content)
+
+    def _show_preview(self, session_id: int, content: Content) -> None:
+        if session_id == self._previewed and self.is_attached:
+            self.query_one("#sessions-preview-body", Static).update(content)
+            self.query_one("#sessions-preview", VerticalScroll).scroll_home(animate=False)
+
+    # -- events
+
+    @on(DataTable.RowHighlighted, "#sessions-table")
+    def _row_highlighted(self) -> None:
+        self._preview(self.selected)
+        self.refresh_bindings()
+
+    @on(DataTable.RowSelected, "#sessions-table")
+    def _row_selected(self) -> None:
+        self.action_open()
+
+    # -- actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("open", "resume") and self.selected is None:
+            return None
+        return True
+
+    def action_open(self) -> None:
+        if info := self.selected:
+            self.post_message(OpenTranscript(info.id, None))
+
+    def action_resume(self) -> None:
+        if info := self.selected:
+            self.post_message(ResumeSession(info.id))

@@ -1,0 +1,205 @@
+"""First-run setup: choose a provider, paste its key (masked), optionally a model and endpoint.
+
+Saved to HERMES_HOME/.env (mode 0600, other lines kept), then the configuration is reloaded.
+The key is never logged or shown.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import replace
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from hermes_tui.config import DEFAULT_MODELS, KEY_VARIABLES, PROVIDERS, Config, ConfigError
+from hermes_tui.tui.envfile import update_env_file
+from hermes_tui.tui.format import short_path
+
+log = logging.getLogger(__name__)
+
+PROVIDER_NOTES = {
+    "anthropic": "Claude models",
+    "openai": "GPT models",
+    "openrouter": "many models behind one key",
+    "ollama": "local models, no key",
+    "openai-compatible": "any local or hosted OpenAI-style server",
+}
+
+
+def reload_config(config: Config, provider: str, model: str | None) -> Config:
+    """The configuration as saved, for the same home and workspace, with the chosen provider/model
+    (a provider set in the real environment would otherwise win over the .env just written)."""
+    env = {**os.environ, "HERMES_HOME": str(config.home), "HERMES_WORKSPACE": str(config.workspace)}
+    return Config.load(env).with_overrides(provider=provider, model=model)
+
+
+class SetupScreen(ModalScreen[Config | None]):
+    """Dismisses with the new Config once saved, or None for "later" (Esc)."""
+
+    # Here rather than in hermes.tcss: parsed when first shown, not at start-up.
+    DEFAULT_CSS = """
+    SetupScreen {
+        align: center middle;
+        background: $background 60%;
+    }
+    #setup-dialog {
+        width: 84;
+        max-width: 95%;
+        height: auto;
+        max-height: 95%;
+        padding: 1 2;
+        border: thick $primary 70%;
+        background: $surface;
+    }
+    #setup-intro {
+        margin: 1 0;
+        color: $text-muted;
+    }
+    .setup-row {
+        height: auto;
+        margin-bottom: 1;
+    }
+    .setup-label {
+        width: 20;
+        color: $text;
+    }
+    .setup-row Input, .setup-row OptionList {
+        width: 1fr;
+    }
+    #setup-error {
+        height: auto;
+    }
+    #setup-buttons {
+        height: auto;
+        margin-top: 1;
+        align-horizontal: right;
+    }
+    #setup-buttons Button {
+        margin-left: 1;
+    }
+    """
+
+    BINDINGS = [
+        Binding("escape", "later", "Later"),
+        Binding("ctrl+s", "save", "Save"),
+    ]
+
+    def __init__(self, config: Config) -> None:
+        super().__init__()
+        self.config = config
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="setup-dialog"):
+            yield Static(Content.styled("Set up Hermes", "bold $accent"), id="setup-title")
+            yield Static(
+                f"Choose a model provider and paste its key; it is saved to {short_path(self.config.env_file)}, "
+                "readable only by you. Skills, Memory and Sessions work without one.",
+                markup=False, id="setup-intro",
+            )
+            with Horizontal(classes="setup-row"):
+                yield Label("Provider", classes="setup-label")
+                yield OptionList(
+                    *(Option(Content.assemble((p, "bold"), (f"  {PROVIDER_NOTES[p]}", "$text-muted")), id=p)
+                      for p in PROVIDERS),
+                    id="setup-provider", compact=True,
+                )
+            with Horizontal(classes="setup-row"):
+                yield Label("", id="setup-key-label", classes="setup-label")
+                yield Input(password=True, placeholder="paste the key here", id="setup-key", compact=True)
+            with Horizontal(classes="setup-row"):
+                yield Label("Model (optional)", classes="setup-label")
+                yield Input(id="setup-model", compact=True)
+            with Horizontal(classes="setup-row"):
+                yield Label("Endpoint (optional)", classes="setup-label")
+                yield Input(placeholder="needed for openai-compatible: http://host:port/v1",
+                            id="setup-base", compact=True)
+            yield Static("", id="setup-error")
+            with Horizontal(id="setup-buttons"):
+                yield Button("Save", variant="primary", id="setup-save", compact=True)
+                yield Button("Later (Esc)", id="setup-later", compact=True)
+
+    def on_mount(self) -> None:
+        providers = self.query_one("#setup-provider", OptionList)
+        providers.highlighted = PROVIDERS.index(self.config.provider)
+        self._show_provider(self.config.provider)
+        providers.focus()
+
+    @property
+    def provider(self) -> str:
+        option = self.query_one("#setup-provider", OptionList).highlighted_option
+        return option.id if option is not None and option.id else self.config.provider
+
+    def _show_provider(self, provider: str) -> None:
+        variable = KEY_VARIABLES[provider]
+        label = variable or "API key"
+        if provider == "openai-compatible":
+            label += " (optional)"
+        self.query_one("#setup-key-label", Label).update(label)
+        key = self.query_one("#setup-key", Input)
+        key.disabled = variable is None
+        key.placeholder = "paste the key here" if variable else "not needed for this provider"
+        self.query_one("#setup-model", Input).placeholder = DEFAULT_MODELS[provider]
+
+    @on(OptionList.OptionHighlighted, "#setup-provider")
+    def _provider_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._show_provider(event.option.id or self.config.provider)
+        self.query_one("#setup-error", Static).update("")
+
+    @on(OptionList.OptionSelected, "#setup-provider")
+    def _provider_selected(self) -> None:
+        self.focus_next()
+
+    @on(Input.Submitted)
+    def _input_submitted(self) -> None:
+        self.action_save()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "setup-save":
+            self.action_save()
+        else:
+            self.action_later()
+
+    def action_later(self) -> None:
+        self.dismiss(None)
+
+    def action_save(self) -> None:
+        provider = self.provider
+        variable = KEY_VARIABLES[provider]
+        key = self.query_one("#setup-key", Input).value.strip()
+        model = self.query_one("#setup-model", Input).value.strip() or None
+        base = self.query_one("#setup-base", Input).value.strip() or None
+        keys = dict(self.config.api_keys) | ({variable: key} if variable and key else {})
+        candidate = replace(self.config, provider=provider, api_keys=keys)
+        if not candidate.has_api_key:
+            self._error(f"Paste the {variable} for {provider} (or press Esc to set it up later).")
+            return
+        if provider == "openai-compatible" and not (base or self.config.api_base):
+            self._error("openai-compatible needs the server's endpoint, e.g. http://localhost:8000/v1.")
+            return
+        values: dict[str, str | None] = {"HERMES_PROVIDER": provider}
+        if variable and key:
+            values[variable] = key
+        if model or provider != self.config.provider:
+            values["HERMES_MODEL"] = model  # None drops a model meant for the previous provider
+        if base:
+            values["HERMES_API_BASE"] = base
+        try:
+            update_env_file(self.config.env_file, values)
+            config = reload_config(self.config, provider, model)
+        except (OSError, ValueError, ConfigError) as exc:
+            self._error(f"Not saved: {exc}")
+            return
+        log.info("setup: provider %s saved to %s", provider, self.config.env_file)
+        self.dismiss(config)
+
+    def _error(self, message: str) -> None:
+        self.query_one("#setup-error", Static).update(Content.styled(message, "$text-error"))

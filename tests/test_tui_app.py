@@ -1,0 +1,717 @@
+"""The Hermes app driven by Textual's pilot against the fake LLM server (no key, no network).
+
+Tests are plain functions that run one ``asyncio.run(scenario())`` each; ``run_test`` gives a
+headless app of a fixed size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from dotenv import dotenv_values
+from textual import events
+from textual.pilot import Pilot
+from textual.widgets import Markdown
+
+from hermes_tui.config import Config
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
+from hermes_tui.tui.answer import AnswerText, HelpText
+from hermes_tui.tui.app import HermesApp, build_app
+from hermes_tui.tui.approval_screen import ApprovalScreen
+from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage
+from hermes_tui.tui.memory_pane import MemoryPane
+from hermes_tui.tui.messages import EditSkill, UseSkill
+from hermes_tui.tui.prompt import SlashSuggestions
+from hermes_tui.tui.setup_screen import SetupScreen
+from hermes_tui.tui.skills_pane import SkillsPane
+from tests.fakes.fixtures import wire_env
+from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
+from tests.test_engine import SKILL_ANSWER
+
+SIZE = (100, 32)
+# Varied words: litellm aborts a stream whose chunks all repeat ("the model is repeating").
+LONG_TEXT = " ".join(f"word{n}" for n in range(600))
+Scenario = Callable[[HermesApp, Pilot], Awaitable[None]]
+
+
+# -- harness ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def server(hermes_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
+    """The fake server on the OpenAI wire (the streaming test covers both wires)."""
+    with FakeLLMServer() as fake:
+        for name, value in wire_env(fake, "openai").items():
+            monkeypatch.setenv(name, value)
+        yield fake
+
+
+def run(scenario: Scenario, *, session_id: int | None = None) -> HermesApp:
+    """Build the app from the environment and drive it with ``scenario``."""
+    app = build_app(Config.load(), session_id=session_id)
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await scenario(app, pilot)
+
+    try:
+        asyncio.run(main())
+    finally:
+        app.memory.close()
+    return app
+
+
+async def wait_for(pilot: Pilot, condition: Callable[[], object], timeout: float = 15.0) -> None:
+    """Poll with plain sleeps (``pilot.pause`` needs a screen, which an exiting app no longer has)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await asyncio.sleep(0.02)
+
+
+def exited(app: HermesApp) -> bool:
+    return app.return_code is not None
+
+
+async def press_and_exit(app: HermesApp, pilot: Pilot, key: str, timeout: float = 15.0) -> float:
+    """Press a key that quits; the seconds until the app has exited.
+
+    ``simulate_key``, not ``pilot.press``: the pilot waits for the screen to settle, which an app
+    that exits meanwhile never does.
+    """
+    started = time.monotonic()
+    app.simulate_key(key)
+    await wait_for(pilot, lambda: exited(app), timeout)
+    return time.monotonic() - started
+
+
+async def send(app: HermesApp, pilot: Pilot, text: str) -> None:
+    app.chat.prompt.load(text)
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def send_and_wait(app: HermesApp, pilot: Pilot, text: str) -> None:
+    await send(app, pilot, text)
+    await wait_for(pilot, lambda: not app.chat.busy)
+    await pilot.pause()
+
+
+def conversation(app: HermesApp, kind: type) -> list:
+    return list(app.chat.conversation.query(kind))
+
+
+def text_of(widget: object) -> str:
+    """The plain text a Static shows."""
+    rendered = widget.render()  # type: ignore[attr-defined]
+    return getattr(rendered, "plain", str(rendered))
+
+
+def notices(app: HermesApp) -> list[str]:
+    return [text_of(n) for n in conversation(app, NoticeLine)]
+
+
+def active_pane(app: HermesApp) -> str:
+    return app.active_pane
+
+
+# -- a turn: stream, tools, answer -----------------------------------------------------------
+
+
+def test_send_streams_markdown_and_tool_calls(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_APPROVAL", "always")
+    (workspace / "notes.txt").write_text("one\ntwo\n")
+    fake_llm_env.queue(
+        Reply(text="Let me **look**.", tool_calls=[ToolCall("list_dir", {"path": "."}, id="call_1")]),
+        Reply(tool_calls=[ToolCall("run_bash", {"command": "wc -l notes.txt"}, id="call/2")]),
+        Reply(text="## Result\n\n`notes.txt` has *2* lines.", chunk_size=3),
+    )
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "count the lines")
+        assert app.chat.prompt.text == ""  # the prompt is cleared once the turn starts
+        await wait_for(pilot, lambda: not app.chat.busy)
+        await pilot.pause()
+
+        assert [text_of(w) for w in conversation(app, UserMessage)] == ["count the lines"]
+        answers = conversation(app, AnswerText)
+        assert [a.source for a in answers] == ["Let me **look**.", "## Result\n\n`notes.txt` has *2* lines."]
+        assert all(isinstance(a, Markdown) for a in answers)  # one Markdown widget per text block
+        tools = conversation(app, ToolCallView)
+        assert [(t.tool_name, t.ok, t.id) for t in tools] == [
+            ("list_dir", True, "tool-call_1"), ("run_bash", True, "tool-call_2")]
+        head = text_of(tools[1].query_one(".tool-head"))
+        assert head.startswith("✓ run_bash  wc -l notes.txt  · ") and head.endswith(" s")
+        output = tools[1].query_one(".tool-output")
+        assert output.collapsed and "2 notes.txt" in text_of(output.query_one(".tool-result"))
+        # order on screen: text, tool, tool, text
+        kinds = [type(w).__name__ for w in app.chat.conversation.children]
+        assert kinds == ["UserMessage", "AnswerText", "ToolCallView", "ToolCallView", "AnswerText"]
+        assert app.status.label is None
+        assert text_of(app.query_one("#usage")).startswith("36 in · 21 out")
+
+    run(scenario)
+
+
+def test_cost_is_a_dash_when_unpriced(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "hi")
+        assert text_of(app.query_one("#usage")) == "12 in · 7 out · cost —"
+
+    run(scenario)
+
+
+def test_status_line_shows_activity_while_working(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_APPROVAL", "always")
+    server.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "sleep 1.5"})]), Reply(text="done"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "wait a bit")
+        await wait_for(pilot, lambda: app.status.label == "running run_bash")
+        await wait_for(pilot, lambda: "running run_bash · 1 s" in text_of(app.query_one("#activity")))
+        assert conversation(app, ToolCallView)[0].ok is None  # still spinning
+        await wait_for(pilot, lambda: text_of(app.query_one("#activity")) == "ready")
+
+    run(scenario)
+
+
+def test_escape_cancels_the_turn_and_the_prompt_works_again(server: FakeLLMServer) -> None:
+    server.queue(Reply(text=LONG_TEXT, chunk_size=5, chunk_delay=0.02), Reply(text="Second answer."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "write a lot")
+        await wait_for(pilot, lambda: conversation(app, AnswerText))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.chat.busy, timeout=5)
+        assert any("Cancelled" in n for n in notices(app)), notices(app)
+        partial = conversation(app, AnswerText)[0].source
+        assert 0 < len(partial) < len(LONG_TEXT)
+
+        await send_and_wait(app, pilot, "again")
+        assert conversation(app, AnswerText)[-1].source == "Second answer."
+
+    run(scenario)
+
+
+def test_the_view_follows_the_stream_until_the_user_scrolls_up(server: FakeLLMServer) -> None:
+    server.queue(Reply(text="\n\n".join(f"Paragraph {n} of the answer." for n in range(300)),
+                       chunk_size=12, chunk_delay=0.01))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        view = app.chat.conversation
+        await send(app, pilot, "a long answer please")
+        await wait_for(pilot, lambda: view.max_scroll_y > 5)
+        assert view.scroll_y == view.max_scroll_y  # following
+        view.scroll_home(animate=False)  # the user scrolls up: the view stays where they put it
+        height = view.max_scroll_y
+        await wait_for(pilot, lambda: view.max_scroll_y > height + 5)
+        assert view.scroll_y == 0
+        view.scroll_end(animate=False)  # back at the bottom: following again
+        await pilot.pause()
+        height = view.max_scroll_y
+        await wait_for(pilot, lambda: view.max_scroll_y > height + 5)
+        await pilot.pause()
+        assert view.scroll_y == view.max_scroll_y
+        app.chat.cancel_turn()
+        await wait_for(pilot, lambda: not app.chat.busy)
+
+    run(scenario)
+
+
+def test_selected_answer_text_is_copied_with_ctrl_c(server: FakeLLMServer) -> None:
+    server.queue(Reply(text="Copy **this** answer."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "say something")
+        answer = conversation(app, AnswerText)[0]
+        assert app.ALLOW_SELECT and answer.allow_select
+        answer.text_select_all()  # what a mouse drag over the answer does
+        await pilot.pause()
+        assert app.chat.prompt.has_focus  # ctrl+c reaches the prompt first, which has no selection
+        await pilot.press("ctrl+c")
+        assert "Copy this answer." in app.clipboard
+
+    run(scenario)
+
+
+def test_an_error_is_one_readable_line(server: FakeLLMServer) -> None:
+    server.queue(Fault(401))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "hello")
+        errors = [n for n in conversation(app, NoticeLine) if n.has_class("error")]
+        assert len(errors) == 1
+        text = text_of(errors[0])
+        assert "\n" not in text and "Traceback" not in text
+        assert app.chat.prompt.text == ""  # a failed turn still frees the prompt
+
+    run(scenario)
+
+
+def test_learned_skill_notice_arrives_after_the_turn(server: FakeLLMServer, workspace: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_APPROVAL", "always")
+    (workspace / "data.txt").write_text("alpha\nbeta\ngamma\n")
+    server.queue(
+        Reply(tool_calls=[ToolCall("list_dir", {"path": "."})]),
+        Reply(tool_calls=[ToolCall("run_bash", {"command": "wc -l data.txt"})]),
+        Reply(tool_calls=[ToolCall("read_file", {"path": "data.txt"})]),
+        Reply(text="3 lines."),
+        Reply(text=SKILL_ANSWER),
+    )
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "How many lines are in data.txt?")
+        await wait_for(pilot, lambda: any("Learned skill count-file-lines" in n for n in notices(app)))
+        assert conversation(app, NoticeLine)[-1].has_class("learned")
+
+    run(scenario)
+
+
+# -- approvals -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "ok"), [("y", True), ("n", False), ("escape", False)])
+def test_approval_modal_allows_or_denies(server: FakeLLMServer, workspace: Path, key: str, ok: bool) -> None:
+    server.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "echo hi > out.txt"})]), Reply(text="ok"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "write it")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert "echo hi > out.txt" in text_of(app.screen.query_one("#approval-details"))
+        assert app.status.label == "waiting for your approval of run_bash"
+        await pilot.press(key)
+        await wait_for(pilot, lambda: not app.chat.busy)
+        assert conversation(app, ToolCallView)[0].ok is ok
+        assert (workspace / "out.txt").exists() is ok
+
+    run(scenario)
+
+
+def test_allow_for_this_session_asks_once(server: FakeLLMServer, workspace: Path) -> None:
+    server.queue(
+        Reply(tool_calls=[ToolCall("write_file", {"path": "a.txt", "content": "first line\nsecond"})]),
+        Reply(tool_calls=[ToolCall("write_file", {"path": "b.txt", "content": "b"})]),
+        Reply(text="both written"),
+    )
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "write two files")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        details = text_of(app.screen.query_one("#approval-details"))
+        assert "first line" in details and "a.txt" in text_of(app.screen.query_one("#approval-question"))
+        await pilot.press("a")
+        await wait_for(pilot, lambda: not app.chat.busy)
+        assert [t.ok for t in conversation(app, ToolCallView)] == [True, True]
+        assert (workspace / "a.txt").exists() and (workspace / "b.txt").exists()
+
+    run(scenario)
+
+
+def test_approval_mode_always_never_asks(server: FakeLLMServer, workspace: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_APPROVAL", "always")
+    server.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch made.txt"})]), Reply(text="ok"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "make it")
+        assert (workspace / "made.txt").exists()
+
+    run(scenario)
+
+
+def test_quitting_with_an_open_approval_denies_and_exits(server: FakeLLMServer, workspace: Path) -> None:
+    server.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch never.txt"})]))
+    server.responder = lambda request: Fault(503, delay=30)  # the summary never comes back
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "do it")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        assert await press_and_exit(app, pilot, "ctrl+q") < 8  # bounded, whatever the provider does
+
+    run(scenario)
+    assert not (workspace / "never.txt").exists()
+
+
+# -- the prompt ------------------------------------------------------------------------------
+
+
+def test_newline_keys_and_paste_never_send(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        prompt = app.chat.prompt
+        await pilot.press("a", "ctrl+j", "b")
+        assert prompt.text == "a\nb"
+        await pilot.press("backslash", "enter", "c")
+        assert prompt.text == "a\nb\nc"
+        app.post_message(events.Paste("line 1\nline 2\nline 3"))  # as the terminal delivers it
+        await pilot.pause()
+        assert prompt.text == "a\nb\ncline 1\nline 2\nline 3"
+        assert not app.chat.busy and not server.requests
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not app.chat.busy)
+        assert text_of(conversation(app, UserMessage)[0]) == "a\nb\ncline 1\nline 2\nline 3"
+
+    run(scenario)
+
+
+def test_history_recall_across_app_instances(server: FakeLLMServer, hermes_home: Path) -> None:
+    async def first(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "first question")
+        await send_and_wait(app, pilot, "second\nquestion")
+
+    run(first)
+    assert (hermes_home / "tui_history.jsonl").stat().st_mode & 0o777 == 0o600
+
+    async def second(app: HermesApp, pilot: Pilot) -> None:
+        prompt = app.chat.prompt
+        await pilot.press("d", "r", "a", "f", "t")
+        await pilot.press("up")
+        assert prompt.text == "second\nquestion"
+        await pilot.press("up")  # the cursor is on the last line: move up inside the entry first
+        await pilot.press("up")
+        assert prompt.text == "first question"
+        await pilot.press("down")
+        assert prompt.text == "second\nquestion"
+        await pilot.press("down", "down")
+        assert prompt.text == "draft"  # the unsent draft comes back
+
+    run(second)
+
+
+def test_slash_completion_and_tab(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        assert not app.query(SlashSuggestions)  # built on the first "/"
+        await pilot.press("slash", "m")
+        suggestions = app.query_one(SlashSuggestions)
+        assert suggestions.display
+        assert [o.id for o in suggestions.options] == ["model", "memory"]
+        await pilot.press("tab")
+        assert app.chat.prompt.text == "/model "
+        assert not suggestions.display
+        app.chat.prompt.load("")
+        await pilot.press("slash", "s", "e", "enter")  # Enter completes a partial command
+        assert app.chat.prompt.text == "/sessions"
+        app.chat.prompt.load("")
+        await pilot.press("slash")
+        assert suggestions.display and len(suggestions.options) == 9
+        await pilot.press("escape")
+        assert not suggestions.display
+
+    run(scenario)
+
+
+# -- slash commands --------------------------------------------------------------------------
+
+
+def test_help_and_unknown_command(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "/help")
+        help_text = conversation(app, HelpText)[0].source
+        assert "/resume <id>" in help_text and "ctrl+j" in help_text and "F2" in help_text
+        await send(app, pilot, "/frobnicate now")
+        assert notices(app)[-1] == "✗ Unknown command /frobnicate: /help lists the commands."
+        assert not server.requests and app.chat.prompt.text == ""
+
+    run(scenario)
+
+
+def test_model_command_shows_and_switches(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "/model")
+        assert "openai:test-model" in notices(app)[-1]
+        await send(app, pilot, "/model other-model")
+        assert "Now using openai:other-model" in notices(app)[-1]
+        assert "openai:other-model" in text_of(app.query_one("#header"))
+        await send_and_wait(app, pilot, "hi")
+        assert server.requests[-1].body["model"] == "other-model"
+        await send(app, pilot, "/model anthropic:claude-x")
+        assert app.session.loop.config.provider == "anthropic"
+        assert "ANTHROPIC_API_KEY is not set" in notices(app)[-1]
+        await send(app, pilot, "/model nonsense:")
+        assert app.config.model == "nonsense:"  # not a provider prefix: a model name
+
+    run(scenario)
+
+
+def test_new_starts_a_session_and_summarises_the_old_one(server: FakeLLMServer, hermes_home: Path) -> None:
+    server.queue(Reply(text="first answer"), Reply(text="Summary of the first session."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "remember the kiwi")
+        first = app.session.session_id
+        await send(app, pilot, "/new")
+        assert app.session.session_id is None and "new session" in text_of(app.query_one("#header"))
+        assert not conversation(app, UserMessage)
+        await wait_for(pilot, lambda: app.memory.get_session(first).summary)
+        await send_and_wait(app, pilot, "hello again")
+        assert app.session.session_id not in (None, first)
+
+    run(scenario)
+
+
+def test_resume_and_sessions_commands(server: FakeLLMServer, hermes_home: Path) -> None:
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    old = memory.new_session()
+    memory.add_message(old, "user", "what is in the box?")
+    memory.add_message(old, "assistant", "Let me check.", tool_calls=[
+        {"id": "c1", "type": "function", "function": {"name": "list_dir", "arguments": '{"path": "box"}'}}])
+    memory.add_message(old, "tool", "apple\npear", tool_call_id="c1", name="list_dir")
+    memory.add_message(old, "assistant", "An apple and a pear.")
+    memory.close()
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "/sessions")
+        assert active_pane(app) == "sessions"
+        await pilot.press("f2")
+        await send(app, pilot, "/resume 999")
+        assert "no session 999" in notices(app)[-1]
+        await send(app, pilot, "/resume x")
+        assert "Usage: /resume <id>" in notices(app)[-1]
+        await send(app, pilot, f"/resume {old}")
+        assert app.session.session_id == old
+        assert [text_of(u) for u in conversation(app, UserMessage)] == ["what is in the box?"]
+        assert [a.source for a in conversation(app, AnswerText)] == ["Let me check.", "An apple and a pear."]
+        assert [t.tool_name for t in conversation(app, ToolCallView)] == ["list_dir"]
+        await send_and_wait(app, pilot, "and now?")
+        assert any("An apple and a pear." in str(m) for m in server.requests[-1].messages)
+
+    run(scenario)
+
+
+def test_resume_from_the_command_line(server: FakeLLMServer, hermes_home: Path) -> None:
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    old = memory.new_session()
+    memory.add_message(old, "user", "an old question")
+    memory.close()
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        assert f"session {old}" in text_of(app.query_one("#header"))
+        assert [text_of(u) for u in conversation(app, UserMessage)] == ["an old question"]
+
+    run(scenario, session_id=old)
+
+    async def missing(app: HermesApp, pilot: Pilot) -> None:
+        assert "no session 42" in notices(app)[-1]
+
+    run(missing, session_id=42)
+
+
+def test_skills_and_memory_commands_open_their_panes(server: FakeLLMServer, hermes_home: Path) -> None:
+    skills = SkillManager(hermes_home / "skills")
+    skills.create("count-lines", "Count the lines of a file", ["count lines"], "1. wc -l")
+    skills.create("deploy-site", "Deploy the web site", ["deploy"], "1. push")
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "the kiwi is green")
+        await send(app, pilot, "/skills deploy")
+        assert active_pane(app) == "skills"
+        pane = app.query_one(SkillsPane)
+        await wait_for(pilot, lambda: [s.name for s in pane._skills] == ["deploy-site"])
+        await pilot.press("f2")
+        await send(app, pilot, "/memory kiwi")
+        assert active_pane(app) == "memory"
+        memory_pane = app.query_one(MemoryPane)
+        await wait_for(pilot, lambda: memory_pane.hits)
+        assert memory_pane.hits[0].session_id == app.session.session_id
+
+    run(scenario)
+
+
+def test_learn_command(server: FakeLLMServer, workspace: Path) -> None:
+    (workspace / "data.txt").write_text("alpha\n")
+    server.queue(Reply(text="hello there"), Reply(text=SKILL_ANSWER))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "/learn")
+        assert notices(app)[-1] == "ℹ Nothing to learn from yet: run a task first."
+        await send_and_wait(app, pilot, "say hello")
+        await send(app, pilot, "/learn")
+        await wait_for(pilot, lambda: any("Learned skill count-file-lines" in n for n in notices(app)))
+
+    run(scenario)
+
+
+def test_exit_command_saves_the_summary(server: FakeLLMServer) -> None:
+    server.queue(Reply(text="answer"), Reply(text="We talked about exits."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "hello")
+        session = app.session.session_id
+        app.chat.prompt.load("/exit")
+        await press_and_exit(app, pilot, "enter")
+        assert app.memory.get_session(session).summary == "We talked about exits."
+
+    run(scenario)
+
+
+def test_quit_while_streaming_cancels_and_never_hangs(server: FakeLLMServer) -> None:
+    server.queue(Reply(text=LONG_TEXT, chunk_size=5, chunk_delay=0.05))
+    server.responder = lambda request: Fault(503, delay=30)  # summary: provider unreachable
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "stream forever")
+        await wait_for(pilot, lambda: conversation(app, AnswerText))
+        assert await press_and_exit(app, pilot, "ctrl+q") < 8
+
+    run(scenario)
+
+
+def test_command_palette_offers_the_commands(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert {"/help", "/new", "/model [provider:]model", "/resume <id>", "/exit"} <= set(titles)
+        command = next(c for c in app.get_system_commands(app.screen) if c.title == "/sessions")
+        await app.run_action("command_palette")  # the palette opens on ctrl+p
+        await pilot.pause()
+        await pilot.press("escape")
+        result = command.callback()
+        if asyncio.iscoroutine(result):
+            await result
+        await pilot.pause()
+        assert active_pane(app) == "sessions"
+        model = next(c for c in app.get_system_commands(app.screen) if c.title.startswith("/model"))
+        await model.callback()
+        await pilot.pause()
+        assert active_pane(app) == "chat" and app.chat.prompt.text == "/model "
+
+    run(scenario)
+
+
+# -- panes and the messages they post --------------------------------------------------------
+
+
+def test_pane_keys(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        for key, pane in [("f3", "skills"), ("f4", "memory"), ("f5", "sessions"), ("f2", "chat"),
+                          ("alt+2", "skills"), ("alt+3", "memory"), ("alt+4", "sessions"), ("alt+1", "chat")]:
+            await pilot.press(key)
+            await pilot.pause()
+            assert active_pane(app) == pane, key
+        assert app.chat.prompt.has_focus and app.chat.prompt.text == ""  # alt+1 typed nothing
+        await pilot.click("#pane-bar", offset=(16, 0))  # " Chat  F2    Skills  F3 …": a click on Skills
+        await pilot.pause()
+        assert active_pane(app) == "skills"
+
+    run(scenario)
+
+
+def test_use_skill_fills_the_prompt(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await pilot.press("f3")
+        app.query_one(SkillsPane).post_message(UseSkill("count-lines"))
+        await pilot.pause()
+        assert active_pane(app) == "chat"
+        assert app.chat.prompt.text == "use the skill count-lines: "
+
+    run(scenario)
+
+
+def test_edit_skill_without_a_terminal_is_a_notice(server: FakeLLMServer, hermes_home: Path) -> None:
+    SkillManager(hermes_home / "skills").create("count-lines", "Count lines", [], "1. wc -l")
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        shown: list[str] = []
+        app.notify = lambda message, **kwargs: shown.append(message)  # type: ignore[method-assign]
+        await pilot.press("f3")
+        app.query_one(SkillsPane).post_message(EditSkill("count-lines"))
+        await pilot.pause()
+        assert any("Could not open an editor" in message for message in shown)
+
+    run(scenario)
+
+
+# -- no key: setup ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_key(hermes_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HERMES_PROVIDER", "openai")
+    return hermes_home
+
+
+def test_without_a_key_the_panes_still_work(no_key: Path) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await pilot.press("escape")
+        for key, pane in [("f3", "skills"), ("f4", "memory"), ("f5", "sessions")]:
+            await pilot.press(key)
+            await pilot.pause()
+            assert active_pane(app) == pane
+        await pilot.press("f2")
+        await send(app, pilot, "please remember this")
+        assert isinstance(app.screen, SetupScreen)  # sending re-opens the setup
+        await pilot.press("escape")
+        assert app.chat.prompt.text == "please remember this"  # never lost
+
+    run(scenario)
+
+
+def test_setup_saves_the_key_masked_with_mode_0600(no_key: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeLLMServer() as fake:
+        monkeypatch.setenv("HERMES_API_BASE", fake.openai_base)
+        no_key.mkdir(parents=True, exist_ok=True)
+        (no_key / ".env").write_text("# mine\nOPENAI_API_KEY=\nHERMES_WEB_PASSWORD=keep-me\n")
+        secret = "sk-live-1234567890abcdef"
+
+        async def scenario(app: HermesApp, pilot: Pilot) -> None:
+            await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
+            await pilot.pause()  # the screen focuses the provider list first
+            app.screen.query_one("#setup-provider").highlighted = 1  # openai
+            app.screen.query_one("#setup-key").focus()
+            await pilot.press(*secret)
+            app.screen.query_one("#setup-model").value = "gpt-test"
+            screen_text = app.export_screenshot()
+            assert secret not in screen_text and "•" * 8 in screen_text
+            await pilot.press("enter")
+            await pilot.pause()
+            assert not isinstance(app.screen, SetupScreen)
+            assert app.config.has_api_key and app.config.model == "gpt-test"
+            assert "Saved. Hermes now uses openai:gpt-test." in notices(app)[-1]
+            await send_and_wait(app, pilot, "hello")
+            assert fake.requests[-1].headers["authorization"] == f"Bearer {secret}"
+
+        run(scenario)
+
+    env_file = no_key / ".env"
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    assert dotenv_values(env_file) == {"OPENAI_API_KEY": secret, "HERMES_WEB_PASSWORD": "keep-me",
+                                       "HERMES_PROVIDER": "openai", "HERMES_MODEL": "gpt-test"}
+    assert env_file.read_text().startswith(f"# mine\nOPENAI_API_KEY={secret}\n")  # updated in place
+    for log in Path(os.environ["HOME"]).rglob("*.log"):
+        assert secret not in log.read_text()
+
+
+def test_setup_asks_for_the_key_before_saving(no_key: Path) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await app.screen.run_action("save")
+        await pilot.pause()
+        assert "Paste the OPENAI_API_KEY" in text_of(app.screen.query_one("#setup-error"))
+        assert not (no_key / ".env").exists()
+
+    run(scenario)
+
+
+# -- start-up cost ---------------------------------------------------------------------------
+
+
+def test_no_tui_module_imports_litellm() -> None:
+    code = ("import importlib, pkgutil, sys, hermes_tui.tui as tui\n"
+            "for module in pkgutil.iter_modules(tui.__path__):\n"
+            "    importlib.import_module(f'hermes_tui.tui.{module.name}')\n"
+            "print('litellm' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
