@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+import _common
+from _common import percentile
 from textual import events
 
 from tests.fakes.server import FakeLLMServer, Reply

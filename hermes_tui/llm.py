@@ -213,18 +213,24 @@ class LLMClient:
         yield result
 
     def complete(self, messages: list[dict[str, Any]], *, timeout: float = READ_TIMEOUT) -> str:
-        """One non-streamed answer (skill authoring, session summaries). Raises ``LLMError``."""
+        """One non-streamed answer (skill authoring, session summaries). Raises ``LLMError``.
+
+        ``timeout`` bounds the whole call, retries and their waits included, so a caller closing
+        a session against an unreachable provider is never held longer than it asked.
+        """
         lib = _lib()
+        deadline = time.monotonic() + timeout
         last: LLMError | None = None
         for attempt in range(1, MAX_TRIES + 1):
             try:
-                response = lib.completion(messages=messages, **self._request_args(timeout))
+                response = lib.completion(messages=messages, **self._request_args(max(deadline - time.monotonic(), 0.1)))
                 return response.choices[0].message.content or ""
             except Exception as exc:  # noqa: BLE001
                 last = map_error(exc, self.config)
-                if not last.retryable or attempt == MAX_TRIES:
+                wait = _retry_delay(exc, attempt)
+                if not last.retryable or attempt == MAX_TRIES or time.monotonic() + wait >= deadline:
                     break
-                time.sleep(min(_retry_delay(exc, attempt), timeout))
+                time.sleep(wait)
         assert last is not None
         raise last
 

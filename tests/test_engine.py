@@ -369,3 +369,13 @@ def test_many_identical_chunks_are_not_cut(stores, fake_llm_env: FakeLLMServer) 
     events = list(make_loop(stores).run_turn("draw a line"))
     assert not any(isinstance(e, Error) for e in events)
     assert next(e for e in events if isinstance(e, TurnFinished)).text == rule
+
+
+def test_close_respects_its_timeout_with_retries(stores, fake_llm_env: FakeLLMServer) -> None:
+    loop = make_loop(stores)
+    list(loop.run_turn("hi"))
+    fake_llm_env.queue(Fault(429, retry_after=5), Reply(text="too late"))
+    started = time.monotonic()
+    assert loop.close(timeout=1.0) is None  # the 5 s Retry-After would overrun the deadline
+    assert time.monotonic() - started < 3
+    assert stores[1].get_session(loop.session_id).summary is None

@@ -30,7 +30,7 @@ from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage
 from hermes_tui.tui.memory_pane import MemoryPane
 from hermes_tui.tui.messages import EditSkill, UseSkill
-from hermes_tui.tui.prompt import SlashSuggestions
+from hermes_tui.tui.suggestions import SlashSuggestions
 from hermes_tui.tui.setup_screen import SetupScreen
 from hermes_tui.tui.skills_pane import SkillsPane
 from tests.fakes.fixtures import wire_env

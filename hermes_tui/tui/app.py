@@ -74,7 +74,7 @@ class HermesApp(App[int]):
         self.history = PromptHistory(config.home / HISTORY_FILE)
         self.approvals = ApprovalBridge(self, short_path(config.workspace))
         self.session = ChatSession(config, stores, self.approvals)
-        self._commands: CommandRunner | None = None
+        self._command_runner: CommandRunner | None = None
         self._resume_at_start = session_id
         self._summaries: list[threading.Thread] = []
         self._quitting = False
@@ -82,11 +82,11 @@ class HermesApp(App[int]):
     @property
     def command_runner(self) -> CommandRunner:
         """What the slash commands do (loaded with the first command)."""
-        if self._commands is None:
+        if self._command_runner is None:
             from hermes_tui.tui.command_runner import CommandRunner
 
-            self._commands = CommandRunner(self)
-        return self._commands
+            self._command_runner = CommandRunner(self)
+        return self._command_runner
 
     @property
     def memory(self) -> MemoryStore:
