@@ -249,7 +249,7 @@ class _Pump:
     """Reads a litellm stream on its own thread so that cancel never waits for the network.
 
     The consumer waits on a queue with a short timeout and checks ``cancel`` in between; on
-    cancel the stream is closed and the reader thread ends by itself.
+    cancel the reader thread closes the stream at its next chunk and ends by itself.
     """
 
     _END = object()
@@ -264,9 +264,6 @@ class _Pump:
     def _run(self, open_stream: Any) -> None:
         try:
             self._stream = open_stream()
-            if self._closed.is_set():
-                self._close_stream()
-                return
             for chunk in self._stream:
                 if self._closed.is_set():
                     break
@@ -275,8 +272,7 @@ class _Pump:
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer thread
             self._queue.put(exc)
         finally:
-            if self._closed.is_set():
-                self._close_stream()
+            self._close_stream()
 
     def iterate(self, cancel: threading.Event) -> Iterator[Any]:
         while not cancel.is_set():
@@ -299,8 +295,9 @@ class _Pump:
                 log.debug("closing the stream failed", exc_info=True)
 
     def close(self) -> None:
+        """Ask the reader thread to close the stream; it does so at its next chunk or at once
+        when it is done. Closing from here would race its ``for`` loop over the same stream."""
         self._closed.set()
-        self._close_stream()
 
 
 def litellm_model(config: Config) -> str:
