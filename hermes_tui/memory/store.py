@@ -278,7 +278,7 @@ class MemoryStore:
             check_same_thread=False,
         )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(conn)
         # NORMAL in WAL mode: commits survive an application crash without an fsync per message.
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -475,6 +475,24 @@ SELECT s.id, s.source, s.title, s.summary, s.started, s.last_activity,
        (SELECT substr(m.content, 1, 2000) FROM messages m
          WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.id LIMIT 1)
   FROM sessions s"""
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL (persistent), retrying while another process holds it.
+
+    Changing the journal mode can fail with "database is locked" at once, without waiting for
+    the busy timeout, when several processes open a new file together.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _user_version(conn: sqlite3.Connection) -> int:
