@@ -278,7 +278,7 @@ class MemoryStore:
             check_same_thread=False,
         )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        _enable_wal(conn)
+        enable_wal(conn)
         # NORMAL in WAL mode: commits survive an application crash without an fsync per message.
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -477,7 +477,7 @@ SELECT s.id, s.source, s.title, s.summary, s.started, s.last_activity,
   FROM sessions s"""
 
 
-def _enable_wal(conn: sqlite3.Connection) -> None:
+def enable_wal(conn: sqlite3.Connection) -> None:
     """Switch the file to WAL (persistent), retrying while another process holds it.
 
     Changing the journal mode can fail with "database is locked" at once, without waiting for

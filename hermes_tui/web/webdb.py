@@ -16,6 +16,8 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
+from hermes_tui.memory.store import enable_wal
+
 BUSY_TIMEOUT_MS = 10_000
 
 
@@ -25,8 +27,11 @@ class WebDB:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.read() as conn:
-            conn.execute("PRAGMA journal_mode = WAL")  # persistent in the file: once is enough
+        conn = self._connect()
+        try:
+            enable_wal(conn)  # persistent in the file: once is enough
+        finally:
+            conn.close()
         with self.write() as conn:
             _create_tables(Database(conn, execute_plugins=False))
 
