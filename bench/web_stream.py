@@ -137,7 +137,7 @@ def bench_web(env: dict[str, str], tokens: int, runs: int) -> tuple[float, list[
     """The cold start (spawn -> first token of the first chat, logging in on the way), then warm runs."""
     port = free_port()
     spawned = time.perf_counter()
-    server = subprocess.Popen([sys.executable, "-m", "hermes_tui.web.serve", "--port", str(port)],
+    server = subprocess.Popen([str(Path(sys.executable).with_name("hermes-web")), "--port", str(port)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30

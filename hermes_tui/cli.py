@@ -195,6 +195,11 @@ class _Output:
 
 def web_main(argv: Sequence[str] | None = None) -> int:
     """``hermes-web``: the dashboard under gunicorn (see hermes_tui.web.serve)."""
-    from hermes_tui.web.serve import web_main as serve
+    from hermes_tui.web.serve import serve
 
-    return serve(argv)
+    try:
+        serve(argv)
+    except ConfigError as exc:
+        print(f"hermes-web: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK

@@ -706,7 +706,7 @@ def test_web_main_refuses_to_start_with_one_line(missing: str, hermes_home: Path
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "userhome"), "HERMES_HOME": str(hermes_home),
            "FLASK_SECRET_KEY": SECRET, "HERMES_WEB_PASSWORD": PASSWORD}
     del env[missing]
-    result = subprocess.run([sys.executable, "-m", "hermes_tui.web.serve", "--port", "0"], env=env,
+    result = subprocess.run([str(Path(sys.executable).with_name("hermes-web")), "--port", "0"], env=env,
                             capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout == ""

@@ -112,7 +112,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         log = base / "gunicorn.log"
         with open(log, "wb") as stderr:
             process = subprocess.Popen(
-                [sys.executable, "-m", "hermes_tui.web.serve", "--host", "127.0.0.1", "--port", str(port)],
+                [str(Path(sys.executable).with_name("hermes-web")), "--host", "127.0.0.1", "--port", str(port)],
                 env=env, cwd=base, stdout=subprocess.DEVNULL, stderr=stderr,
             )
         url = f"http://127.0.0.1:{port}"

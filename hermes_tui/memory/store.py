@@ -287,30 +287,19 @@ class MemoryStore:
     def _migrate(self, conn: sqlite3.Connection) -> None:
         if _user_version(conn) >= len(MIGRATIONS):
             return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(conn):
             version = _user_version(conn)  # another process may have migrated meanwhile
             db = Database(conn, recursive_triggers=False, execute_plugins=False)
             for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
                 log.info("memory schema: applying step %d (%s)", number, step.__name__)
                 step(db)
                 conn.execute(f"PRAGMA user_version = {number}")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A short write transaction taking the write lock up front (waits, never fails fast)."""
-        with self._pool.connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self._pool.connection() as conn, immediate(conn):
+            yield conn
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -475,6 +464,19 @@ SELECT s.id, s.source, s.title, s.summary, s.started, s.last_activity,
        (SELECT substr(m.content, 1, 2000) FROM messages m
          WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.id LIMIT 1)
   FROM sessions s"""
+
+
+@contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """A ``BEGIN IMMEDIATE`` transaction: the write lock is taken up front (waiting on busy),
+    so read-then-write decisions are atomic across processes; rolled back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def enable_wal(conn: sqlite3.Connection) -> None:

@@ -1,6 +1,6 @@
 """hermes-web: the password-gated Flask dashboard on the same core as the TUI.
 
-``create_app(config=None)`` builds the app (``app.py``); ``serve.web_main`` runs it under gunicorn.
+``create_app(config=None)`` builds the app (``app.py``); ``serve.serve`` runs it under gunicorn (``hermes-web``).
 """
 
 from hermes_tui.web.app import create_app

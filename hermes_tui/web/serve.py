@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,24 +81,19 @@ def _bind(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def web_main(argv: Sequence[str] | None = None) -> int:
+def serve(argv: Sequence[str] | None = None) -> None:
+    """Parse ``hermes-web``'s arguments and run gunicorn; raises ``ConfigError`` (one line) when unusable."""
     args = web_parser().parse_args(argv)
     if args.threads < 2:
-        print("hermes-web: --threads must be at least 2 (one for chat streams, one for the rest).", file=sys.stderr)
-        return 1
+        raise ConfigError("--threads must be at least 2 (one for chat streams, one for the rest).")
     port = args.port
     if port is None:
         raw = os.environ.get("PORT", "")
         if raw and not raw.isdigit():
-            print(f"hermes-web: PORT={raw!r} is not a port number.", file=sys.stderr)
-            return 1
+            raise ConfigError(f"PORT={raw!r} is not a port number.")
         port = int(raw) if raw else DEFAULT_PORT
-    try:
-        config = Config.load()
-        check_config(config)
-    except ConfigError as exc:
-        print(f"hermes-web: {exc}", file=sys.stderr)
-        return 1
+    config = Config.load()
+    check_config(config)
     from hermes_tui.logs import setup_logging
 
     setup_logging(config)
@@ -117,8 +111,3 @@ def web_main(argv: Sequence[str] | None = None) -> int:
         "worker_exit": _close_state,
     }
     _Gunicorn(config, options, max_streams_for(args.threads)).run()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(web_main())

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from hermes_tui.memory.store import enable_wal
+from hermes_tui.memory.store import enable_wal, immediate
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -45,13 +45,8 @@ class WebDB:
         """A ``BEGIN IMMEDIATE`` transaction: read-then-write decisions are atomic across processes."""
         conn = self._connect()
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(conn):
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
         finally:
             conn.close()
 
