@@ -282,6 +282,8 @@ class MemoryStore:
         # NORMAL in WAL mode: commits survive an application crash without an fsync per message.
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
+        # Freed pages are zeroed, so forgotten text cannot be read back from the file.
+        conn.execute("PRAGMA secure_delete = ON")
         return conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
@@ -412,6 +414,46 @@ class MemoryStore:
             for r in rows
         ]
 
+    # -- forgetting
+
+    def delete_session(self, session_id: int) -> int:
+        """Forget a whole session: its messages, its rows in any table that refers to it, and
+        every trace in the index and the WAL (see ``_scrub``). Returns how many messages went;
+        raises ``KeyError`` for an unknown session."""
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise KeyError(f"no session {session_id}")
+            (count,) = conn.execute(
+                "SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            _delete_with_dependents(conn, "sessions", "id = ?", (session_id,))
+            _optimize_index(conn)
+        self._scrub()
+        return int(count)
+
+    def purge_message(self, message_id: int) -> bool:
+        """Forget one message (a pasted key, a private matter) as thoroughly as ``delete_session``.
+        False when there is no such message."""
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone() is None:
+                return False
+            _delete_with_dependents(conn, "messages", "id = ?", (message_id,))
+            _optimize_index(conn)
+        self._scrub()
+        return True
+
+    def _scrub(self) -> None:
+        """Copy the WAL into the file and empty it, so old page versions holding forgotten text
+        are gone from both (secure_delete has zeroed the freed pages). Readers in other
+        processes can hold the WAL for a moment, hence a few tries."""
+        with self._pool.connection() as conn:
+            for _ in range(50):
+                busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if not busy:
+                    return
+                time.sleep(0.05)
+        log.warning("memory: the WAL could not be truncated after forgetting (readers busy)")
+
     # -- search
 
     def search(self, query: str, limit: int = 20, session_id: int | None = None) -> list[SearchHit]:
@@ -495,6 +537,39 @@ def enable_wal(conn: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)
+
+
+def _delete_with_dependents(
+    conn: sqlite3.Connection, table: str, where: str, args: tuple[Any, ...]
+) -> None:
+    """Delete rows of ``table`` and, first, the rows of every table whose foreign key points at
+    them (found in the schema, so tables added later by other features are covered too)."""
+    for child, column, parent_column in _referrers(conn, table):
+        _delete_with_dependents(
+            conn,
+            child,
+            f'"{column}" IN (SELECT "{parent_column}" FROM "{table}" WHERE {where})',
+            args,
+        )
+    conn.execute(f'DELETE FROM "{table}" WHERE {where}', args)
+
+
+def _referrers(conn: sqlite3.Connection, table: str) -> list[tuple[str, str, str]]:
+    """(child table, its column, the referenced column) for foreign keys pointing at ``table``."""
+    found = []
+    names = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    for (name,) in names:
+        for fk in conn.execute(f'PRAGMA foreign_key_list("{name}")').fetchall():
+            # (id, seq, table, from, to, on_update, on_delete, match); "to" is None for the pk
+            if fk[2] == table and name != table:
+                found.append((name, fk[3], fk[4] or "rowid"))
+    return found
+
+
+def _optimize_index(conn: sqlite3.Connection) -> None:
+    """Merge the FTS5 index into one segment: a delete only adds a tombstone, and the words
+    of a forgotten message stay in the old segment until a merge that includes it."""
+    conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
 
 
 def _user_version(conn: sqlite3.Connection) -> int:

@@ -75,6 +75,27 @@ def get_session(session_id: int) -> Response:
     return jsonify(session=_session(info), messages=messages)
 
 
+@bp.delete("/sessions/<int:session_id>")
+def delete_session(session_id: int) -> Response:
+    """Forget a session for good (messages, summary, index entries; see MemoryStore)."""
+    state = web().state
+    if state.current_session(session_key()) == session_id:
+        abort(409, "this is your open conversation; start a new session first")
+    try:
+        count = state.memory.delete_session(session_id)
+    except KeyError:
+        abort(404, f"there is no session {session_id}")
+    return jsonify(deleted=session_id, messages=count)
+
+
+@bp.delete("/messages/<int:message_id>")
+def purge_message(message_id: int) -> Response:
+    """Forget one message for good (an API key pasted by mistake, a private matter)."""
+    if not web().state.memory.purge_message(message_id):
+        abort(404, f"there is no message {message_id}")
+    return jsonify(purged=message_id)
+
+
 @bp.post("/sessions")
 def new_session() -> tuple[Response, int]:
     try:
