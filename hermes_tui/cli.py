@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import queue
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes_tui import __version__
 from hermes_tui.config import Config, ConfigError
@@ -24,7 +23,14 @@ from hermes_tui.events import (
     TurnFinished,
 )
 
-EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+if TYPE_CHECKING:
+    from hermes_tui.agent.loop import AgentLoop
+
+# Documented in the README ("Exit codes"); scripts rely on them.
+EXIT_OK = 0
+EXIT_ERROR = 1  # a provider or input problem; one line on stderr says what
+EXIT_MAX_STEPS = 3  # the turn reached the step cap (MAX_STEPS model calls) without a final answer
+EXIT_INTERRUPTED = 130  # Ctrl-C
 HEADLESS_DENIAL = "Denied: headless mode cannot ask for approval. The user must rerun with --yes to allow {name}."
 
 
@@ -63,7 +69,7 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
 
 def run_headless(config: Config, args: argparse.Namespace) -> int:
     """One turn without a screen: answer on stdout, activity on stderr; skill + summary before exit."""
-    from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.runtime import build_agent, headless_surface
     from hermes_tui.logs import setup_logging
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
@@ -86,37 +92,27 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
 
     memory = MemoryStore(config.db_path)
     try:
-        loop = AgentLoop(config, memory, SkillManager(config.skills_dir), session_id=args.session,
-                         source="headless", approver=None if args.yes else deny)
+        agent = build_agent(config, memory, SkillManager(config.skills_dir),
+                            headless_surface(None if args.yes else deny), session_id=args.session)
     except ValueError as exc:
         memory.close()
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        code = _drive(loop, text, out)
+        code = _drive(agent, text, out)
         if code != EXIT_INTERRUPTED:
-            loop.close(timeout=20.0)
+            agent.close(timeout=20.0)
         return code
     finally:
         memory.close()
 
 
-def _drive(loop: Any, text: str, out: _Output) -> int:
-    """Consume the turn on a worker thread so Ctrl-C can cancel it cleanly from the main one."""
-    events: queue.Queue[Event | None] = queue.Queue()
+def _drive(agent: AgentLoop, text: str, out: _Output) -> int:
+    """Consume the turn on the main thread, so Ctrl-C lands here and cancels it cleanly."""
+    from hermes_tui.agent.runtime import EventQueue, start_turn
 
-    def work() -> None:
-        try:
-            for event in loop.run_turn(text):
-                events.put(event)
-        except Exception as exc:  # noqa: BLE001 - reported as one line, details in the log
-            logging.getLogger(__name__).exception("turn failed")
-            events.put(Error(f"Unexpected failure: {type(exc).__name__}: {exc}"))
-        finally:
-            events.put(None)
-
-    worker = threading.Thread(target=work, name="hermes-turn", daemon=True)
-    worker.start()
+    events = EventQueue()
+    turn = start_turn(agent, text, events.put, on_end=events.end)
     code = EXIT_OK
     interrupted = False
     while True:
@@ -128,29 +124,51 @@ def _drive(loop: Any, text: str, out: _Output) -> int:
         except queue.Empty:
             continue
         except KeyboardInterrupt:  # may land anywhere in this loop, emit included
-            loop.cancel()
+            turn.cancel()
             interrupted = True
             out.notice("cancelled")
             continue
         if isinstance(event, Error):
             code = EXIT_ERROR
-        if isinstance(event, TurnFinished) and event.stopped_reason == "cancelled":
-            interrupted = True
-    worker.join(timeout=5)
+        elif isinstance(event, TurnFinished):
+            interrupted = interrupted or event.stopped_reason == "cancelled"
+            if event.stopped_reason == "max_steps" and code == EXIT_OK:
+                code = EXIT_MAX_STEPS
+    turn.join(timeout=5)
     return EXIT_INTERRUPTED if interrupted else code
 
 
 class _Output:
-    """Renders events for a pipe: text to stdout, activity to stderr, or JSON lines."""
+    """Renders events for a pipe: text to stdout, activity to stderr, or JSON lines.
+
+    Text of separate model calls (before and after a tool call) is printed as separate
+    paragraphs: one blank line between them, never glued together.
+    """
 
     def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
         self.stdout, self.stderr, self.as_json = stdout, stderr, as_json
-        self._mid_line = False
+        self._tail = ""  # the last two characters written to stdout
+        self._block_ended = False  # something other than text happened since the last text
         self._lock = threading.RLock()  # the approver reports from the turn's thread
+
+    @property
+    def _mid_line(self) -> bool:
+        return bool(self._tail) and not self._tail.endswith("\n")
 
     def emit(self, event: Event) -> None:
         with self._lock:
             self._emit(event)
+            if not isinstance(event, TextDelta):
+                self._block_ended = True
+
+    def _write_text(self, text: str) -> None:
+        if self._block_ended and self._tail:
+            trailing_newlines = len(self._tail) - len(self._tail.rstrip("\n"))
+            text = "\n" * (2 - trailing_newlines) + text
+        self._block_ended = False
+        self.stdout.write(text)
+        self.stdout.flush()
+        self._tail = (self._tail + text)[-2:]
 
     def _emit(self, event: Event) -> None:
         if self.as_json:
@@ -160,9 +178,7 @@ class _Output:
                 self._err(f"error: {event.message}")
             return
         if isinstance(event, TextDelta):
-            self.stdout.write(event.text)
-            self.stdout.flush()
-            self._mid_line = not event.text.endswith("\n")
+            self._write_text(event.text)
         elif isinstance(event, ToolCallStarted):
             self._err(f"→ {event.name} {json.dumps(event.arguments, ensure_ascii=False)[:160]}")
         elif isinstance(event, ToolCallFinished):
@@ -179,7 +195,7 @@ class _Output:
         elif isinstance(event, TurnFinished) and self._mid_line:
             self.stdout.write("\n")
             self.stdout.flush()
-            self._mid_line = False
+            self._tail = self._tail[-1:] + "\n"
 
     def notice(self, message: str) -> None:
         if self.as_json:

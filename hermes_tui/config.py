@@ -14,23 +14,11 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-PROVIDERS = ("anthropic", "openai", "openrouter", "ollama", "openai-compatible")
+from hermes_tui.providers import KEY_ENV_VARS, PROVIDER_TABLE, PROVIDERS, Provider
 
-DEFAULT_MODELS = {
-    "anthropic": "claude-sonnet-5",
-    "openai": "gpt-5.5",
-    "openrouter": "anthropic/claude-sonnet-5",
-    "ollama": "llama3.2",
-    "openai-compatible": "local-model",
-}
-
-KEY_VARIABLES = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "ollama": None,
-    "openai-compatible": "OPENAI_API_KEY",  # optional: many local servers need none
-}
+# Derived from the provider table (hermes_tui.providers), kept here for the code that reads them.
+DEFAULT_MODELS = {name: p.default_model for name, p in PROVIDER_TABLE.items()}
+KEY_VARIABLES = {name: p.key_env_var for name, p in PROVIDER_TABLE.items()}
 
 APPROVAL_MODES = ("ask", "always")
 _TRUE = {"1", "true", "yes", "on"}
@@ -71,13 +59,22 @@ class Config:
     web_trusted_proxies: int = 0
 
     @property
+    def provider_info(self) -> Provider:
+        return PROVIDER_TABLE[self.provider]
+
+    @property
     def api_key(self) -> str | None:
-        variable = KEY_VARIABLES[self.provider]
+        variable = self.provider_info.key_env_var
         return self.api_keys.get(variable) if variable else None
 
     @property
     def key_variable(self) -> str | None:
-        return KEY_VARIABLES[self.provider]
+        return self.provider_info.key_env_var
+
+    @property
+    def effective_api_base(self) -> str | None:
+        """HERMES_API_BASE, else the provider's default endpoint (None: litellm's own default)."""
+        return self.api_base or self.provider_info.default_base
 
     @property
     def db_path(self) -> Path:
@@ -93,7 +90,7 @@ class Config:
 
     @property
     def has_api_key(self) -> bool:
-        return self.api_key is not None or self.provider in ("ollama", "openai-compatible")
+        return self.api_key is not None or not self.provider_info.needs_key
 
     def require_api_key(self) -> None:
         """Raise ``MissingKeyError`` when the provider needs a key that is not configured."""
@@ -116,9 +113,9 @@ class Config:
         provider = _check_provider(env.get("HERMES_PROVIDER") or "anthropic")
         model = (env.get("HERMES_MODEL") or "").strip() or DEFAULT_MODELS[provider]
         api_base = (env.get("HERMES_API_BASE") or "").strip() or None
-        if provider == "openai-compatible" and not api_base:
+        if PROVIDER_TABLE[provider].requires_base and not api_base:
             raise ConfigError(
-                "HERMES_API_BASE is not set: the openai-compatible provider needs the server's URL "
+                f"HERMES_API_BASE is not set: the {provider} provider needs the server's URL "
                 "(for example http://localhost:8000/v1)."
             )
         approval = (env.get("HERMES_APPROVAL") or "ask").strip().lower()
@@ -172,8 +169,7 @@ def _check_provider(value: str) -> str:
 
 
 def _keys_from(env: Mapping[str, str]) -> dict[str, str]:
-    names = {v for v in KEY_VARIABLES.values() if v}
-    return {name: env[name].strip() for name in names if (env.get(name) or "").strip()}
+    return {name: env[name].strip() for name in KEY_ENV_VARS if (env.get(name) or "").strip()}
 
 
 def _home_from(env: Mapping[str, str]) -> Path:

@@ -28,8 +28,6 @@ log = logging.getLogger(__name__)
 MAX_TRIES = 3
 READ_TIMEOUT = 120.0  # seconds without a byte before a request counts as timed out
 MAX_RETRY_WAIT = 30.0
-_PREFIX = {"anthropic": "anthropic", "openai": "openai", "ollama": "ollama_chat", "openai-compatible": "openai"}
-_OLLAMA_BASE = "http://localhost:11434"
 
 _import_lock = threading.Lock()
 _litellm: Any = None
@@ -143,13 +141,11 @@ class LLMClient:
     def _request_args(self, timeout: float) -> dict[str, Any]:
         cfg = self.config
         args: dict[str, Any] = {"model": self.model_string, "max_retries": 0, "timeout": timeout}
-        base = cfg.api_base or (_OLLAMA_BASE if cfg.provider == "ollama" else None)
-        if base:
-            args["api_base"] = base
-        if cfg.api_key:
-            args["api_key"] = cfg.api_key
-        elif cfg.provider == "openai-compatible":
-            args["api_key"] = "not-needed"  # the OpenAI client insists on some key
+        if cfg.effective_api_base:
+            args["api_base"] = cfg.effective_api_base
+        key = cfg.api_key or cfg.provider_info.placeholder_key  # the OpenAI client insists on some key
+        if key:
+            args["api_key"] = key
         return args
 
     def stream(
@@ -303,12 +299,13 @@ class _Pump:
 def litellm_model(config: Config) -> str:
     """The litellm model string for the configured provider and model."""
     model = config.model
-    if config.provider == "openrouter":
-        return model if model.startswith("openrouter/") else f"openrouter/{model}"
+    prefix = config.provider_info.litellm_prefix
+    if model.startswith(prefix + "/"):
+        return model
     head = model.split("/", 1)[0]
-    if "/" in model and head in _provider_names():
+    if prefix != "openrouter" and "/" in model and head in _provider_names():
         return model  # already a full litellm model string, e.g. "gemini/gemini-2.5-pro"
-    return f"{_PREFIX[config.provider]}/{model}"
+    return f"{prefix}/{model}"
 
 
 def _provider_names() -> set[str]:

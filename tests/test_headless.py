@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tui.agent.loop import MAX_STEPS
+from hermes_tui.cli import EXIT_MAX_STEPS
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
@@ -28,7 +30,7 @@ def test_three_tool_task_end_to_end(env: FakeLLMServer, hermes_home: Path, works
     env.queue(Reply(text="I counted the lines of data.txt: three."))
     result = run_cli("-p", "How many lines are in data.txt?", "--yes")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "Let me look.**data.txt** has 3 lines: alpha, beta, gamma.\n"
+    assert result.stdout == "Let me look.\n\n**data.txt** has 3 lines: alpha, beta, gamma.\n"  # calls apart
     assert "→ list_dir" in result.stderr and "✓ run_bash" in result.stderr
     assert "learned skill count-file-lines (v1)" in result.stderr
     assert len(env.requests) == 6  # 4 turn calls + curator + summary, all before exit
@@ -136,3 +138,11 @@ def test_version() -> None:
     result = run_cli("--version")
     assert result.returncode == 0 and result.stdout.startswith("hermes-tui ")
 
+
+
+def test_step_cap_exits_with_its_own_code(env: FakeLLMServer) -> None:
+    env.responder = lambda request: Reply(text="Looking.", tool_calls=[ToolCall("list_dir", {"path": "."})])
+    result = run_cli("-p", "loop forever")
+    assert result.returncode == EXIT_MAX_STEPS == 3
+    assert f"Stopped after {MAX_STEPS} steps" in result.stderr
+    assert result.stdout.count("Looking.\n\n") == MAX_STEPS - 1  # every call's text is its own paragraph

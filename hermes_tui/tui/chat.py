@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -30,6 +28,7 @@ if TYPE_CHECKING:
     from textual.widgets.markdown import MarkdownStream
 
     from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.runtime import RunningTurn
     from hermes_tui.events import (
         ApprovalNeeded,
         Error,
@@ -123,36 +122,17 @@ class ChatPane(Widget):
         self.refresh_bindings()
         self._run_turn(loop, text)
 
-    @work(thread=True, exclusive=True, group="turn", exit_on_error=False)
     def _run_turn(self, loop: AgentLoop, text: str) -> None:
-        """Worker thread: events go to the inbox; after TurnFinished the curator gets its own thread."""
-        from hermes_tui.events import Error, TurnFinished
+        """The agent runtime runs the turn on its thread; its events only go to the inbox."""
+        from hermes_tui.agent.runtime import start_turn
 
-        events = loop.run_turn(text)
-        try:
-            for event in events:
-                self.inbox.put(event)
-                if isinstance(event, TurnFinished):
-                    self.run_in_background(events, "hermes-curator")
-                    return
-        except Exception as exc:
-            log.exception("turn failed")
-            self.inbox.put(Error(f"Something went wrong: {type(exc).__name__}: {exc} (details in the log)."))
-        self.inbox.put(TurnFinished(stopped_reason="error"))
+        start_turn(loop, text, self.inbox.put)
 
-    def run_in_background(self, events: Iterator[Event], name: str) -> threading.Thread:
-        """Feed events from a daemon thread (curator, /learn): they must never delay quitting."""
+    def run_in_background(self, events: Iterator[Event], name: str) -> RunningTurn:
+        """Feed events from a daemon thread (/learn): they must never delay quitting."""
+        from hermes_tui.agent.runtime import RunningTurn
 
-        def feed() -> None:
-            try:
-                for event in events:
-                    self.inbox.put(event)
-            except Exception:
-                log.exception("%s failed", name)
-
-        thread = threading.Thread(target=feed, name=name, daemon=True)
-        thread.start()
-        return thread
+        return RunningTurn(events, self.inbox.put, name=name).start()
 
     def cancel_turn(self) -> bool:
         """Ask the running turn to stop; True if there was one."""

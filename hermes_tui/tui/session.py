@@ -10,7 +10,8 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from hermes_tui.config import PROVIDERS, Config
+from hermes_tui.config import Config
+from hermes_tui.providers import PROVIDERS
 from hermes_tui.tui.stores import Stores
 
 if TYPE_CHECKING:
@@ -43,10 +44,10 @@ class ChatSession:
         return self.loop.session_id if self.loop else None
 
     def _make(self, session_id: int | None) -> AgentLoop:
-        from hermes_tui.agent.loop import AgentLoop
+        from hermes_tui.agent.runtime import build_agent, tui_surface
 
-        return AgentLoop(self.config, self.stores.memory, self.stores.skills, session_id=session_id,
-                         source="tui", approver=self.approver)
+        return build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver),
+                           session_id=session_id)
 
     def ensure_loop(self) -> AgentLoop:
         if self.loop is None:

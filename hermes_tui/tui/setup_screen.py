@@ -19,19 +19,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from hermes_tui.config import DEFAULT_MODELS, KEY_VARIABLES, PROVIDERS, Config, ConfigError
+from hermes_tui.config import Config, ConfigError
+from hermes_tui.providers import PROVIDER_TABLE, PROVIDERS
 from hermes_tui.tui.envfile import update_env_file
 from hermes_tui.tui.format import short_path
 
 log = logging.getLogger(__name__)
-
-PROVIDER_NOTES = {
-    "anthropic": "Claude models",
-    "openai": "GPT models",
-    "openrouter": "many models behind one key",
-    "ollama": "local models, no key",
-    "openai-compatible": "any local or hosted OpenAI-style server",
-}
 
 
 def reload_config(config: Config, provider: str, model: str | None) -> Config:
@@ -107,8 +100,8 @@ class SetupScreen(ModalScreen[Config | None]):
             with Horizontal(classes="setup-row"):
                 yield Label("Provider", classes="setup-label")
                 yield OptionList(
-                    *(Option(Content.assemble((p, "bold"), (f"  {PROVIDER_NOTES[p]}", "$text-muted")), id=p)
-                      for p in PROVIDERS),
+                    *(Option(Content.assemble((p, "bold"), (f"  {info.note}", "$text-muted")), id=p)
+                      for p, info in PROVIDER_TABLE.items()),
                     id="setup-provider", compact=True,
                 )
             with Horizontal(classes="setup-row"):
@@ -119,7 +112,8 @@ class SetupScreen(ModalScreen[Config | None]):
                 yield Input(id="setup-model", compact=True)
             with Horizontal(classes="setup-row"):
                 yield Label("Endpoint (optional)", classes="setup-label")
-                yield Input(placeholder="needed for openai-compatible: http://host:port/v1",
+                needs_base = ", ".join(p.name for p in PROVIDER_TABLE.values() if p.requires_base)
+                yield Input(placeholder=f"needed for {needs_base}: http://host:port/v1",
                             id="setup-base", compact=True)
             yield Static("", id="setup-error")
             with Horizontal(id="setup-buttons"):
@@ -138,15 +132,16 @@ class SetupScreen(ModalScreen[Config | None]):
         return option.id if option is not None and option.id else self.config.provider
 
     def _show_provider(self, provider: str) -> None:
-        variable = KEY_VARIABLES[provider]
+        info = PROVIDER_TABLE[provider]
+        variable = info.key_env_var
         label = variable or "API key"
-        if provider == "openai-compatible":
+        if variable and not info.needs_key:
             label += " (optional)"
         self.query_one("#setup-key-label", Label).update(label)
         key = self.query_one("#setup-key", Input)
         key.disabled = variable is None
         key.placeholder = "paste the key here" if variable else "not needed for this provider"
-        self.query_one("#setup-model", Input).placeholder = DEFAULT_MODELS[provider]
+        self.query_one("#setup-model", Input).placeholder = info.default_model
 
     @on(OptionList.OptionHighlighted, "#setup-provider")
     def _provider_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -173,7 +168,8 @@ class SetupScreen(ModalScreen[Config | None]):
 
     def action_save(self) -> None:
         provider = self.provider
-        variable = KEY_VARIABLES[provider]
+        info = PROVIDER_TABLE[provider]
+        variable = info.key_env_var
         key = self.query_one("#setup-key", Input).value.strip()
         model = self.query_one("#setup-model", Input).value.strip() or None
         base = self.query_one("#setup-base", Input).value.strip() or None
@@ -182,8 +178,8 @@ class SetupScreen(ModalScreen[Config | None]):
         if not candidate.has_api_key:
             self._error(f"Paste the {variable} for {provider} (or press Esc to set it up later).")
             return
-        if provider == "openai-compatible" and not (base or self.config.api_base):
-            self._error("openai-compatible needs the server's endpoint, e.g. http://localhost:8000/v1.")
+        if info.requires_base and not (base or self.config.api_base):
+            self._error(f"{provider} needs the server's endpoint, e.g. http://localhost:8000/v1.")
             return
         values: dict[str, str | None] = {"HERMES_PROVIDER": provider}
         if variable and key:

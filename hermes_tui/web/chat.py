@@ -6,24 +6,20 @@
   starts, and before ``turn_finished``): the block rendered and sanitized on the server, for the
   page to swap in for the plain text it showed while streaming.
 
-The turn runs on its own thread so the response can send keep-alives while it is busy. If the
-browser goes away mid-turn (the WSGI server closes the response) the turn is cancelled.
+The turn runs on the agent runtime's thread so the response can send keep-alives while it is
+busy. If the browser goes away mid-turn (the WSGI server closes the response) the turn is cancelled.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import queue
-import threading
 from collections.abc import Iterator
 from typing import Any
 
-from hermes_tui.events import Error
+from hermes_tui.agent.runtime import EventQueue, start_turn
 from hermes_tui.web.render import markdown_html
 from hermes_tui.web.state import Turn
-
-log = logging.getLogger(__name__)
 
 KEEPALIVE = {"type": "keepalive"}
 _BLOCK_ENDS = frozenset({"tool_call_started", "turn_finished"})
@@ -31,18 +27,6 @@ _BLOCK_ENDS = frozenset({"tool_call_started", "turn_finished"})
 
 def _line(item: dict[str, Any]) -> bytes:
     return (json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _run(turn: Turn, text: str, out: queue.Queue[dict[str, Any] | None]) -> None:
-    try:
-        for event in turn.loop.run_turn(text):
-            out.put(event.to_dict())
-    except Exception:  # noqa: BLE001 - the browser gets one line; the log gets the details
-        log.exception("web turn failed in session %d", turn.loop.session_id)
-        out.put(Error("Unexpected failure in the agent; see the server log.").to_dict())
-    finally:
-        turn.release()  # before the stream ends, so the page can send again at once
-        out.put(None)
 
 
 class TurnStream:
@@ -53,23 +37,28 @@ class TurnStream:
     """
 
     def __init__(self, turn: Turn, text: str, keepalive: float) -> None:
-        self._turn = turn
         self._keepalive = keepalive
-        self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._events = EventQueue()
         self._finished = False
-        threading.Thread(target=_run, args=(turn, text, self._events), name="hermes-web-turn", daemon=True).start()
+
+        def end() -> None:
+            turn.release()  # before the stream ends, so the page can send again at once
+            self._events.end()
+
+        self._running = start_turn(turn.loop, text, self._events.put, on_end=end)
 
     def __iter__(self) -> Iterator[bytes]:
         block: list[str] = []
         while True:
             try:
-                item = self._events.get(timeout=self._keepalive)
+                event = self._events.get(timeout=self._keepalive)
             except queue.Empty:
                 yield _line(KEEPALIVE)
                 continue
-            if item is None:
+            if event is None:
                 self._finished = True
                 return
+            item = event.to_dict()
             if item["type"] == "text_delta":
                 block.append(item["text"])
             elif item["type"] in _BLOCK_ENDS and block:
@@ -79,4 +68,4 @@ class TurnStream:
 
     def close(self) -> None:
         if not self._finished:
-            self._turn.loop.cancel()
+            self._running.cancel()

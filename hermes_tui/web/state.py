@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.agent.runtime import build_agent, web_surface
 from hermes_tui.config import Config
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
@@ -178,12 +179,7 @@ class AppState:
             if victim is None:
                 break
             self._retire(self._slots.pop(victim))
-        loop = AgentLoop(
-            self.config, self.memory, self.skills, source="web",
-            enable_shell=self.config.web_enable_shell, enable_write=self.config.web_enable_write,
-            approver=None,  # a browser cannot answer mid-stream; the env flags are the approval
-        )
-        slot = _Slot(loop)
+        slot = _Slot(build_agent(self.config, self.memory, self.skills, web_surface(self.config)))
         self._slots[key] = slot
         return slot
 

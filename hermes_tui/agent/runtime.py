@@ -1,0 +1,159 @@
+"""The one agent runtime every surface uses: build an agent for a surface, drive its turns.
+
+Headless, the TUI and the web differ only in what ``Surface`` declares (where sessions are
+recorded as coming from, which tools are on, who approves) and in what they do with the events.
+``start_turn`` runs a turn on its own daemon thread and hands every event, in order, to the
+surface's ``sink``; ``cancel()`` may be called from any thread. The sink is called on the turn's
+thread, so the TUI's sink only posts messages (it never touches a widget).
+
+Whatever goes wrong inside the agent, the surface gets an ``Error`` and a ``TurnFinished``,
+and ``on_end`` is called once the thread is done with the agent (curator included).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hermes_tui.events import Error, Event, TurnFinished
+
+if TYPE_CHECKING:
+    from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.tools import Approver
+    from hermes_tui.config import Config
+    from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.skills.manager import SkillManager
+
+log = logging.getLogger(__name__)
+
+Sink = Callable[[Event], None]
+
+
+@dataclass(frozen=True)
+class Surface:
+    """What differs between the places Hermes runs: declared here, not tested for elsewhere."""
+
+    source: str  # stored with the session ("tui", "web", "headless")
+    enable_shell: bool = True
+    enable_write: bool = True
+    approver: Approver | None = None  # None: no one is asked (see AgentLoop / ToolRegistry)
+
+
+def tui_surface(approver: Approver) -> Surface:
+    return Surface("tui", approver=approver)
+
+
+def headless_surface(approver: Approver | None) -> Surface:
+    """``approver`` None means ``--yes``: shell commands and writes run without asking."""
+    return Surface("headless", approver=approver)
+
+
+def web_surface(config: Config) -> Surface:
+    """A browser cannot answer mid-stream: the environment flags are the approval."""
+    return Surface("web", enable_shell=config.web_enable_shell, enable_write=config.web_enable_write)
+
+
+def build_agent(
+    config: Config,
+    memory: MemoryStore,
+    skills: SkillManager,
+    surface: Surface,
+    *,
+    session_id: int | None = None,
+) -> AgentLoop:
+    """A new agent (a new session, or ``session_id`` resumed); raises ValueError for an unknown id."""
+    from hermes_tui.agent.loop import AgentLoop  # the agent modules load after a surface has painted
+
+    return AgentLoop(config, memory, skills, session_id=session_id, source=surface.source,
+                     enable_shell=surface.enable_shell, enable_write=surface.enable_write,
+                     approver=surface.approver)
+
+
+class RunningTurn:
+    """A turn (or any agent event stream, such as ``/learn``) running on its own daemon thread.
+
+    Daemon, because a curator still thinking must never delay quitting; the messages of the turn
+    are stored as they complete, so nothing is lost when the process ends.
+    """
+
+    def __init__(self, events: Iterator[Event], sink: Sink, *, cancel: Callable[[], None] | None = None,
+                 on_end: Callable[[], None] | None = None, name: str = "hermes-events",
+                 is_turn: bool = False) -> None:
+        self._events = events
+        self._is_turn = is_turn  # a failed turn still ends with TurnFinished: surfaces wait for it
+        self._sink = sink
+        self._cancel = cancel
+        self._on_end = on_end
+        self.finished = threading.Event()  # TurnFinished was delivered (the user may type again)
+        self.done = threading.Event()  # the thread is done with the agent (curator included)
+        self.stopped_reason: str | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> RunningTurn:
+        self._thread.start()
+        return self
+
+    def cancel(self) -> None:
+        if self._cancel is not None and not self.done.is_set():
+            self._cancel()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread; True when it ended."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _deliver(self, event: Event) -> None:
+        if isinstance(event, TurnFinished):
+            self.stopped_reason = event.stopped_reason
+        self._sink(event)
+        if isinstance(event, TurnFinished):
+            self.finished.set()
+
+    def _run(self) -> None:
+        try:
+            for event in self._events:
+                self._deliver(event)
+        except Exception as exc:  # noqa: BLE001 - the surface gets one line; the log the details
+            log.exception("%s failed", self._thread.name)
+            if not self.finished.is_set():
+                detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+                self._deliver(Error(f"Unexpected failure: {type(exc).__name__}: {detail} (details in the log)."))
+                if self._is_turn:
+                    self._deliver(TurnFinished(stopped_reason="error"))
+        finally:
+            self.done.set()
+            if self._on_end is not None:
+                self._on_end()
+
+
+def start_turn(agent: AgentLoop, text: str, sink: Sink, *, on_end: Callable[[], None] | None = None) -> RunningTurn:
+    """Run one user turn of ``agent`` in the background; ``cancel()`` stops it."""
+    return RunningTurn(agent.run_turn(text), sink, cancel=agent.cancel, on_end=on_end,
+                       name=f"hermes-turn-{agent.session_id}", is_turn=True).start()
+
+
+class EventQueue:
+    """A sink for surfaces that consume events on another thread (headless main thread, web response).
+
+    ``get`` returns the next event, None once the turn's thread is done, or raises ``queue.Empty``
+    after ``timeout`` seconds without one (the web sends a keep-alive then).
+    """
+
+    _END = object()
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[object] = queue.Queue()
+
+    def put(self, event: Event) -> None:
+        self._queue.put(event)
+
+    def end(self) -> None:
+        self._queue.put(self._END)
+
+    def get(self, timeout: float) -> Event | None:
+        item = self._queue.get(timeout=timeout)
+        return None if item is self._END else item  # type: ignore[return-value]
