@@ -57,6 +57,8 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    for line in config.warnings:
+        print(f"hermes: {line}", file=sys.stderr)
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
 

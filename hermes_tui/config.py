@@ -1,7 +1,9 @@
 """Configuration: the environment plus optional ``.env`` files, frozen into one ``Config``.
 
 Order of precedence (first wins): real environment variables, ``./.env`` in the working
-directory, ``HERMES_HOME/.env``. Nothing here checks API keys at load time, so every
+directory, ``HERMES_HOME/.env``. Settings that widen what Hermes may do (``PRIVILEGED``) are
+never taken from ``./.env``: the agent can write files in the working folder, and what it writes
+must not become a setting. Nothing here checks API keys at load time, so every
 surface can start without one and explain what to set (``Config.require_api_key``).
 """
 
@@ -15,10 +17,26 @@ from pathlib import Path
 from dotenv import dotenv_values
 
 from hermes_tui.providers import KEY_ENV_VARS, PROVIDER_TABLE, PROVIDERS, Provider
+from hermes_tui.secrets import is_secret_variable
 
 # Derived from the provider table (hermes_tui.providers), kept here for the code that reads them.
 DEFAULT_MODELS = {name: p.default_model for name, p in PROVIDER_TABLE.items()}
 KEY_VARIABLES = {name: p.key_env_var for name, p in PROVIDER_TABLE.items()}
+
+PRIVILEGED = frozenset({
+    "HERMES_WEB_ENABLE_SHELL",  # gives the web model a shell
+    "HERMES_WEB_ENABLE_WRITE",  # lets the web model write files
+    "HERMES_WEB_ALLOW_NO_AUTH",  # opens the dashboard without a password
+    "HERMES_WEB_TRUSTED_PROXIES",  # decides which client address the login lockout sees
+    "HERMES_WEB_ALLOWED_HOSTS",  # which Host headers the dashboard answers
+    "HERMES_WEB_PASSWORD",  # a known password would let its writer log in
+    "FLASK_SECRET_KEY",  # a known key would let its writer forge session cookies
+    "HERMES_API_BASE",  # where requests, and with them the API key, are sent
+    "HERMES_APPROVAL",  # "always" runs commands without asking
+    "HERMES_HOME",  # where HERMES_HOME/.env, with all of the above, is read from
+    "HERMES_WORKSPACE",  # the folder the tools are confined to
+})
+"""Read only from the process environment or HERMES_HOME/.env, never from ./.env."""
 
 APPROVAL_MODES = ("ask", "always")
 _TRUE = {"1", "true", "yes", "on"}
@@ -57,6 +75,26 @@ class Config:
     web_enable_shell: bool = False
     web_enable_write: bool = False
     web_trusted_proxies: int = 0
+    secret_values: Mapping[str, str] = field(default_factory=dict, repr=False)  # every secret-named variable
+    ignored_local: tuple[str, ...] = ()  # privileged variables found in ./.env and not used
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        """Every configured secret value by variable name (scrubbed from tool output, kept from the shell)."""
+        found = {**self.secret_values, **self.api_keys}
+        if self.flask_secret_key:
+            found["FLASK_SECRET_KEY"] = self.flask_secret_key
+        if self.web_password:
+            found["HERMES_WEB_PASSWORD"] = self.web_password
+        return found
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per setting that was found but not used, for the surfaces to show."""
+        if not self.ignored_local:
+            return []
+        return [f"Ignored {', '.join(self.ignored_local)} in ./.env: settings that widen what Hermes may do "
+                "are read only from the environment or HERMES_HOME/.env."]
 
     @property
     def provider_info(self) -> Provider:
@@ -109,7 +147,7 @@ class Config:
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
         """Build a Config; raises ``ConfigError`` for an invalid value. Creates HERMES_HOME (0700)."""
-        env = _merged_environment(dict(os.environ if environ is None else environ), cwd or Path.cwd())
+        env, ignored = _merged_environment(dict(os.environ if environ is None else environ), cwd or Path.cwd())
         provider = _check_provider(env.get("HERMES_PROVIDER") or "anthropic")
         model = (env.get("HERMES_MODEL") or "").strip() or DEFAULT_MODELS[provider]
         api_base = (env.get("HERMES_API_BASE") or "").strip() or None
@@ -135,6 +173,8 @@ class Config:
             web_enable_shell=_flag(env, "HERMES_WEB_ENABLE_SHELL"),
             web_enable_write=_flag(env, "HERMES_WEB_ENABLE_WRITE"),
             web_trusted_proxies=_count(env, "HERMES_WEB_TRUSTED_PROXIES"),
+            secret_values={k: v for k, v in env.items() if is_secret_variable(k) and v.strip()},
+            ignored_local=ignored,
         )
 
 
@@ -143,13 +183,16 @@ def default_home(env: Mapping[str, str] | None = None) -> Path:
     return Path(env.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
 
 
-def _merged_environment(env: dict[str, str], cwd: Path) -> dict[str, str]:
-    local = _read_env_file(cwd / ".env")
-    home = Path(env.get("HERMES_HOME") or local.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
+def _merged_environment(env: dict[str, str], cwd: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The merged variables, and the privileged ones ./.env tried to set (left out)."""
+    home = default_home(env)
+    same = (cwd / ".env").resolve() == (home / ".env").resolve()  # started inside HERMES_HOME
+    local = {} if same else _read_env_file(cwd / ".env")
+    ignored = tuple(sorted(name for name in local if name in PRIVILEGED and name not in env))
     merged = _read_env_file(home / ".env")
-    merged.update(local)
+    merged.update({k: v for k, v in local.items() if k not in PRIVILEGED})
     merged.update(env)
-    return merged
+    return merged, ignored
 
 
 def _read_env_file(path: Path) -> dict[str, str]:

@@ -26,9 +26,14 @@ class _Redact(logging.Filter):
         return True
 
 
+def log_folder() -> Path:
+    """Where the log file lives (the file tools refuse it: logs may quote tool output)."""
+    return Path(user_log_dir("hermes", appauthor=False))
+
+
 def setup_logging(config: Config, *, level: int = logging.INFO) -> Path:
     """Log hermes_tui and litellm warnings to ``<user log dir>/hermes.log``; return its path."""
-    folder = Path(user_log_dir("hermes", appauthor=False))
+    folder = log_folder()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "hermes.log"
     handler = logging.FileHandler(path, encoding="utf-8")

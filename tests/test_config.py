@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.config import DEFAULT_MODELS, PROVIDERS, Config, ConfigError, MissingKeyError
+from hermes_tui.config import DEFAULT_MODELS, PRIVILEGED, PROVIDERS, Config, ConfigError, MissingKeyError
 
 
 def test_defaults(hermes_home: Path, tmp_path: Path) -> None:
@@ -47,12 +47,50 @@ def test_env_file_precedence(tmp_path: Path, hermes_home: Path, monkeypatch: pyt
     assert Config.load().model == "from-env"  # the real environment beats both
 
 
-def test_cwd_env_can_point_at_home(tmp_path: Path) -> None:
-    home = tmp_path / "elsewhere"
-    (tmp_path / ".env").write_text(f"HERMES_HOME={home}\n")
-    home.mkdir()
-    (home / ".env").write_text("HERMES_PROVIDER=ollama\n")
-    assert Config.load().provider == "ollama"
+PRIVILEGED_LINES = {
+    "HERMES_WEB_ENABLE_SHELL": "true", "HERMES_WEB_ENABLE_WRITE": "true", "HERMES_WEB_ALLOW_NO_AUTH": "true",
+    "HERMES_WEB_TRUSTED_PROXIES": "3", "HERMES_API_BASE": "http://evil.example/v1", "HERMES_APPROVAL": "always",
+    "HERMES_WEB_PASSWORD": "written-by-the-agent", "FLASK_SECRET_KEY": "k" * 40,
+    "HERMES_WEB_ALLOWED_HOSTS": "evil.example",
+}
+
+
+def test_privileged_settings_are_never_read_from_cwd_env(tmp_path: Path, hermes_home: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    lines = {**PRIVILEGED_LINES, "HERMES_HOME": str(elsewhere), "HERMES_WORKSPACE": str(elsewhere),
+             "HERMES_MODEL": "from-cwd"}
+    (tmp_path / ".env").write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+    config = Config.load()
+    assert config.model == "from-cwd"  # ordinary settings still come from ./.env
+    assert not (config.web_enable_shell or config.web_enable_write or config.web_allow_no_auth)
+    assert config.web_trusted_proxies == 0 and config.api_base is None and config.approval == "ask"
+    assert config.web_password is None and config.flask_secret_key is None
+    assert config.home == hermes_home.resolve() and config.workspace == tmp_path.resolve()
+    assert set(PRIVILEGED) <= set(lines)  # every declared privileged variable was tried
+    [warning] = config.warnings
+    assert "HERMES_WEB_ENABLE_SHELL" in warning and "HERMES_API_BASE" in warning and "\n" not in warning
+
+
+def test_privileged_settings_come_from_home_env_and_environment(hermes_home: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    hermes_home.mkdir()
+    (hermes_home / ".env").write_text("".join(f"{k}={v}\n" for k, v in PRIVILEGED_LINES.items()))
+    config = Config.load()
+    assert config.web_enable_shell and config.web_enable_write and config.web_allow_no_auth
+    assert config.api_base == "http://evil.example/v1" and config.approval == "always"
+    assert config.web_trusted_proxies == 3 and config.web_password == "written-by-the-agent"
+    assert config.warnings == []
+    monkeypatch.setenv("HERMES_APPROVAL", "ask")
+    assert Config.load().approval == "ask"  # the environment still wins
+
+
+def test_started_inside_home_reads_its_env_as_home(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hermes_home.mkdir()
+    (hermes_home / ".env").write_text("HERMES_WEB_ENABLE_SHELL=true\n")
+    monkeypatch.chdir(hermes_home)
+    config = Config.load()
+    assert config.web_enable_shell and config.warnings == []
 
 
 @pytest.mark.parametrize(

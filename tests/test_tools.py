@@ -173,7 +173,7 @@ def test_run_bash_caps_output_keeping_head_and_tail(registry: ToolRegistry) -> N
     result = registry.execute("run_bash", {"command": "echo HEAD; head -c 100000 /dev/zero | tr '\\0' x; echo; echo TAIL"})
     assert result.ok
     assert "HEAD" in result.output and "TAIL" in result.output
-    assert "characters cut" in result.output
+    assert "bytes cut" in result.output
     assert len(result.output) < OUTPUT_CAP + 200
 
 

@@ -31,6 +31,7 @@ from hermes_tui.events import (
 from hermes_tui.learning.curator import propose_skill, summarize_session
 from hermes_tui.llm import LLMClient, LLMError, StreamResult, ToolCallRequest
 from hermes_tui.memory.store import MemoryStore
+from hermes_tui.secrets import Secrets
 from hermes_tui.skills.manager import SkillManager
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class AgentLoop:
         self.tools = ToolRegistry(
             config.workspace, memory, skills, enable_shell=enable_shell, enable_write=enable_write,
             approver=None if config.approval == "always" else approver,
+            home=config.home, secrets=Secrets.from_config(config),
         )
         self._cancel = threading.Event()
         self._last_turn: list[dict[str, Any]] = []

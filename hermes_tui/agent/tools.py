@@ -1,8 +1,9 @@
-"""ToolRegistry: the tools the model may call, their JSON schemas, and their safe execution.
+"""ToolRegistry: the declared tools the model may call, and their safe execution.
 
 A tool problem is never an exception: unknown tools, bad JSON, wrong argument types, paths outside
-the workspace, denials and timeouts all come back as ``ToolResult(ok=False, output=...)`` with a
-message the model can act on.
+the workspace or holding secrets, denials and timeouts all come back as ``ToolResult(ok=False, ...)``
+with a message the model can act on. Every result passes through ``Secrets.scrub`` here, in
+``execute``, the one path by which tool output reaches the model, memory, logs and screens.
 """
 
 from __future__ import annotations
@@ -10,18 +11,26 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
-import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tui.agent.paths import PathError, display_path, resolve_in_workspace
+from hermes_tui.agent.paths import PathError, display_path, open_in_workspace
+from hermes_tui.agent.shell import BASH_DEFAULT_TIMEOUT, BASH_MAX_TIMEOUT, OUTPUT_CAP, run_command
+from hermes_tui.agent.toolkit import (
+    INT,
+    STR,
+    STR_LIST,
+    Tool,
+    ToolContext,
+    ToolResult,
+    check_arguments,
+    schema,
+)
 from hermes_tui.memory.store import HIT_END, HIT_START
+from hermes_tui.secrets import Secrets
 from hermes_tui.skills.schema import SkillError
 
 if TYPE_CHECKING:
@@ -31,46 +40,192 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Approver = Callable[[str, dict[str, Any]], "bool | str"]
-"""Called with (tool name, arguments) before run_bash / write_file.
+"""Called with (tool name, arguments) before a tool that needs approval.
 
 True allows the call; False denies it; a string denies it and is the reason the model is given.
 """
 
-BASH_DEFAULT_TIMEOUT = 120
-BASH_MAX_TIMEOUT = 600
-OUTPUT_CAP = 20_000  # characters of tool output handed back to the model
-READ_CAP = 200_000  # bytes read_file returns before truncating
+READ_CAP = 50_000  # bytes read_file returns per call; offset/limit page through the rest
 LIST_CAP = 500  # entries list_dir returns
-APPROVAL_TOOLS = frozenset({"run_bash", "write_file"})
+_CHUNK = 64 * 1024
+
+__all__ = ["OUTPUT_CAP", "READ_CAP", "TOOLS", "APPROVAL_TOOLS", "Approver", "ToolRegistry", "ToolResult",
+           "summary_argument"]
 
 
-@dataclass(frozen=True)
-class ToolResult:
-    ok: bool
-    output: str
+# -- handlers: run(ctx, **arguments) -> ToolResult ---------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Tool:
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    handler: Callable[..., ToolResult]
-
-    def spec(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
-        }
-
-
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required}
+def run_bash(ctx: ToolContext, command: str, timeout: int = BASH_DEFAULT_TIMEOUT) -> ToolResult:
+    if not command.strip():
+        return ToolResult(False, "run_bash: command is empty")
+    timeout = max(1, min(int(timeout), BASH_MAX_TIMEOUT))
+    outcome = run_command(command, ctx.workspace, timeout, ctx.cancel, ctx.environment)
+    if outcome.status == "timeout":
+        return ToolResult(False, f"Timed out after {timeout} s; the command and its children were killed.\n{outcome.text}")
+    if outcome.status == "cancelled":
+        return ToolResult(False, f"Cancelled by the user; the command was killed.\n{outcome.text}")
+    code = outcome.returncode
+    return ToolResult(code == 0, f"exit code {code}\n{outcome.text}" if outcome.text else f"exit code {code}")
 
 
-_STR = {"type": "string"}
-_INT = {"type": "integer"}
-_STR_LIST = {"type": "array", "items": {"type": "string"}}
+def read_file(ctx: ToolContext, path: str, offset: int = 0, limit: int = READ_CAP) -> ToolResult:
+    offset, limit = max(0, int(offset)), max(1, min(int(limit), READ_CAP))
+    with open_in_workspace(ctx.workspace, path, "read", home=ctx.home) as (fd, _real):
+        size = os.fstat(fd).st_size
+        os.lseek(fd, offset, os.SEEK_SET)
+        data = bytearray()
+        while len(data) < limit + 3:  # up to 3 more bytes to finish a cut UTF-8 character
+            if ctx.cancel.is_set():
+                return ToolResult(False, "read_file: cancelled by the user")
+            chunk = os.read(fd, min(_CHUNK, limit + 3 - len(data)))
+            if not chunk:
+                break
+            data += chunk
+    if b"\x00" in data[:8192]:
+        return ToolResult(False, f"read_file: {path!r} is a binary file ({size} bytes); it cannot be shown as text")
+    start = _char_start(data, 0)  # an offset inside a character starts at the next one
+    end = _char_start(data, min(limit, len(data))) if len(data) > limit else len(data)
+    text = bytes(data[start:end]).decode("utf-8", errors="replace")
+    first, following = offset + start, offset + end
+    if following < size:
+        text += (f"\n[... bytes {first}-{following} of {size} shown; call read_file with "
+                 f"offset={following} to read on ...]")
+    elif first > 0:
+        text += f"\n[... bytes {first}-{following} of {size} shown: end of file ...]"
+    return ToolResult(True, text)
+
+
+def write_file(ctx: ToolContext, path: str, content: str) -> ToolResult:
+    data = content.encode("utf-8")
+    with open_in_workspace(ctx.workspace, path, "write", home=ctx.home) as (fd, real):
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            if ctx.cancel.is_set():
+                return ToolResult(False, f"write_file: cancelled by the user; {path!r} is incomplete")
+            written = os.write(fd, view[:_CHUNK])
+            view = view[written:]
+    return ToolResult(True, f"wrote {len(data)} bytes to {display_path(ctx.workspace, real)}")
+
+
+def list_dir(ctx: ToolContext, path: str = ".") -> ToolResult:
+    with open_in_workspace(ctx.workspace, path, "list", home=ctx.home) as (fd, real):
+        entries = []
+        with os.scandir(fd) as listing:
+            for entry in listing:
+                if ctx.cancel.is_set():
+                    return ToolResult(False, "list_dir: cancelled by the user")
+                entries.append(_describe(entry))
+    entries.sort(key=lambda pair: pair[0])
+    lines = [line for _, line in entries[:LIST_CAP]]
+    if len(entries) > LIST_CAP:
+        lines.append(f"[... {len(entries) - LIST_CAP} more entries not shown ...]")
+    header = f"{display_path(ctx.workspace, real)}: {len(entries)} entries"
+    return ToolResult(True, "\n".join([header, *lines]))
+
+
+def search_memory(ctx: ToolContext, query: str, limit: int = 10) -> ToolResult:
+    hits = ctx.memory.search(query, limit=max(1, min(int(limit), 50)))
+    if not hits:
+        return ToolResult(True, f"No past messages match {query!r}.")
+    lines = []
+    for hit in hits:
+        when = time.strftime("%Y-%m-%d", time.localtime(hit.created))
+        snippet = hit.snippet.replace(HIT_START, "**").replace(HIT_END, "**").replace("\n", " ")
+        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {snippet}")
+    return ToolResult(True, "\n".join(lines))
+
+
+def list_skills(ctx: ToolContext) -> ToolResult:
+    skills = ctx.skills.list()
+    if not skills:
+        return ToolResult(True, "No skills saved yet.")
+    return ToolResult(True, "\n".join(
+        f"- {s.name} (v{s.version}, used {s.use_count}x): {s.description}" for s in skills
+    ))
+
+
+def use_skill(ctx: ToolContext, name: str) -> ToolResult:
+    skill = ctx.skills.get(name)
+    if skill is None:
+        return ToolResult(False, f"use_skill: no skill named {name!r}; call list_skills to see the names")
+    skill = ctx.skills.record_use(skill.name)
+    return ToolResult(True, f"# {skill.name} (v{skill.version})\n{skill.description}\n\n{skill.body}")
+
+
+def create_skill(ctx: ToolContext, name: str, description: str, body: str,
+                 triggers: list[str] | None = None) -> ToolResult:
+    try:
+        skill = ctx.skills.create(name, description, triggers or [], body)
+    except SkillError as exc:
+        return ToolResult(False, f"create_skill: {exc}")
+    return ToolResult(True, f"saved skill {skill.name} (v{skill.version})")
+
+
+# -- the declared tool set ---------------------------------------------------------------------
+
+FILE_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "run_bash",
+        "Run a bash command in the workspace folder. Returns the exit code and the combined "
+        f"stdout+stderr (long output keeps its head and tail). Default timeout {BASH_DEFAULT_TIMEOUT} s, "
+        f"at most {BASH_MAX_TIMEOUT} s.",
+        schema({"command": STR, "timeout": INT | {"description": "seconds"}}, ["command"]),
+        run_bash, needs_approval=True, cancellable=True, summary_arg="command", switch="shell",
+    ),
+    Tool(
+        "read_file",
+        f"Read a text file inside the workspace, at most {READ_CAP} bytes per call; a longer file "
+        "ends with a note giving the offset to continue from.",
+        schema({"path": STR | {"description": "relative to the workspace"},
+                "offset": INT | {"description": "byte offset to start at (default 0)"},
+                "limit": INT | {"description": f"bytes to read (default and maximum {READ_CAP})"}}, ["path"]),
+        read_file, cancellable=True, summary_arg="path",
+    ),
+    Tool(
+        "write_file", "Write a text file inside the workspace (replaces it; creates parent folders).",
+        schema({"path": STR, "content": STR}, ["path", "content"]),
+        write_file, needs_approval=True, cancellable=True, summary_arg="path", switch="write",
+    ),
+    Tool(
+        "list_dir", "List a folder inside the workspace: names, kinds and sizes.",
+        schema({"path": STR | {"description": "relative to the workspace; default ."}}, []),
+        list_dir, cancellable=True, summary_arg="path",
+    ),
+    Tool(
+        "search_memory",
+        "Full-text search over every past conversation (all sessions). Use it before saying you don't know.",
+        schema({"query": STR, "limit": INT}, ["query"]), search_memory, summary_arg="query",
+    ),
+)
+
+SKILL_TOOLS: tuple[Tool, ...] = (
+    Tool("list_skills", "List your saved skills (name, use count, description).", schema({}, []), list_skills),
+    Tool(
+        "use_skill", "Load a saved skill's step-by-step instructions by name (counts as a use).",
+        schema({"name": STR}, ["name"]), use_skill, summary_arg="name",
+    ),
+    Tool(
+        "create_skill",
+        "Save a reusable procedure as a skill: a kebab-case name, a one-line description, "
+        "trigger keywords and a markdown body of steps.",
+        schema({"name": STR, "description": STR, "triggers": STR_LIST, "body": STR},
+               ["name", "description", "body"]),
+        create_skill, summary_arg="name",
+    ),
+)
+
+TOOLS: tuple[Tool, ...] = (*FILE_TOOLS, *SKILL_TOOLS)
+APPROVAL_TOOLS = frozenset(tool.name for tool in TOOLS if tool.needs_approval)
+_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+def summary_argument(name: str, arguments: dict[str, Any]) -> str | None:
+    """The argument a one-line display of a call to ``name`` shows (``command``, ``path``...)."""
+    tool = _BY_NAME.get(name)
+    value = arguments.get(tool.summary_arg) if tool and tool.summary_arg else None
+    return value if isinstance(value, str) else None
 
 
 class ToolRegistry:
@@ -82,17 +237,21 @@ class ToolRegistry:
         memory: MemoryStore,
         skills: SkillManager,
         *,
+        home: Path | None = None,
+        secrets: Secrets | None = None,
         enable_shell: bool = True,
         enable_write: bool = True,
         approver: Approver | None = None,
+        tools: Sequence[Tool] = TOOLS,
     ) -> None:
         self.workspace = Path(os.path.realpath(workspace))
         self.memory = memory
         self.skills = skills
+        self.home = home
+        self.secrets = secrets if secrets is not None else Secrets()
         self.approver = approver
-        self._tools = {t.name: t for t in self._build(enable_shell, enable_write)}
-
-    # -- public API ---------------------------------------------------------------------------
+        switches = {"shell": enable_shell, "write": enable_write}
+        self._tools = {t.name: t for t in tools if t.switch is None or switches[t.switch]}
 
     @property
     def names(self) -> list[str]:
@@ -101,6 +260,10 @@ class ToolRegistry:
     def specs(self) -> list[dict[str, Any]]:
         """OpenAI-style function schemas of exactly the enabled tools."""
         return [tool.spec() for tool in self._tools.values()]
+
+    def needs_approval(self, name: str) -> bool:
+        tool = self._tools.get(name)
+        return tool is not None and tool.needs_approval and self.approver is not None
 
     def parse_arguments(self, arguments: dict[str, Any] | str | None) -> dict[str, Any] | str:
         """A dict of arguments, or an error message when they are not a JSON object."""
@@ -116,245 +279,59 @@ class ToolRegistry:
             return f"arguments are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object"
         return value if isinstance(value, dict) else "arguments must be a JSON object"
 
-    def execute(
-        self,
-        name: str,
-        arguments: dict[str, Any] | str | None,
-        cancel: threading.Event | None = None,
-    ) -> ToolResult:
+    def execute(self, name: str, arguments: dict[str, Any] | str | None,
+                cancel: threading.Event | None = None) -> ToolResult:
+        """Run one call; the result's output is always scrubbed of secret values."""
+        result = self._execute(name, arguments, cancel or threading.Event())
+        return ToolResult(result.ok, self.secrets.scrub(result.output))
+
+    def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event) -> ToolResult:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(False, f"Unknown tool {name!r}. Available tools: {', '.join(self._tools)}.")
         args = self.parse_arguments(arguments)
         if isinstance(args, str):
             return ToolResult(False, f"{name}: {args}")
-        problem = _check_arguments(tool.parameters, args)
+        problem = check_arguments(tool.parameters, args)
         if problem:
             return ToolResult(False, f"{name}: {problem}")
-        if name in APPROVAL_TOOLS and self.approver is not None:
+        if tool.needs_approval and self.approver is not None:
             verdict = self.approver(name, args)
             if verdict is not True:
                 return ToolResult(False, verdict if isinstance(verdict, str) else
                                   f"The user denied this {name} call. Do not retry it; ask the user how to proceed.")
+        if cancel.is_set():
+            return ToolResult(False, "Cancelled by the user before it ran.")
+        ctx = ToolContext(self.workspace, self.memory, self.skills, home=self.home, cancel=cancel,
+                          environment=self.secrets.clean_environment(os.environ))
         try:
-            extra = {"cancel": cancel} if name == "run_bash" else {}
-            return tool.handler(**args, **extra)
+            return tool.run(ctx, **args)
         except PathError as exc:
             return ToolResult(False, f"{name}: {exc}")
         except Exception as exc:  # a tool bug must not kill the turn; the model sees it as a failure
             log.exception("tool %s failed", name)
             return ToolResult(False, f"{name} failed: {type(exc).__name__}: {exc}")
 
-    # -- tool set -----------------------------------------------------------------------------
-
-    def _build(self, enable_shell: bool, enable_write: bool) -> list[_Tool]:
-        tools: list[_Tool] = []
-        if enable_shell:
-            tools.append(_Tool(
-                "run_bash",
-                "Run a bash command in the workspace folder. Returns the exit code and the combined "
-                f"stdout+stderr (long output is cut in the middle). Default timeout {BASH_DEFAULT_TIMEOUT} s, "
-                f"at most {BASH_MAX_TIMEOUT} s.",
-                _schema({"command": _STR, "timeout": _INT | {"description": "seconds"}}, ["command"]),
-                self._run_bash,
-            ))
-        tools.append(_Tool(
-            "read_file", "Read a text file inside the workspace.",
-            _schema({"path": _STR | {"description": "relative to the workspace"}}, ["path"]), self._read_file,
-        ))
-        if enable_write:
-            tools.append(_Tool(
-                "write_file", "Write a text file inside the workspace (replaces it; creates parent folders).",
-                _schema({"path": _STR, "content": _STR}, ["path", "content"]), self._write_file,
-            ))
-        tools += [
-            _Tool(
-                "list_dir", "List a folder inside the workspace: names, kinds and sizes.",
-                _schema({"path": _STR | {"description": "relative to the workspace; default ."}}, []),
-                self._list_dir,
-            ),
-            _Tool(
-                "search_memory",
-                "Full-text search over every past conversation (all sessions). Use it before saying you don't know.",
-                _schema({"query": _STR, "limit": _INT}, ["query"]), self._search_memory,
-            ),
-            _Tool("list_skills", "List your saved skills (name, use count, description).", _schema({}, []),
-                  self._list_skills),
-            _Tool(
-                "use_skill", "Load a saved skill's step-by-step instructions by name (counts as a use).",
-                _schema({"name": _STR}, ["name"]), self._use_skill,
-            ),
-            _Tool(
-                "create_skill",
-                "Save a reusable procedure as a skill: a kebab-case name, a one-line description, "
-                "trigger keywords and a markdown body of steps.",
-                _schema({"name": _STR, "description": _STR, "triggers": _STR_LIST, "body": _STR},
-                        ["name", "description", "body"]),
-                self._create_skill,
-            ),
-        ]
-        return tools
-
-    # -- handlers -----------------------------------------------------------------------------
-
-    def _run_bash(self, command: str, timeout: int = BASH_DEFAULT_TIMEOUT,
-                  cancel: threading.Event | None = None) -> ToolResult:
-        if not command.strip():
-            return ToolResult(False, "run_bash: command is empty")
-        timeout = max(1, min(int(timeout), BASH_MAX_TIMEOUT))
-        with tempfile.TemporaryFile() as out:
-            proc = subprocess.Popen(
-                ["bash", "-c", command], cwd=self.workspace, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-            outcome = _wait(proc, timeout, cancel)
-            _kill_group(proc.pid)  # no orphans: background children die with the command
-            out.seek(0)
-            text = _cap(out.read().decode("utf-8", errors="replace"), OUTPUT_CAP)
-        if outcome == "timeout":
-            return ToolResult(False, f"Timed out after {timeout} s; the command and its children were killed.\n{text}")
-        if outcome == "cancelled":
-            return ToolResult(False, f"Cancelled by the user; the command was killed.\n{text}")
-        code = proc.returncode
-        return ToolResult(code == 0, f"exit code {code}\n{text}" if text else f"exit code {code}")
-
-    def _read_file(self, path: str) -> ToolResult:
-        real = resolve_in_workspace(self.workspace, path)
-        if not real.exists():
-            return ToolResult(False, f"read_file: {path!r} does not exist")
-        if real.is_dir():
-            return ToolResult(False, f"read_file: {path!r} is a folder; use list_dir")
-        size = real.stat().st_size
-        with open(real, "rb") as fh:
-            data = fh.read(READ_CAP)
-        if b"\x00" in data[:8192]:
-            return ToolResult(False, f"read_file: {path!r} is a binary file ({size} bytes); it cannot be shown as text")
-        text = data.decode("utf-8", errors="replace")
-        if size > READ_CAP:
-            text += f"\n[... file is {size} bytes; only the first {READ_CAP} were read ...]"
-        return ToolResult(True, text)
-
-    def _write_file(self, path: str, content: str) -> ToolResult:
-        real = resolve_in_workspace(self.workspace, path)
-        if real.is_dir():
-            return ToolResult(False, f"write_file: {path!r} is a folder")
-        real.parent.mkdir(parents=True, exist_ok=True)
-        # O_NOFOLLOW: a symlink planted at the last component after the check is not followed.
-        fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(content)
-        return ToolResult(True, f"wrote {len(content.encode('utf-8'))} bytes to {display_path(self.workspace, real)}")
-
-    def _list_dir(self, path: str = ".") -> ToolResult:
-        real = resolve_in_workspace(self.workspace, path)
-        if not real.is_dir():
-            return ToolResult(False, f"list_dir: {path!r} is not a folder")
-        entries = sorted(os.scandir(real), key=lambda e: (not e.is_dir(follow_symlinks=False), e.name))
-        lines = [_describe(entry) for entry in entries[:LIST_CAP]]
-        if len(entries) > LIST_CAP:
-            lines.append(f"[... {len(entries) - LIST_CAP} more entries not shown ...]")
-        header = f"{display_path(self.workspace, real)}: {len(entries)} entries"
-        return ToolResult(True, "\n".join([header, *lines]))
-
-    def _search_memory(self, query: str, limit: int = 10) -> ToolResult:
-        hits = self.memory.search(query, limit=max(1, min(int(limit), 50)))
-        if not hits:
-            return ToolResult(True, f"No past messages match {query!r}.")
-        lines = []
-        for hit in hits:
-            when = time.strftime("%Y-%m-%d", time.localtime(hit.created))
-            snippet = hit.snippet.replace(HIT_START, "**").replace(HIT_END, "**").replace("\n", " ")
-            lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {snippet}")
-        return ToolResult(True, "\n".join(lines))
-
-    def _list_skills(self) -> ToolResult:
-        skills = self.skills.list()
-        if not skills:
-            return ToolResult(True, "No skills saved yet.")
-        return ToolResult(True, "\n".join(
-            f"- {s.name} (v{s.version}, used {s.use_count}x): {s.description}" for s in skills
-        ))
-
-    def _use_skill(self, name: str) -> ToolResult:
-        skill = self.skills.get(name)
-        if skill is None:
-            return ToolResult(False, f"use_skill: no skill named {name!r}; call list_skills to see the names")
-        skill = self.skills.record_use(skill.name)
-        return ToolResult(True, f"# {skill.name} (v{skill.version})\n{skill.description}\n\n{skill.body}")
-
-    def _create_skill(self, name: str, description: str, body: str, triggers: list[str] | None = None) -> ToolResult:
-        try:
-            skill = self.skills.create(name, description, triggers or [], body)
-        except SkillError as exc:
-            return ToolResult(False, f"create_skill: {exc}")
-        return ToolResult(True, f"saved skill {skill.name} (v{skill.version})")
-
 
 # -- helpers ----------------------------------------------------------------------------------
 
 
-def _check_arguments(schema: dict[str, Any], args: dict[str, Any]) -> str | None:
-    """Validate against our own small schemas: required keys and primitive types."""
-    properties = schema["properties"]
-    missing = [key for key in schema["required"] if key not in args]
-    if missing:
-        return f"missing required argument(s): {', '.join(missing)}"
-    for key, value in args.items():
-        spec = properties.get(key)
-        if spec is None:
-            return f"unexpected argument {key!r}; allowed: {', '.join(properties) or 'none'}"
-        kind = spec["type"]
-        if kind == "string" and not isinstance(value, str):
-            return f"{key!r} must be a string"
-        if kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
-            if not (isinstance(value, float) and value.is_integer()):
-                return f"{key!r} must be an integer"
-        if kind == "array" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            return f"{key!r} must be a list of strings"
-    return None
+def _char_start(data: bytearray, index: int) -> int:
+    """``index`` moved forward past UTF-8 continuation bytes (at most 3), so no character is split."""
+    for _ in range(3):
+        if index < len(data) and data[index] & 0xC0 == 0x80:
+            index += 1
+    return index
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            proc.wait(timeout=0.05)
-            return "done"
-        except subprocess.TimeoutExpired:
-            pass
-        if cancel is not None and cancel.is_set():
-            _kill_group(proc.pid)
-            proc.wait()
-            return "cancelled"
-        if time.monotonic() >= deadline:
-            _kill_group(proc.pid)
-            proc.wait()
-            return "timeout"
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _cap(text: str, limit: int) -> str:
-    """Keep the head and the tail of long output, saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    cut = len(text) - 2 * half
-    return f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"
-
-
-def _describe(entry: os.DirEntry[str]) -> str:
+def _describe(entry: os.DirEntry[str]) -> tuple[tuple[bool, str], str]:
+    """(sort key: folders first, then by name; the listing line)."""
     if entry.is_symlink():
-        return f"{entry.name} -> (symlink)"
+        return (True, entry.name), f"{entry.name} -> (symlink)"
     if entry.is_dir(follow_symlinks=False):
-        return f"{entry.name}/"
+        return (False, entry.name), f"{entry.name}/"
     try:
         size = entry.stat(follow_symlinks=False).st_size
     except OSError:
-        return entry.name
-    return f"{entry.name}  {size} B"
+        return (True, entry.name), entry.name
+    return (True, entry.name), f"{entry.name}  {size} B"

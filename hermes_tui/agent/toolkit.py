@@ -1,0 +1,92 @@
+"""The shape of a tool: one declared ``Tool`` record per tool, so adding a tool is one edit.
+
+Kept apart from ``tools.py`` so other modules (the skill tools) can declare records without a
+circular import: ``tools.py`` only gathers the records and executes them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.skills.manager import SkillManager
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    output: str
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use. ``home`` is HERMES_HOME (refused to the file tools); ``cancel`` is set
+    when the user stops the turn, and cancellable tools return soon after."""
+
+    workspace: Path
+    memory: MemoryStore
+    skills: SkillManager
+    home: Path | None = None
+    environment: dict[str, str] | None = None  # run_bash's environment, already stripped of secrets
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool the model may call.
+
+    ``run(ctx, **arguments)`` returns a ``ToolResult``; raising ``PathError`` is turned into a failed
+    result. ``needs_approval``: the approver is asked first. ``cancellable``: ``run`` watches
+    ``ctx.cancel``. ``summary_arg``: the argument a one-line display of the call shows. ``switch``:
+    the surface option (``shell``/``write``) that removes the tool when off.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Callable[..., ToolResult]
+    needs_approval: bool = False
+    cancellable: bool = False
+    summary_arg: str | None = None
+    switch: Literal["shell", "write"] | None = None
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required}
+
+
+STR: dict[str, Any] = {"type": "string"}
+INT: dict[str, Any] = {"type": "integer"}
+STR_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+
+
+def check_arguments(parameters: dict[str, Any], args: dict[str, Any]) -> str | None:
+    """Validate against our own small schemas: required keys and primitive types."""
+    properties = parameters["properties"]
+    missing = [key for key in parameters["required"] if key not in args]
+    if missing:
+        return f"missing required argument(s): {', '.join(missing)}"
+    for key, value in args.items():
+        spec = properties.get(key)
+        if spec is None:
+            return f"unexpected argument {key!r}; allowed: {', '.join(properties) or 'none'}"
+        kind = spec["type"]
+        if kind == "string" and not isinstance(value, str):
+            return f"{key!r} must be a string"
+        if kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
+            if not (isinstance(value, float) and value.is_integer()):
+                return f"{key!r} must be an integer"
+        if kind == "array" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return f"{key!r} must be a list of strings"
+    return None
