@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tui.memory import search as search_module
 from hermes_tui.memory import store as store_module
 from hermes_tui.memory.store import (
     HIT_END,
@@ -258,7 +259,7 @@ def test_only_the_newest_candidates_are_ranked(
     plain = add_all(store, sid, [f"a kernel mention number {i} in a sentence" for i in range(4)])
 
     assert ids(store.search("kernel"))[0] == dense  # few matches: ranked exactly
-    monkeypatch.setattr(store_module, "CANDIDATES", 3)
+    monkeypatch.setattr(search_module, "CANDIDATES", 3)
     assert set(ids(store.search("kernel"))) == set(plain[-3:])  # the documented trade-off
 
 
@@ -271,16 +272,12 @@ def test_words_beyond_the_scoring_budget_only_filter(
     plain = store.add_message(sid, "user", "a kernel mention in a sentence")
 
     assert ids(store.search("kernel")) == [dense, plain]
-    monkeypatch.setattr(store_module, "SCORING_POSTINGS", 0)
+    monkeypatch.setattr(search_module, "SCORING_POSTINGS", 0)
     hits = store.search("kernel")
     assert ids(hits) == [plain, dense] and {h.score for h in hits} == {0.0}  # newest first
 
 
-@pytest.mark.parametrize("scan_rows", [0, 10**9], ids=["lookup", "scan"])
-def test_any_word_snippets_by_lookup_or_scan(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, scan_rows: int
-) -> None:
-    monkeypatch.setattr(store_module, "SCAN_ROWS_PER_WORD", scan_rows)
+def test_any_word_snippets(store: MemoryStore) -> None:
     sid = store.new_session()
     add_all(store, sid, FILLER)
     alpha = store.add_message(sid, "user", "only alpha here")
@@ -345,16 +342,19 @@ def test_updates_and_deletes_keep_the_index_in_step(store: MemoryStore) -> None:
     sid = store.new_session()
     add_all(store, sid, FILLER)
     mid = store.add_message(sid, "user", "original wording")
-    conn = sqlite3.connect(store.path)
-    with conn:
+    with store._write() as conn:  # noqa: SLF001 - the index function lives on store connections
         conn.execute("UPDATE messages SET content = 'revised wording' WHERE id = ?", (mid,))
     assert store.search("original") == []
     assert ids(store.search("revised")) == [mid]
-    with conn:
+    with store._write() as conn:  # noqa: SLF001
         conn.execute("DELETE FROM messages WHERE id = ?", (mid,))
         conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
-    conn.close()
+        conn.execute("INSERT INTO sessions_fts (sessions_fts) VALUES ('integrity-check')")
     assert store.search("revised") == []
+    plain = sqlite3.connect(store.path)  # a connection without the function cannot corrupt it
+    with pytest.raises(sqlite3.OperationalError, match="hermes_index_text"):
+        plain.execute("DELETE FROM messages")
+    plain.close()
 
 
 HOSTILE_QUERIES = [

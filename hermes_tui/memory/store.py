@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sqlite3
 import threading
 import time
@@ -22,31 +21,18 @@ from typing import Any
 
 from sqlite_utils import Database
 
-log = logging.getLogger(__name__)
+from hermes_tui.memory import search as ranking
+from hermes_tui.memory.query import parse
+from hermes_tui.memory.search import SearchHit, SessionHit
+from hermes_tui.memory.text import ELLIPSIS, HIT_END, HIT_START, index_text
 
-HIT_START = "\x02"
-"""Starts a matched word in a snippet (STX). The index sees message text with STX and ETX
-blanked (see ``_FTS_SCHEMA``), so in a snippet they can only be markers."""
-HIT_END = "\x03"
-"""Ends a matched word in a snippet (ETX)."""
-ELLIPSIS = "…"
+__all__ = ["HIT_END", "HIT_START", "MemoryStore", "Message", "SearchHit", "SessionHit", "SessionInfo"]
+
+log = logging.getLogger(__name__)
 
 ROLES = ("system", "user", "assistant", "tool")
 BUSY_TIMEOUT_MS = 10_000
-SNIPPET_TOKENS = 16
 FIRST_LINE_CHARS = 120
-
-MAX_TERMS = 16
-CANDIDATES = 1000
-"""How many of the newest matches a search ranks by relevance (see ``MemoryStore.search``)."""
-DENSITY_SAMPLE = 4000
-"""Newest messages sampled to estimate the share of messages a term occurs in."""
-FREQUENT = 0.5
-"""A word in at least this share of messages has an IDF of ~0 in bm25: it cannot rank."""
-SCORING_POSTINGS = 100_000
-"""bm25 reads each scored word's whole posting list (~15 ns a posting): the budget for that."""
-SCAN_ROWS_PER_WORD = 10_000
-"""Snippets: scanning this many matches costs about as much as one word's per-hit lookups."""
 
 
 @dataclass(frozen=True)
@@ -82,16 +68,6 @@ class SessionInfo:
     last_activity: float
     message_count: int
     first_user_line: str | None
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    session_id: int
-    message_id: int
-    role: str
-    snippet: str
-    created: float
-    score: float
 
 
 # --------------------------------------------------------------------------- schema
@@ -184,7 +160,78 @@ def _v1_core(db: Database) -> None:
         db.execute(sql)
 
 
-MIGRATIONS: list[Callable[[Database], None]] = [_v1_core]
+_V2_INDEX = (
+    # Replaces v1's index: what it sees of a message now comes from text.index_text (escapes
+    # and control characters removed, CJK runs as character pairs, huge texts by head and
+    # tail), a Python function every store connection registers. Triggers as in v1.
+    "DROP TRIGGER messages_fts_insert",
+    "DROP TRIGGER messages_fts_delete",
+    "DROP TRIGGER messages_fts_update_old",
+    "DROP TRIGGER messages_fts_update_new",
+    "DROP TABLE messages_fts",
+    "DROP VIEW messages_fts_source",
+    """
+    CREATE VIEW messages_fts_source AS
+    SELECT id,
+           hermes_index_text(content) AS content,
+           trim(coalesce(name, '') || ' ' || coalesce(
+               (SELECT group_concat(json_extract(value, '$.function.name'), ' ')
+                  FROM json_each(tool_calls) WHERE type = 'object'), '')) AS tool_names
+      FROM messages
+    """,
+    *_FTS_SCHEMA[1:],
+    # (FTS5's 'rebuild' fails with "SQL logic error" on this view; a plain copy does the same.)
+    "INSERT INTO messages_fts (rowid, content, tool_names)"
+    " SELECT id, content, tool_names FROM messages_fts_source",
+    # Session titles and summaries, searchable the same way (search_sessions).
+    """
+    CREATE VIEW sessions_fts_source AS
+    SELECT id, hermes_index_text(title) AS title, hermes_index_text(summary) AS summary
+      FROM sessions
+    """,
+    """
+    CREATE VIRTUAL TABLE sessions_fts USING fts5(
+        title, summary,
+        content = 'sessions_fts_source', content_rowid = 'id',
+        tokenize = 'porter unicode61'
+    )
+    """,
+    """
+    CREATE TRIGGER sessions_fts_insert AFTER INSERT ON sessions BEGIN
+        INSERT INTO sessions_fts (rowid, title, summary)
+        SELECT id, title, summary FROM sessions_fts_source WHERE id = new.id;
+    END
+    """,
+    """
+    CREATE TRIGGER sessions_fts_delete BEFORE DELETE ON sessions BEGIN
+        INSERT INTO sessions_fts (sessions_fts, rowid, title, summary)
+        SELECT 'delete', id, title, summary FROM sessions_fts_source WHERE id = old.id;
+    END
+    """,
+    """
+    CREATE TRIGGER sessions_fts_update_old BEFORE UPDATE OF title, summary ON sessions BEGIN
+        INSERT INTO sessions_fts (sessions_fts, rowid, title, summary)
+        SELECT 'delete', id, title, summary FROM sessions_fts_source WHERE id = old.id;
+    END
+    """,
+    """
+    CREATE TRIGGER sessions_fts_update_new AFTER UPDATE OF title, summary ON sessions BEGIN
+        INSERT INTO sessions_fts (rowid, title, summary)
+        SELECT id, title, summary FROM sessions_fts_source WHERE id = new.id;
+    END
+    """,
+    "INSERT INTO sessions_fts (rowid, title, summary)"
+    " SELECT id, title, summary FROM sessions_fts_source",
+)
+
+
+def _v2_clean_cjk_index(db: Database) -> None:
+    """Index clean text, CJK by character pairs, huge messages by head and tail; summaries."""
+    for sql in _V2_INDEX:
+        db.execute(sql)
+
+
+MIGRATIONS: list[Callable[[Database], None]] = [_v1_core, _v2_clean_cjk_index]
 """Ordered schema steps; step i brings ``PRAGMA user_version`` from i to i + 1.
 
 Append only: a new table (e.g. for the web dashboard) is a new function at the end. Each step
@@ -282,6 +329,8 @@ class MemoryStore:
         # NORMAL in WAL mode: commits survive an application crash without an fsync per message.
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
+        # The index's view calls it; deterministic, so SQLite may use it in triggers and views.
+        conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
         # Freed pages are zeroed, so forgotten text cannot be read back from the file.
         conn.execute("PRAGMA secure_delete = ON")
         return conn
@@ -457,42 +506,32 @@ class MemoryStore:
     # -- search
 
     def search(self, query: str, limit: int = 20, session_id: int | None = None) -> list[SearchHit]:
-        """Messages containing every word of ``query``, else any of them; best first.
+        """Messages matching ``query`` (syntax: ``query.py``), best first; see ``search.py``.
 
-        No text can make this raise: the query is cut into words the way the index cuts text
-        (runs of letters and digits; everything else, FTS5 syntax included, separates) and
-        each of the first ``MAX_TERMS`` words is quoted. No words: ``[]``.
-
-        Ranking is FTS5's bm25, newest (highest id) first among equal scores, within two bounds
-        that keep a search in milliseconds at millions of messages (bench/memory_search.py):
-
-        * Only the newest ``CANDIDATES`` matches are ranked: FTS5 walks postings newest first
-          and stops there, whereas ``ORDER BY rank`` scores every match, for "the" every
-          message (over a second at 1M). Rarer queries are thus ranked exactly; a common one
-          ranks its recent matches, usually what one wants from a personal history.
-        * bm25 reads each word's whole posting list once per query, so only the rarest words,
-          together within ``SCORING_POSTINGS`` postings, are scored; the others still filter.
-          Words in half the messages or more weigh ~0 in bm25 anyway (its IDF floor). When no
-          word qualifies, hits are simply newest first, with score 0.
-
-        When no message has every word, each word (near-universal ones left out) is searched
-        in its own newest window and the per-word bm25 scores are summed, which is what bm25
-        gives an OR query.
-
-        ``SearchHit.score`` is ``-bm25`` (higher is better). Snippets mark the query's words
+        No text can make this raise: the query is parsed into quoted tokens and operators we
+        write, and malformed syntax degrades to plain words. No words: ``[]``.
+        ``SearchHit.score`` is ``-bm25`` (higher is better); snippets mark the query's words
         with ``HIT_START``/``HIT_END``.
         """
-        if limit <= 0 or not _WORD.search(query):
+        parsed = parse(query)
+        if limit <= 0 or parsed.empty:
             return []
         with self._read() as conn:
-            scope = _Scope.of(conn, session_id)
+            scope = ranking.Scope.of(conn, session_id, parsed.roles)
             if scope is None:
                 return []
-            parsed = _Query.parse(conn, query)
-            ranked = _rank_all(conn, parsed, scope)
-            if ranked or len(parsed.words) == 1:
-                return _hits(conn, ranked[:limit], _all_of(parsed.words), scan=True)
-            return _search_any(conn, parsed, scope, limit)
+            return ranking.search(conn, parsed, scope, limit)
+
+
+    def search_sessions(self, query: str, limit: int = 5) -> list[SessionHit]:
+        """Sessions whose title or summary matches any word of ``query``, best first.
+
+        Same syntax as ``search`` (role and tool filters do not apply to sessions)."""
+        parsed = parse(query)
+        if limit <= 0 or not parsed.clauses:
+            return []
+        with self._read() as conn:
+            return ranking.search_sessions(conn, parsed, limit)
 
 
 _INSERT_MESSAGE_SQL = (
@@ -567,9 +606,10 @@ def _referrers(conn: sqlite3.Connection, table: str) -> list[tuple[str, str, str
 
 
 def _optimize_index(conn: sqlite3.Connection) -> None:
-    """Merge the FTS5 index into one segment: a delete only adds a tombstone, and the words
+    """Merge each FTS5 index into one segment: a delete only adds a tombstone, and the words
     of a forgotten message stay in the old segment until a merge that includes it."""
-    conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+    for table in ("messages_fts", "sessions_fts"):
+        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
 def _user_version(conn: sqlite3.Connection) -> int:
@@ -621,213 +661,3 @@ def _session_info(row: tuple[Any, ...]) -> SessionInfo:
         message_count=row[6],
         first_user_line=_first_line(row[7]),
     )
-
-
-# --------------------------------------------------------------------------- search helpers
-
-_WORD = re.compile(r"[^\W_]+")
-"""Runs of letters and digits: what the unicode61 tokenizer keeps, so each term is one token."""
-
-
-def _query_words(text: str) -> list[str]:
-    words: dict[str, None] = {}
-    for match in _WORD.finditer(text):
-        words.setdefault(match.group().lower())
-        if len(words) == MAX_TERMS:
-            break
-    return list(words)
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def _all_of(terms: Iterable[str]) -> str:
-    return " AND ".join(_quote(t) for t in terms)
-
-
-def _any_of(terms: Iterable[str]) -> str:
-    return " OR ".join(_quote(t) for t in terms)
-
-
-@dataclass(frozen=True)
-class _Query:
-    """The query's words with the share of messages each occurs in, estimated cheaply."""
-
-    words: list[str]
-    share: dict[str, float]
-    indexed: int  # messages in the index (the largest rowid)
-
-    @classmethod
-    def parse(cls, conn: sqlite3.Connection, text: str) -> _Query:
-        words = _query_words(text)
-        (indexed,) = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
-        # Counting in the newest rows costs at most DENSITY_SAMPLE postings whatever the term,
-        # and FTS5 applies the same stemming as in the real query.
-        sample = max(1, min(DENSITY_SAMPLE, indexed))
-        share = {}
-        for word in words:
-            (count,) = conn.execute(
-                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ? AND rowid > ?",
-                (_quote(word), indexed - sample),
-            ).fetchone()
-            share[word] = count / sample
-        return cls(words, share, indexed)
-
-    def common(self, word: str) -> bool:
-        return self.share[word] >= FREQUENT
-
-    def scoring(self, words: list[str]) -> list[str]:
-        """The rarest of ``words`` whose posting lists bm25 can read within the budget."""
-        chosen: list[str] = []
-        postings = 0.0
-        for word in sorted(words, key=self.share.__getitem__):
-            postings += self.share[word] * self.indexed
-            if self.common(word) or postings > SCORING_POSTINGS:
-                break
-            chosen.append(word)
-        return chosen
-
-
-@dataclass(frozen=True)
-class _Scope:
-    """The rowid range to search, and the session to keep when searching one session."""
-
-    low: int
-    high: int
-    session_id: int | None
-
-    @classmethod
-    def of(cls, conn: sqlite3.Connection, session_id: int | None) -> _Scope | None:
-        # Two subqueries: SQLite answers a lone min() or max() from the index, not both at once.
-        where, args = ("", ()) if session_id is None else (" WHERE session_id = ?", (session_id,))
-        low, high = conn.execute(
-            f"SELECT (SELECT min(id) FROM messages{where}), (SELECT max(id) FROM messages{where})",
-            args * 2,
-        ).fetchone()
-        return None if low is None else cls(low, high, session_id)
-
-
-def _newest(conn: sqlite3.Connection, expr: str, scope: _Scope, limit: int) -> list[int]:
-    """Rowids matching ``expr`` in scope, newest first; FTS5 stops after ``limit``."""
-    if scope.session_id is None:
-        sql = (
-            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
-            " AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?"
-        )
-        args: tuple[Any, ...] = (expr, scope.low, scope.high, limit)
-    else:
-        sql = (
-            "SELECT f.rowid FROM messages_fts f JOIN messages m ON m.id = f.rowid"
-            " WHERE messages_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND m.session_id = ?"
-            " ORDER BY f.rowid DESC LIMIT ?"
-        )
-        args = (expr, scope.low, scope.high, scope.session_id, limit)
-    return [row[0] for row in conn.execute(sql, args)]
-
-
-def _bm25(conn: sqlite3.Connection, words: list[str], rowids: list[int]) -> dict[int, float]:
-    """bm25 of ``words`` (all required) for ``rowids``, in one pass over their rowid range.
-
-    "+rowid" keeps the IN list a plain filter (one index lookup per value would recount the
-    words' postings each time); as a WHERE filter it also spares bm25 for rows not wanted.
-    """
-    marks = ",".join("?" * len(rowids))
-    return dict(
-        conn.execute(
-            "SELECT rowid, bm25(messages_fts) FROM messages_fts WHERE messages_fts MATCH ?"
-            f" AND rowid BETWEEN ? AND ? AND +rowid IN ({marks})",
-            (_all_of(words), min(rowids), max(rowids), *rowids),
-        )
-    )
-
-
-def _ranked(scores: dict[int, float]) -> list[tuple[int, float]]:
-    """Best bm25 (most negative) first, newest first among equals."""
-    return sorted(scores.items(), key=lambda item: (item[1], -item[0]))
-
-
-def _rank_all(conn: sqlite3.Connection, query: _Query, scope: _Scope) -> list[tuple[int, float]]:
-    """AND: the newest candidates containing every word, ranked by bm25 of the scoring words."""
-    candidates = _newest(conn, _all_of(query.words), scope, CANDIDATES)
-    scores = dict.fromkeys(candidates, 0.0)
-    scoring = query.scoring(query.words)
-    if candidates and scoring:
-        scores.update(_bm25(conn, scoring, candidates))
-    return _ranked(scores)
-
-
-def _rank_any(
-    conn: sqlite3.Connection, query: _Query, pool: list[str], scope: _Scope, limit: int
-) -> list[tuple[int, float]]:
-    """OR: each word's newest candidates, scored word by word and summed.
-
-    bm25 of an OR query is the sum of its words' bm25, so this is exact for rows inside every
-    word's window; giving each word its own window keeps a rare word's older hits from being
-    crowded out by a common word's recent ones.
-    """
-    scoring = set(query.scoring(pool))
-    per_word = max(limit, CANDIDATES // len(pool))
-    scores: dict[int, float] = {}
-    for word in pool:
-        candidates = _newest(conn, _quote(word), scope, per_word)
-        part = _bm25(conn, [word], candidates) if candidates and word in scoring else {}
-        for rowid in candidates:
-            scores[rowid] = scores.get(rowid, 0.0) + part.get(rowid, 0.0)
-    return _ranked(scores)
-
-
-def _search_any(
-    conn: sqlite3.Connection, query: _Query, scope: _Scope, limit: int
-) -> list[SearchHit]:
-    """The OR fallback. A hit on a near-universal word alone is noise, so those are left out."""
-    pool = [w for w in query.words if not query.common(w)] or query.words
-    top = _rank_any(conn, query, pool, scope, limit)[:limit]
-    if not top:
-        return []
-    span = max(r for r, _ in top) - min(r for r, _ in top)
-    matches_in_span = span * min(1.0, sum(query.share[w] for w in pool))
-    scan = matches_in_span <= SCAN_ROWS_PER_WORD * len(pool)
-    return _hits(conn, top, _any_of(pool), scan=scan)
-
-
-def _hits(
-    conn: sqlite3.Connection, ranked: list[tuple[int, float]], expr: str, *, scan: bool
-) -> list[SearchHit]:
-    """Hydrate the final hits: metadata by primary key, snippets from FTS5.
-
-    ``scan`` reads the snippets in one pass over the hits' rowid range, cheap when that range
-    holds few other matches (the AND case: at most ``CANDIDATES``); otherwise each hit is
-    looked up on its own, which costs a seek per word and index segment (~0.15 ms a word).
-    """
-    if not ranked:
-        return []
-    rowids = [rowid for rowid, _ in ranked]
-    marks = ",".join("?" * len(rowids))
-    meta = {
-        row[0]: row[1:]
-        for row in conn.execute(
-            f"SELECT id, session_id, role, created FROM messages WHERE id IN ({marks})", rowids
-        )
-    }
-    where = "rowid BETWEEN ? AND ? AND +rowid" if scan else "rowid"
-    span = (min(rowids), max(rowids)) if scan else ()
-    snippets = dict(
-        conn.execute(
-            "SELECT rowid, snippet(messages_fts, -1, ?, ?, ?, ?) FROM messages_fts"
-            f" WHERE messages_fts MATCH ? AND {where} IN ({marks})",
-            (HIT_START, HIT_END, ELLIPSIS, SNIPPET_TOKENS, expr, *span, *rowids),
-        )
-    )
-    return [
-        SearchHit(
-            session_id=meta[rowid][0],
-            message_id=rowid,
-            role=meta[rowid][1],
-            snippet=snippets.get(rowid) or "",
-            created=meta[rowid][2],
-            score=-score or 0.0,
-        )
-        for rowid, score in ranked
-        if rowid in meta
-    ]

@@ -1,0 +1,281 @@
+"""Ranked search over the FTS5 index, bounded to milliseconds at millions of messages.
+
+Ranking is FTS5's bm25, newest (highest id) first among equal scores, within bounds that keep a
+search fast whatever the query (bench/memory_search.py):
+
+* Only the newest ``CANDIDATES`` matches are ranked: FTS5 walks postings newest first and stops
+  there, whereas ``ORDER BY rank`` scores every match, for "the" every message (over a second
+  at 1M). Rarer queries are thus ranked exactly; a common one ranks its recent matches.
+* bm25 reads each scored clause's whole posting list once per query, so only the rarest
+  clauses, together within ``SCORING_POSTINGS`` postings, are scored; the others still filter.
+  Words in half the messages or more weigh ~0 in bm25 anyway (its IDF floor). When no clause
+  qualifies, hits are simply newest first, with score 0.
+* Snippets are cut in Python from a bounded slice of each hit (see ``text.snippet``).
+
+When no message matches every clause, each clause (near-universal ones left out) is searched in
+its own newest window and the per-clause bm25 scores are summed, which is what bm25 gives an OR
+query.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_tui.memory.query import Clause, Query
+from hermes_tui.memory.text import INDEX_TAIL, SNIPPET_SCAN, Highlight, snippet
+
+CANDIDATES = 1000
+"""How many of the newest matches a search ranks by relevance."""
+DENSITY_SAMPLE = 4000
+"""Newest messages sampled to estimate the share of messages a clause occurs in."""
+FREQUENT = 0.5
+"""A word in at least this share of messages has an IDF of ~0 in bm25: it cannot rank."""
+SCORING_POSTINGS = 100_000
+"""bm25 reads each scored word's whole posting list (~15 ns a posting): the budget for that."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    session_id: int
+    message_id: int
+    role: str
+    snippet: str
+    created: float
+    score: float
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The rowid range to search, and the session and roles to keep."""
+
+    low: int
+    high: int
+    session_id: int | None
+    roles: tuple[str, ...]
+
+    @classmethod
+    def of(cls, conn: sqlite3.Connection, session_id: int | None, roles: tuple[str, ...]) -> Scope | None:
+        # Two subqueries: SQLite answers a lone min() or max() from the index, not both at once.
+        where, args = ("", ()) if session_id is None else (" WHERE session_id = ?", (session_id,))
+        low, high = conn.execute(
+            f"SELECT (SELECT min(id) FROM messages{where}), (SELECT max(id) FROM messages{where})",
+            args * 2,
+        ).fetchone()
+        return None if low is None else cls(low, high, session_id, roles)
+
+    def join(self) -> tuple[str, tuple[Any, ...]]:
+        """SQL (joined to ``messages m``) and arguments for the session and role filters."""
+        sql, args = "", ()
+        if self.session_id is not None:
+            sql, args = " AND m.session_id = ?", (self.session_id,)
+        if self.roles:
+            sql += f" AND m.role IN ({','.join('?' * len(self.roles))})"
+            args += self.roles
+        return sql, args
+
+
+@dataclass(frozen=True)
+class Density:
+    """Each clause's share of messages, estimated cheaply from the newest rows."""
+
+    share: dict[Clause, float]
+    indexed: int  # messages in the index (the largest rowid)
+
+    @classmethod
+    def of(cls, conn: sqlite3.Connection, query: Query) -> Density:
+        (indexed,) = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
+        # Counting in the newest rows costs at most DENSITY_SAMPLE postings whatever the clause,
+        # and FTS5 applies the same stemming as in the real query.
+        sample = max(1, min(DENSITY_SAMPLE, indexed))
+        share = {}
+        for clause in query.clauses:
+            (count,) = conn.execute(
+                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ? AND rowid > ?",
+                (clause.fts(), indexed - sample),
+            ).fetchone()
+            share[clause] = count / sample
+        return cls(share, indexed)
+
+    def common(self, clause: Clause) -> bool:
+        return self.share[clause] >= FREQUENT
+
+    def scoring(self, clauses: tuple[Clause, ...]) -> list[Clause]:
+        """The rarest of ``clauses`` whose posting lists bm25 can read within the budget."""
+        chosen: list[Clause] = []
+        postings = 0.0
+        for clause in sorted(clauses, key=self.share.__getitem__):
+            postings += self.share[clause] * self.indexed
+            if self.common(clause) or postings > SCORING_POSTINGS:
+                break
+            chosen.append(clause)
+        return chosen
+
+
+def search(conn: sqlite3.Connection, query: Query, scope: Scope, limit: int) -> list[SearchHit]:
+    """Messages matching every clause of ``query``, else any clause; best first (see module)."""
+    density = Density.of(conn, query)
+    ranked = _rank_all(conn, query, density, scope)
+    if not ranked and len(query.clauses) > 1:
+        ranked = _rank_any(conn, query, density, scope, limit)
+    return _hits(conn, ranked[:limit], query.highlights())
+
+
+def _newest(conn: sqlite3.Connection, expr: str, scope: Scope, limit: int) -> list[int]:
+    """Rowids matching ``expr`` in scope, newest first; FTS5 stops after ``limit``."""
+    extra, extra_args = scope.join()
+    if not extra:
+        sql = (
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+            " AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?"
+        )
+        return [r[0] for r in conn.execute(sql, (expr, scope.low, scope.high, limit))]
+    sql = (
+        "SELECT f.rowid FROM messages_fts f JOIN messages m ON m.id = f.rowid"
+        f" WHERE messages_fts MATCH ? AND f.rowid BETWEEN ? AND ?{extra}"
+        " ORDER BY f.rowid DESC LIMIT ?"
+    )
+    return [r[0] for r in conn.execute(sql, (expr, scope.low, scope.high, *extra_args, limit))]
+
+
+def _bm25(conn: sqlite3.Connection, clauses: list[Clause], rowids: list[int]) -> dict[int, float]:
+    """bm25 of ``clauses`` (all required) for ``rowids``, in one pass over their rowid range.
+
+    "+rowid" keeps the IN list a plain filter (one index lookup per value would recount the
+    words' postings each time); as a WHERE filter it also spares bm25 for rows not wanted.
+    """
+    marks = ",".join("?" * len(rowids))
+    return dict(
+        conn.execute(
+            "SELECT rowid, bm25(messages_fts) FROM messages_fts WHERE messages_fts MATCH ?"
+            f" AND rowid BETWEEN ? AND ? AND +rowid IN ({marks})",
+            (" AND ".join(c.fts() for c in clauses), min(rowids), max(rowids), *rowids),
+        )
+    )
+
+
+def _ranked(scores: dict[int, float]) -> list[tuple[int, float]]:
+    """Best bm25 (most negative) first, newest first among equals."""
+    return sorted(scores.items(), key=lambda item: (item[1], -item[0]))
+
+
+def _rank_all(
+    conn: sqlite3.Connection, query: Query, density: Density, scope: Scope
+) -> list[tuple[int, float]]:
+    """AND: the newest candidates matching everything, ranked by bm25 of the scoring clauses."""
+    candidates = _newest(conn, query.expression(), scope, CANDIDATES)
+    scores = dict.fromkeys(candidates, 0.0)
+    scoring = density.scoring(query.clauses)
+    if candidates and scoring:
+        scores.update(_bm25(conn, scoring, candidates))
+    return _ranked(scores)
+
+
+def _rank_any(
+    conn: sqlite3.Connection, query: Query, density: Density, scope: Scope, limit: int
+) -> list[tuple[int, float]]:
+    """OR: each clause's newest candidates, scored clause by clause and summed.
+
+    bm25 of an OR query is the sum of its parts' bm25, so this is exact for rows inside every
+    clause's window; giving each its own window keeps a rare word's older hits from being
+    crowded out by a common word's recent ones. A hit on a near-universal word alone is noise,
+    so those are left out.
+    """
+    pool = [c for c in query.clauses if not density.common(c)] or list(query.clauses)
+    scoring = set(density.scoring(tuple(pool)))
+    per_clause = max(limit, CANDIDATES // len(pool))
+    scores: dict[int, float] = {}
+    for clause in pool:
+        candidates = _newest(conn, query.expression([clause]), scope, per_clause)
+        part = _bm25(conn, [clause], candidates) if candidates and clause in scoring else {}
+        for rowid in candidates:
+            scores[rowid] = scores.get(rowid, 0.0) + part.get(rowid, 0.0)
+    return _ranked(scores)
+
+
+def _hits(
+    conn: sqlite3.Connection, ranked: list[tuple[int, float]], highlights: list[Highlight]
+) -> list[SearchHit]:
+    """The final hits: metadata by primary key, snippets from a bounded head and tail."""
+    if not ranked:
+        return []
+    rowids = [rowid for rowid, _ in ranked]
+    marks = ",".join("?" * len(rowids))
+    rows = {
+        row[0]: row[1:]
+        for row in conn.execute(
+            "SELECT id, session_id, role, created, substr(content, 1, ?),"
+            " CASE WHEN substr(content, ? + 1, 1) != '' THEN substr(content, -?) END,"
+            " (SELECT tool_names FROM messages_fts_source s WHERE s.id = m.id)"
+            f" FROM messages m WHERE id IN ({marks})",
+            (SNIPPET_SCAN, SNIPPET_SCAN, min(INDEX_TAIL, SNIPPET_SCAN), *rowids),
+        )
+    }
+    return [
+        SearchHit(
+            session_id=rows[rowid][0],
+            message_id=rowid,
+            role=rows[rowid][1],
+            snippet=snippet(rows[rowid][3], highlights, tail=rows[rowid][4], extra=rows[rowid][5]),
+            created=rows[rowid][2],
+            score=-score or 0.0,
+        )
+        for rowid, score in ranked
+        if rowid in rows
+    ]
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+@dataclass(frozen=True)
+class SessionHit:
+    session_id: int
+    title: str | None
+    summary: str | None
+    snippet: str
+    last_activity: float
+    score: float
+
+
+SESSION_TITLE_WEIGHT = 2.0
+"""A word in a session's title says more about it than one in its summary."""
+
+
+def search_sessions(conn: sqlite3.Connection, query: Query, limit: int) -> list[SessionHit]:
+    """Sessions whose title or summary has any of the query's clauses, best bm25 first.
+
+    Any rather than all: a summary is a few sentences, so a topical question ("how did we fix
+    the flaky upload test") rarely shares every word with it; bm25 ranks those sharing more
+    and rarer words first. Clauses in half the sessions or more are left out (noise, and
+    costly). Sessions are few, so every match is scored.
+    """
+    (total,) = conn.execute("SELECT count(*) FROM sessions").fetchone()
+    useful = []
+    for clause in query.clauses:
+        (count,) = conn.execute(
+            "SELECT count(*) FROM sessions_fts WHERE sessions_fts MATCH ?", (clause.fts(),)
+        ).fetchone()
+        if count and (count < FREQUENT * total or len(query.clauses) == 1):
+            useful.append(clause)
+    if not useful:
+        return []
+    expr = " OR ".join(c.fts() for c in useful)
+    if query.excluded:
+        expr = f"({expr}) NOT (" + " OR ".join(p.fts() for p in query.excluded) + ")"
+    rows = conn.execute(
+        "SELECT s.id, s.title, s.summary, s.last_activity, bm25(sessions_fts, ?, 1.0) AS score"
+        " FROM sessions_fts JOIN sessions s ON s.id = sessions_fts.rowid"
+        " WHERE sessions_fts MATCH ? ORDER BY score, s.id DESC LIMIT ?",
+        (SESSION_TITLE_WEIGHT, expr, limit),
+    ).fetchall()
+    highlights = [h for c in useful for p in c.phrases for h in p.highlights()]
+    return [
+        SessionHit(
+            session_id=r[0], title=r[1], summary=r[2],
+            snippet=snippet(r[2] or r[1] or "", highlights, extra=r[1] or ""),
+            last_activity=r[3], score=-r[4] or 0.0,
+        )
+        for r in rows
+    ]

@@ -1,0 +1,193 @@
+"""What the search index sees of a message, and the snippet shown for a hit.
+
+The stored message stays verbatim; only the indexed text is derived, by ``index_text``:
+
+* terminal escape sequences go and control characters become spaces, so ``\\x1b[31mRED`` is
+  indexed as ``RED`` (and the snippet markers STX/ETX can never come from a message);
+* runs of CJK characters (Chinese, Japanese, Korean), which are written without spaces, become
+  overlapping two-character tokens: 東京タワー → 東京 京タ タワ ワー. A query of two or more
+  such characters becomes the phrase of its pairs, so it matches inside any longer run, and
+  Latin text is indexed exactly as before (no second index, no growth);
+* a huge text (a 10 MB log) is indexed by its head and tail only: the whole of it would make the
+  index, and every search touching it, pay for megabytes nobody searches in.
+
+``index_text`` runs inside SQLite (the FTS triggers call it) and must stay deterministic: the
+index removes a row by re-deriving its terms, so any change to it needs a schema step that
+rebuilds the index.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+HIT_START = "\x02"
+"""Starts a matched word in a snippet (STX); never in indexed or snippet text otherwise."""
+HIT_END = "\x03"
+"""Ends a matched word in a snippet (ETX)."""
+ELLIPSIS = "…"
+
+INDEX_HEAD = 200_000
+"""Characters indexed from the start of a long message..."""
+INDEX_TAIL = 50_000
+"""...and from its end (where logs keep their errors)."""
+SNIPPET_SCAN = 65_536
+"""Characters of a region searched for the first hit when building a snippet."""
+FIRST_LOOK = 4096
+"""Most hits are near the start: look there before cleaning the whole slice."""
+SNIPPET_CHARS = 120
+SNIPPET_LEAD = 40
+"""Characters of context kept before the first hit."""
+
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, hyperlinks
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
+    r"|\x1b[ -/]*[0-~]?"  # other escapes (charset switches, keypad modes)
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters except tab and newline."""
+
+CJK_CLASS = (
+    "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003ffff"
+)
+"""Hangul, kana and Han: the scripts written without spaces between words (Korean uses
+spaces, but attaches particles: 서울에서 should match 서울)."""
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_WORD = re.compile(r"[^\W_]+")
+"""Runs of letters and digits: what the unicode61 tokenizer keeps as one token."""
+
+
+def clean(text: str) -> str:
+    """``text`` without terminal escapes; other control characters become spaces."""
+    return _CONTROLS.sub(" ", _ESCAPES.sub("", text))
+
+
+def bounded(text: str) -> str:
+    """The part of ``text`` that is indexed: all of it, or its head and tail when huge."""
+    if len(text) <= INDEX_HEAD + INDEX_TAIL:
+        return text
+    return text[:INDEX_HEAD] + "\n" + text[-INDEX_TAIL:]
+
+
+def pairs(run: str) -> list[str]:
+    """The overlapping two-character tokens of a CJK run (a lone character stays itself)."""
+    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _spread(match: re.Match[str]) -> str:
+    return " " + " ".join(pairs(match.group())) + " "
+
+
+def index_text(text: str | None) -> str | None:
+    """What the FTS index sees of a message (see the module docstring)."""
+    if text is None:
+        return None
+    return _CJK_RUN.sub(_spread, clean(bounded(text)))
+
+
+def is_cjk(word: str) -> bool:
+    return _CJK_RUN.fullmatch(word) is not None
+
+
+def split_scripts(token: str) -> list[str]:
+    """A letters-and-digits run cut where it changes between CJK and other scripts."""
+    return [part for part in re.split(f"([{CJK_CLASS}]+)", token) if part]
+
+
+# --------------------------------------------------------------------------- snippets
+
+
+@dataclass(frozen=True)
+class Highlight:
+    """A query word as the snippet finds it: a word prefix, or a CJK substring."""
+
+    text: str
+    prefix: bool  # match words starting with ``text`` (stems, prefix queries)
+
+
+_SUFFIXES = ("ational", "ization", "fulness", "iveness", "ement", "ments", "ation", "ness",
+             "ment", "ings", "ing", "ies", "ied", "ers", "est", "es", "ed", "er", "ly", "s")
+
+
+def highlight_for(word: str, *, prefix: bool = False) -> Highlight:
+    """How a query word is found in text, near enough to the index's porter stemming:
+    "running" also marks "runs" and "run". A CJK word is found as it is."""
+    word = word.lower()
+    if is_cjk(word) or prefix:
+        return Highlight(word, prefix=not is_cjk(word))
+    stem = word
+    for suffix in _SUFFIXES:
+        if stem.endswith(suffix) and len(stem) - len(suffix) >= 3:
+            stem = stem[: -len(suffix)]
+            break
+    if len(stem) > 3 and stem[-1] == stem[-2]:  # running -> runn -> run
+        stem = stem[:-1]
+    return Highlight(stem, prefix=True)
+
+
+def _pattern(highlights: Sequence[Highlight]) -> re.Pattern[str] | None:
+    parts = []
+    for h in sorted(set(highlights), key=lambda h: -len(h.text)):
+        if h.prefix:
+            parts.append(r"(?<![^\W_])" + re.escape(h.text) + r"[^\W_]*")
+        else:
+            parts.append(re.escape(h.text))
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
+def snippet(
+    head: str | None, highlights: Sequence[Highlight], *, tail: str | None = None, extra: str = ""
+) -> str:
+    """A one-line excerpt around the first hit, hits wrapped in HIT_START/HIT_END.
+
+    ``head`` is the start of the message (at most ``SNIPPET_SCAN`` characters), ``tail`` its
+    end when it is longer, ``extra`` other indexed text (tool names) shown when the message
+    text has no hit. The cost is bounded whatever the message: only these slices are searched
+    and only a window is marked (FTS5's snippet() walks every occurrence, which for a word
+    repeated 10,000 times took seconds).
+    """
+    pattern = _pattern(highlights)
+    head = head or ""
+    whole = tail is None and len(head) <= FIRST_LOOK
+    found = None
+    for part, is_whole in _regions(head, tail, extra, whole):
+        region = _flat(clean(part))
+        found = pattern.search(region) if pattern else None
+        if found:
+            whole = is_whole
+            break
+    else:
+        region = _flat(clean(head[:FIRST_LOOK] or extra))
+    begin = 0
+    if found is not None and found.start() > SNIPPET_LEAD and len(region) > SNIPPET_CHARS:
+        begin = min(found.start() - SNIPPET_LEAD, len(region) - SNIPPET_CHARS)
+        space = region.find(" ", begin, found.start())
+        begin = space + 1 if space >= 0 else begin
+    end = min(len(region), begin + SNIPPET_CHARS)
+    if end < len(region):
+        space = region.rfind(" ", begin + SNIPPET_CHARS // 2, end)
+        end = space if space > 0 else end
+    window = region[begin:end].strip()
+    marked = pattern.sub(lambda m: HIT_START + m.group() + HIT_END, window) if pattern else window
+    more = end < len(region) or not whole
+    return (ELLIPSIS if begin > 0 else "") + marked + (ELLIPSIS if more else "")
+
+
+def _regions(head: str, tail: str | None, extra: str, whole: bool) -> Iterator[tuple[str, bool]]:
+    """Where to look for the first hit, cheapest first; with whether it is the whole text."""
+    yield head[:FIRST_LOOK], whole
+    if len(head) > FIRST_LOOK:
+        yield head, tail is None
+    if tail:
+        yield tail, False
+    if extra:
+        yield extra, True
+
+
+def _flat(text: str) -> str:
+    """One line: runs of whitespace become one space."""
+    return " ".join(text.split())
