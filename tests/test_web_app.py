@@ -26,12 +26,13 @@ from hermes_tui.web import create_app
 from hermes_tui.web.api import MAX_MESSAGE_CHARS
 from hermes_tui.web.auth import PUBLIC_ENDPOINTS
 from hermes_tui.web.context import EXTENSION
+from hermes_tui.web.lockout import GLOBAL_MAX_FAILURES
 from hermes_tui.web.render import markdown_html, sanitize, snippet_html
 from hermes_tui.web.security import CSP
 from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 
-PASSWORD = "correct horse battery staple"
+PASSWORD = "papaya orbit lantern 42"
 SECRET = "test-secret-key-0123456789abcdef"
 COOKIE = "hermes_session"
 
@@ -293,6 +294,46 @@ def test_forwarded_address_is_trusted_only_when_configured(
                      environ_base=via).status_code == 302
 
 
+def test_many_addresses_share_one_global_budget_and_known_browsers_still_get_in(app: Flask, web_env: Path) -> None:
+    owner = app.test_client()  # the owner logged in from this browser once: it holds a device cookie
+    token = login(owner)
+    assert owner.get_cookie("hermes_device", path="/login") is not None
+    owner.post("/logout", data={"csrf_token": token})
+
+    outcomes: list[int] = []
+    for n in range(20):  # 20 addresses x 5 tries, as a botnet would
+        attacker = app.test_client()
+        for _ in range(5):
+            outcomes.append(try_login(attacker, f"guess {n}",
+                                      environ_base={"REMOTE_ADDR": f"198.51.100.{n}"}).status_code)
+    checks = outcomes.count(401)  # each 401 is one password actually compared
+    assert set(outcomes) == {401, 429}
+    assert checks <= 25 and checks == GLOBAL_MAX_FAILURES
+
+    newcomer = try_login(app.test_client(), PASSWORD, environ_base={"REMOTE_ADDR": "192.0.2.7"})
+    assert newcomer.status_code == 429 and "from many addresses" in newcomer.get_data(as_text=True)
+    assert 1 <= int(newcomer.headers["Retry-After"]) <= 300
+    assert try_login(owner, PASSWORD).status_code == 302  # the owner's browser is not locked out
+
+    forged = app.test_client()  # a made-up device cookie is just an unknown browser
+    forged.set_cookie("hermes_device", "eyJkIjoiYWJjIn0.forged.sig", path="/login")
+    assert try_login(forged, PASSWORD, environ_base={"REMOTE_ADDR": "192.0.2.8"}).status_code == 429
+
+    with sqlite3.connect(web_env / "memory.sqlite3") as conn:  # the attack stopped 5 minutes ago
+        conn.execute("UPDATE web_login_attempts SET at = at - 301")
+    assert try_login(app.test_client(), PASSWORD, environ_base={"REMOTE_ADDR": "192.0.2.7"}).status_code == 302
+
+
+def test_a_known_browser_is_throttled_on_its_own(app: Flask) -> None:
+    owner = app.test_client()
+    login(owner)
+    for _ in range(5):
+        assert try_login(owner, "typo").status_code == 401
+    assert try_login(owner, PASSWORD).status_code == 429  # its own 5 tries are spent
+    # ...and its failures did not use the address's or the server's budget
+    assert try_login(app.test_client(), PASSWORD).status_code == 302
+
+
 # --------------------------------------------------------------------------- CSRF and sessions
 
 
@@ -341,6 +382,34 @@ def test_session_rotates_at_login_and_dies_at_logout(app: Flask) -> None:
     replay = app.test_client()
     replay.set_cookie(COOKIE, logged_in_cookie)
     assert replay.get("/").status_code == 302
+
+
+def test_changing_the_password_ends_every_session(make_app: Any, llm: FakeLLMServer,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    browser = make_app().test_client()
+    login(browser)
+    cookie = cookie_value(browser)
+    device = browser.get_cookie("hermes_device", path="/login")
+    restarted = make_app().test_client()  # a restart with the same password keeps the session
+    restarted.set_cookie(COOKIE, cookie)
+    assert restarted.get("/api/sessions").status_code == 200
+
+    monkeypatch.setenv("HERMES_WEB_PASSWORD", "a brand new passphrase 7")
+    changed = make_app()
+    after = changed.test_client()
+    after.set_cookie(COOKIE, cookie)
+    assert after.get("/api/sessions").status_code == 401
+    assert after.get("/").status_code == 302
+    assert try_login(changed.test_client(), PASSWORD).status_code == 401
+    # the old device cookie no longer exempts the browser from the address limit
+    old_device = changed.test_client()
+    old_device.set_cookie("hermes_device", device.value, path="/login")
+    elsewhere = {"REMOTE_ADDR": "10.2.2.2"}
+    for _ in range(5):
+        assert try_login(old_device, "guess", environ_base=elsewhere).status_code == 401
+    assert try_login(old_device, "a brand new passphrase 7", environ_base=elsewhere).status_code == 429
+    assert try_login(changed.test_client(), "a brand new passphrase 7",
+                     environ_base={"REMOTE_ADDR": "10.1.1.1"}).status_code == 302
 
 
 def test_security_headers_and_cookie_flags(app: Flask) -> None:
@@ -630,6 +699,55 @@ def test_api_errors_are_json_never_html(app: Flask) -> None:
     assert page.status_code == 404 and page.mimetype == "text/html" and "Traceback" not in page.get_data(as_text=True)
 
 
+BAD_BODIES = [
+    (b'{"message": "unfinished', None),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    (b'{"message": ' + b'{"a": ' * 40 + b'1' + b'}' * 41, "nested too deeply"),
+    (b'{"message": "half an emoji \\ud83d then text"}', "unpaired surrogate"),
+    (b'{"message": "low half \\udc00"}', "unpaired surrogate"),
+    (b'{"\\udfff": "in a key"}', "unpaired surrogate"),
+]
+
+
+@pytest.mark.parametrize(("body", "reason"), BAD_BODIES)
+def test_bad_json_is_a_4xx_json_error_and_stores_nothing(app: Flask, web_env: Path, body: bytes,
+                                                           reason: str | None) -> None:
+    client = app.test_client()
+    token = login(client)
+    app.config["TESTING"] = False  # errors served as in production
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    response = client.post("/api/chat", data=body, content_type="application/json", headers={"X-CSRF-Token": token})
+    assert response.status_code == 400 and response.is_json, response.get_data(as_text=True)
+    if reason:
+        assert reason in response.get_json()["error"]
+    with sqlite3.connect(web_env / "memory.sqlite3") as conn:
+        assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
+
+
+def test_a_message_is_stored_and_answered_or_refused(app: Flask, web_env: Path, llm: FakeLLMServer) -> None:
+    client = app.test_client()
+    token = login(client)
+    refused = client.post("/api/chat", data=b'{"message": "broken \\ud800 text"}', content_type="application/json",
+                          headers={"X-CSRF-Token": token})
+    assert refused.status_code == 400 and "unpaired surrogate" in refused.get_json()["error"]
+    accepted = client.post("/api/chat", data=b'{"message": "a whole emoji \\ud83d\\ude00"}',
+                           content_type="application/json", headers={"X-CSRF-Token": token})
+    assert types(ndjson(accepted))[-1] == "turn_finished"
+    with sqlite3.connect(web_env / "memory.sqlite3") as conn:
+        users = [r[0] for r in conn.execute("SELECT content FROM messages WHERE role = 'user'")]
+    assert users == ["a whole emoji \U0001F600"]
+
+
+def test_huge_ids_are_not_found_not_a_crash(app: Flask) -> None:
+    client = app.test_client()
+    login(client)
+    app.config["TESTING"] = False
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    for session_id in ("9" * 30, str(2**63), str(2**63 - 1), "0"):
+        response = client.get(f"/api/sessions/{session_id}")
+        assert response.status_code == 404 and "error" in response.get_json(), session_id
+
+
 def test_unexpected_errors_are_json_without_details(app: Flask) -> None:
     @app.get("/api/boom")
     def boom() -> str:
@@ -682,7 +800,7 @@ def test_create_app_fails_closed(hermes_home: Path, monkeypatch: pytest.MonkeyPa
     with pytest.raises(ConfigError, match="^FLASK_SECRET_KEY is not set"):
         create_app(Config.load())
     monkeypatch.setenv("FLASK_SECRET_KEY", "short")
-    with pytest.raises(ConfigError, match="^FLASK_SECRET_KEY is too short"):
+    with pytest.raises(ConfigError, match="^FLASK_SECRET_KEY is too weak: it is shorter than 32"):
         create_app(Config.load())
     monkeypatch.setenv("FLASK_SECRET_KEY", SECRET)
     with pytest.raises(ConfigError, match="^HERMES_WEB_PASSWORD is not set"):
@@ -701,18 +819,49 @@ def test_create_app_fails_closed(hermes_home: Path, monkeypatch: pytest.MonkeyPa
         app.extensions[EXTENSION].state.close()
 
 
-@pytest.mark.parametrize("missing", ["FLASK_SECRET_KEY", "HERMES_WEB_PASSWORD"])
-def test_web_main_refuses_to_start_with_one_line(missing: str, hermes_home: Path, tmp_path: Path) -> None:
+WEAK_SETTINGS = [
+    ("FLASK_SECRET_KEY", None, "FLASK_SECRET_KEY is not set"),
+    ("HERMES_WEB_PASSWORD", None, "HERMES_WEB_PASSWORD is not set"),
+    ("HERMES_WEB_PASSWORD", " ", "HERMES_WEB_PASSWORD is too weak: it is shorter than 12"),
+    ("HERMES_WEB_PASSWORD", "hunter2hunt", "HERMES_WEB_PASSWORD is too weak: it is shorter than 12"),
+    ("HERMES_WEB_PASSWORD", "correct horse battery staple", "HERMES_WEB_PASSWORD is too weak: it is on the list"),
+    ("HERMES_WEB_PASSWORD", "Password1234", "HERMES_WEB_PASSWORD is too weak: it is on the list"),
+    ("HERMES_WEB_PASSWORD", "a" * 40, "HERMES_WEB_PASSWORD is too weak: it uses fewer than"),
+    ("FLASK_SECRET_KEY", "a" * 16, "FLASK_SECRET_KEY is too weak: it is shorter than 32"),
+    ("FLASK_SECRET_KEY", "a" * 64, "FLASK_SECRET_KEY is too weak: it is mostly one character"),
+    ("FLASK_SECRET_KEY", "a" * 40 + "0123456789abcdefghijkl", "FLASK_SECRET_KEY is too weak: it is mostly one"),
+]
+
+
+@pytest.mark.parametrize(("variable", "value", "line"), WEAK_SETTINGS)
+def test_web_main_refuses_missing_or_weak_settings_with_one_line(
+    variable: str, value: str | None, line: str, hermes_home: Path, tmp_path: Path
+) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "userhome"), "HERMES_HOME": str(hermes_home),
-           "FLASK_SECRET_KEY": SECRET, "HERMES_WEB_PASSWORD": PASSWORD}
-    del env[missing]
+           "PYTHONPATH": str(Path(__file__).parents[1]), "FLASK_SECRET_KEY": SECRET, "HERMES_WEB_PASSWORD": PASSWORD}
+    if value is None:
+        del env[variable]
+    else:
+        env[variable] = value
     result = subprocess.run([str(Path(sys.executable).with_name("hermes-web")), "--port", "0"], env=env,
                             capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout == ""
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"hermes-web: {missing} is not set"), result.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"hermes-web: {line}"), result.stderr
     assert "Traceback" not in result.stderr
+    if value and value.strip():
+        assert value not in result.stderr  # the refused secret itself is never echoed
+
+
+@pytest.mark.parametrize("secret", ["0123456789abcdef" * 4, "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                                    "my deployment's signing secret, 2026!"])
+def test_good_secrets_and_passwords_are_accepted(secret: str) -> None:
+    from hermes_tui.web.weak import password_problem, secret_problem
+
+    assert secret_problem(secret) is None
+    for password in (PASSWORD, "Tr0ub4dor&3-extended", "ljN4#cQ9!wZp"):
+        assert password_problem(password) is None
 
 
 def test_gunicorn_wsgi_app_halts_with_one_hermes_line(hermes_home: Path, tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
             "HERMES_HOME": str(home), "HERMES_WORKSPACE": str(workspace),
-            "FLASK_SECRET_KEY": "browser-test-secret-0123456789", "HERMES_WEB_PASSWORD": PASSWORD,
+            "FLASK_SECRET_KEY": "browser-test-secret-0123456789abcdef", "HERMES_WEB_PASSWORD": PASSWORD,
             **wire_env(llm, "openai"),
         }
         log = base / "gunicorn.log"

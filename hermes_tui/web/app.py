@@ -1,7 +1,8 @@
 """``create_app``: the Flask app of the dashboard, refusing to exist without its secrets.
 
 It fails closed: no FLASK_SECRET_KEY, or no HERMES_WEB_PASSWORD (unless HERMES_WEB_ALLOW_NO_AUTH
-is true), raises ``ConfigError`` with one line naming the variable, before anything is served.
+is true), or a guessable one of either (see ``weak.py``), raises ``ConfigError`` with one line naming
+the variable, before anything is served.
 """
 
 from __future__ import annotations
@@ -13,16 +14,16 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from hermes_tui.config import Config, ConfigError
-from hermes_tui.web import api, auth, errors, pages, security
+from hermes_tui.web import api, auth, errors, inputs, pages, security
 from hermes_tui.web.context import EXTENSION, WebContext
 from hermes_tui.web.lockout import LoginThrottle
-from hermes_tui.web.session_store import ABSOLUTE_LIFETIME, SessionStore
+from hermes_tui.web.session_store import ABSOLUTE_LIFETIME, SessionStore, password_fingerprint
 from hermes_tui.web.state import MAX_STREAMS, AppState
+from hermes_tui.web.weak import password_problem, secret_problem
 from hermes_tui.web.webdb import WebDB
 
 log = logging.getLogger(__name__)
 
-MIN_SECRET_CHARS = 16
 MAX_BODY_BYTES = 256 * 1024  # a chat message is capped at 32k characters (up to 4 bytes each)
 KEEPALIVE_SECONDS = 10.0
 
@@ -34,15 +35,22 @@ def check_config(config: Config) -> None:
             "FLASK_SECRET_KEY is not set: hermes-web needs it to sign session cookies. Set it to a long "
             "random value, e.g. the output of: python -c 'import secrets; print(secrets.token_hex(32))'"
         )
-    if len(config.flask_secret_key) < MIN_SECRET_CHARS:
+    problem = secret_problem(config.flask_secret_key)
+    if problem:
         raise ConfigError(
-            f"FLASK_SECRET_KEY is too short: use at least {MIN_SECRET_CHARS} random characters "
-            "(e.g. python -c 'import secrets; print(secrets.token_hex(32))')."
+            f"FLASK_SECRET_KEY is too weak: {problem}. Use a long random value, e.g. the output of: "
+            "python -c 'import secrets; print(secrets.token_hex(32))'"
         )
     if not config.web_password and not config.web_allow_no_auth:
         raise ConfigError(
             "HERMES_WEB_PASSWORD is not set: the dashboard needs a password (or, only on a network "
             "you trust, set HERMES_WEB_ALLOW_NO_AUTH=true)."
+        )
+    problem = password_problem(config.web_password) if config.web_password else None
+    if problem:
+        raise ConfigError(
+            f"HERMES_WEB_PASSWORD is too weak: {problem}. Use a passphrase of several uncommon words "
+            "or a password manager's random password."
         )
 
 
@@ -70,6 +78,8 @@ def create_app(
         TEMPLATES_AUTO_RELOAD=False,
     )
     app.session_interface = security.SessionInterface()
+    app.json = inputs.StrictJSONProvider(app)
+    app.url_map.converters["int"] = inputs.RowIdConverter  # before any route is registered
     if config.web_trusted_proxies:
         n = config.web_trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
@@ -77,7 +87,8 @@ def create_app(
     state = AppState(config, max_streams=max_streams)
     db = WebDB(config.db_path)
     app.extensions[EXTENSION] = WebContext(
-        config=config, state=state, throttle=LoginThrottle(db), sessions=SessionStore(db),
+        config=config, state=state, throttle=LoginThrottle(db),
+        sessions=SessionStore(db, password_fingerprint(config.flask_secret_key or "", config.web_password)),
         keepalive_seconds=keepalive_seconds,
     )
     app.jinja_env.globals["csrf_token"] = security.csrf_token

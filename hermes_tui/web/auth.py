@@ -4,6 +4,11 @@ The gate is an allowlist: only the endpoints in ``PUBLIC_ENDPOINTS`` are reachab
 server-side session, so a route added later is protected by default. The password is compared in
 constant time on the SHA-256 digests of the UTF-8 bytes (equal lengths, so the comparison time
 says nothing about the password's length either).
+
+A successful login also leaves a signed, long-lived *device cookie* (path /login only). Attempts
+that present one are throttled per device instead of per address and globally (see lockout.py),
+so a distributed guessing attack cannot lock the owner's own browsers out. The cookie names the
+password's fingerprint: after a password change it no longer counts.
 """
 
 from __future__ import annotations
@@ -11,10 +16,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import secrets
 
-from flask import Blueprint, Response, g, jsonify, redirect, render_template, request, session, url_for
+from flask import Blueprint, Response, current_app, g, jsonify, redirect, render_template, request, session, url_for
+from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from hermes_tui.web.context import web
+from hermes_tui.web.lockout import Attempt, device_key
 from hermes_tui.web.security import is_api, new_csrf_token
 
 log = logging.getLogger(__name__)
@@ -23,6 +31,8 @@ bp = Blueprint("auth", __name__)
 
 PUBLIC_ENDPOINTS = frozenset({"auth.login", "auth.login_post", "static"})
 MAX_PASSWORD_BYTES = 1024
+DEVICE_COOKIE = "hermes_device"
+DEVICE_LIFETIME = 365 * 24 * 3600
 
 
 def password_matches(given: str, expected: str) -> bool:
@@ -62,17 +72,18 @@ def login() -> Response | str:
 def login_post() -> Response | str | tuple[str, int, dict[str, str]]:
     ctx = web()
     client = client_address()
+    device = _known_device()
     if ctx.config.web_password is not None:
-        attempt = ctx.throttle.begin(client)
+        key = device_key(device) if device else client
+        attempt = ctx.throttle.begin(key)
         if not attempt.allowed:
-            log.warning("login refused for %s: locked out for %d s", client, attempt.retry_after)
-            minutes = max(1, (attempt.retry_after + 59) // 60)
-            message = f"Too many failed attempts. Try again in {minutes} minute{'s' * (minutes > 1)}."
-            return _login_page(message), 429, {"Retry-After": str(attempt.retry_after)}
+            log.warning("login refused for %s: locked out for %d s%s", key, attempt.retry_after,
+                        " (server-wide limit)" if attempt.everyone else "")
+            return _login_page(_refusal(attempt)), 429, {"Retry-After": str(attempt.retry_after)}
         if not password_matches(request.form.get("password", ""), ctx.config.web_password):
-            log.warning("failed login from %s", client)
+            log.warning("failed login from %s", key)
             return _login_page("Wrong password."), 401, {}
-        ctx.throttle.succeeded(client)
+        ctx.throttle.succeeded(key)
     # Rotate: the pre-login session (and any session the browser had) is dropped entirely.
     old_key = ctx.sessions.revoke(session.get("sid"))
     if old_key is not None:
@@ -82,7 +93,42 @@ def login_post() -> Response | str | tuple[str, int, dict[str, str]]:
     session.permanent = True
     new_csrf_token()
     log.info("login from %s", client)
-    return redirect(url_for("pages.index"))
+    response = redirect(url_for("pages.index"))
+    if ctx.config.web_password is not None:
+        response.set_cookie(
+            DEVICE_COOKIE, _devices().dumps({"d": device or secrets.token_urlsafe(16), "f": ctx.sessions.fingerprint}),
+            max_age=DEVICE_LIFETIME, path=url_for("auth.login"), secure=request.is_secure, httponly=True,
+            samesite="Lax",
+        )
+    return response
+
+
+def _devices() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.secret_key, salt="hermes-web-device")  # type: ignore[arg-type]
+
+
+def _known_device() -> str | None:
+    """The id in a valid device cookie issued under the current password, else None."""
+    raw = request.cookies.get(DEVICE_COOKIE)
+    if not raw or len(raw) > 300:
+        return None
+    try:
+        data = _devices().loads(raw, max_age=DEVICE_LIFETIME)
+    except BadSignature:
+        return None
+    if not isinstance(data, dict) or data.get("f") != web().sessions.fingerprint:
+        return None
+    device = data.get("d")
+    return device if isinstance(device, str) and 0 < len(device) <= 64 else None
+
+
+def _refusal(attempt: Attempt) -> str:
+    minutes = max(1, (attempt.retry_after + 59) // 60)
+    wait = f"{minutes} minute{'s' * (minutes > 1)}"
+    if attempt.everyone:
+        return (f"Too many failed logins on this server from many addresses. Try again in {wait}, "
+                "or from a browser you have logged in with before.")
+    return f"Too many failed attempts. Try again in {wait}."
 
 
 @bp.post("/logout")

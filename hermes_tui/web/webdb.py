@@ -66,6 +66,8 @@ def _create_tables(db: Database) -> None:
     db["web_login_attempts"].create_index(["client", "at"], if_not_exists=True)
     # id is the SHA-256 of the token the cookie carries: a copy of the database holds no usable cookie.
     db["web_sessions"].create(
-        {"id": str, "created": float, "last_seen": float},
+        {"id": str, "created": float, "last_seen": float, "fingerprint": str},
         pk="id", not_null={"created", "last_seen"}, if_not_exists=True,
     )
+    if "fingerprint" not in db["web_sessions"].columns_dict:  # tables made before sessions were bound
+        db["web_sessions"].add_column("fingerprint", str)
