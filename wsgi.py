@@ -1,20 +1,23 @@
-"""``gunicorn wsgi:app`` entry point. Prefer ``hermes-web``, which picks safe gunicorn settings.
+"""gunicorn entry points. Prefer ``hermes-web``, which picks safe gunicorn settings.
 
-If you run gunicorn yourself, keep one worker and a threaded one, e.g.
-``gunicorn -w 1 -k gthread --threads 8 -b 127.0.0.1:8000 wsgi:app`` (see README.md, "Web dashboard").
-A missing FLASK_SECRET_KEY or HERMES_WEB_PASSWORD stops gunicorn with one line naming it.
+If you run gunicorn yourself, keep one worker and serve ``asgi`` (the Flask app behind the bridge that
+keeps slow clients off the threads) with Hermes' worker class:
+``gunicorn -w 1 -k hermes_tui.web.serve.Worker -b 127.0.0.1:8000 wsgi:asgi`` (see README.md,
+"Web dashboard"). ``app`` is the bare Flask app for other WSGI servers, without that protection.
+A missing or weak FLASK_SECRET_KEY or HERMES_WEB_PASSWORD stops gunicorn with one line naming it.
 """
 
 from gunicorn.errors import AppImportError
 
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.logs import setup_logging
-from hermes_tui.web import create_app
+from hermes_tui.web.serve import DEFAULT_THREADS, build
 
 try:
     config = Config.load()
-    app = create_app(config)
+    asgi = build(config, DEFAULT_THREADS)
 except ConfigError as exc:
     # gunicorn prints an AppImportError's message alone and halts, instead of re-spawning workers.
     raise AppImportError(f"hermes-web: {exc}") from None
+app = asgi.app
 setup_logging(config)

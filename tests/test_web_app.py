@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
 import re
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,7 @@ from hermes_tui.llm import warm
 from hermes_tui.memory.store import HIT_END, HIT_START
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.web import create_app
+from hermes_tui.web.app import check_config
 from hermes_tui.web.api import MAX_MESSAGE_CHARS
 from hermes_tui.web.auth import PUBLIC_ENDPOINTS
 from hermes_tui.web.context import EXTENSION
@@ -834,7 +840,25 @@ WEAK_SETTINGS = [
 
 
 @pytest.mark.parametrize(("variable", "value", "line"), WEAK_SETTINGS)
-def test_web_main_refuses_missing_or_weak_settings_with_one_line(
+def test_missing_or_weak_settings_are_refused_with_one_line(
+    variable: str, value: str | None, line: str, hermes_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLASK_SECRET_KEY", SECRET)
+    monkeypatch.setenv("HERMES_WEB_PASSWORD", PASSWORD)
+    if value is None:
+        monkeypatch.delenv(variable)
+    else:
+        monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as refused:
+        check_config(Config.load())
+    message = str(refused.value)
+    assert message.startswith(line) and "\n" not in message
+    if value and value.strip():
+        assert value not in message  # the refused secret itself is never echoed
+
+
+@pytest.mark.parametrize(("variable", "value", "line"), [WEAK_SETTINGS[i] for i in (0, 1, 4, 8)])
+def test_web_main_refuses_to_start_with_one_line(
     variable: str, value: str | None, line: str, hermes_home: Path, tmp_path: Path
 ) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "userhome"), "HERMES_HOME": str(hermes_home),
@@ -850,8 +874,6 @@ def test_web_main_refuses_missing_or_weak_settings_with_one_line(
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"hermes-web: {line}"), result.stderr
     assert "Traceback" not in result.stderr
-    if value and value.strip():
-        assert value not in result.stderr  # the refused secret itself is never echoed
 
 
 @pytest.mark.parametrize("secret", ["0123456789abcdef" * 4, "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
@@ -874,3 +896,157 @@ def test_gunicorn_wsgi_app_halts_with_one_hermes_line(hermes_home: Path, tmp_pat
     ours = [line for line in result.stderr.splitlines() if line.startswith("hermes-web:")]
     assert len(ours) == 1 and "FLASK_SECRET_KEY is not set" in ours[0]
     assert "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- the served process (hermes-web)
+
+
+@dataclass
+class Served:
+    """``hermes-web`` started through its entry point, as on Railway, on a free local port."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    home: Path
+    log_dir: Path
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: dict[str, str] | None = None, timeout: float = 5.0) -> http.client.HTTPResponse:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        connection.request(method, path, body=body, headers=headers or {})
+        return connection.getresponse()
+
+    def log_text(self) -> str:
+        path = self.log_dir / "hermes.log"
+        return path.read_text() if path.exists() else ""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def served(llm: FakeLLMServer, web_env: Path, workspace: Path, tmp_path: Path) -> Iterator[Served]:
+    port = _free_port()
+    home = tmp_path / "served-home"
+    env = {**{k: v for k, v in os.environ.items() if k.startswith(("HERMES_", "OPENAI_", "FLASK_"))},
+           "PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(Path(__file__).parents[1])}
+    stderr = open(tmp_path / "served.err", "wb")  # noqa: SIM115 - closed below
+    process = subprocess.Popen([str(Path(sys.executable).with_name("hermes-web")), "--port", str(port)],
+                               env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr)
+    server = Served(process, port, web_env, home / ".local" / "state" / "hermes" / "log")
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, (tmp_path / "served.err").read_text()
+            try:
+                if server.request("GET", "/login", timeout=2).status == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "hermes-web did not answer within 60 s"
+            time.sleep(0.1)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        stderr.close()
+
+
+def _served_login(served: Served) -> tuple[str, str]:
+    """Log in over HTTP; returns (cookie header, CSRF token for the API)."""
+    page = served.request("GET", "/login")
+    cookie = page.getheader("Set-Cookie").split(";", 1)[0]
+    token = csrf_from(page.read().decode())
+    form = f"csrf_token={token}&password={PASSWORD.replace(' ', '+')}".encode()
+    done = served.request("POST", "/login", form, {"Cookie": cookie,
+                                                   "Content-Type": "application/x-www-form-urlencoded"})
+    assert done.status == 302, done.read()
+    cookie = next(v.split(";", 1)[0] for k, v in done.getheaders() if k.lower() == "set-cookie"
+                  and v.startswith(COOKIE + "="))
+    index = served.request("GET", "/", headers={"Cookie": cookie})
+    return cookie, csrf_from(index.read().decode())
+
+
+def _hold_slow_clients(port: int, count: int) -> list[socket.socket]:
+    """Half send half a request head, half a complete head and a trickle of the promised body."""
+    held = []
+    for n in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        if n % 2:
+            sock.sendall(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slo")
+        else:
+            sock.sendall(b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-"
+                         b"urlencoded\r\nContent-Length: 100000\r\n\r\npassword=")
+        held.append(sock)
+    return held
+
+
+def test_slow_clients_do_not_starve_the_login_page(served: Served) -> None:
+    held = _hold_slow_clients(served.port, 64)
+    try:
+        for round_ in range(5):
+            for sock in held[::2]:  # keep trickling: each slow client stays alive
+                sock.sendall(b"x")
+            page = served.request("GET", "/login", timeout=1.0)  # a bounded wait, not a measurement
+            assert page.status == 200 and b'name="password"' in page.read()
+            wrong = served.request("POST", "/login", b"password=nope", timeout=1.0,
+                                   headers={"Content-Type": "application/x-www-form-urlencoded"})
+            assert wrong.status == 403  # answered (no CSRF token), not stuck behind the slow ones
+            wrong.read()
+            time.sleep(0.2)
+        assert all(sock.fileno() != -1 for sock in held)
+        cookie, token = _served_login(served)  # a whole login and a chat still go through
+        response = served.request("POST", "/api/chat", json.dumps({"message": "hi"}).encode(), timeout=30,
+                                  headers={"Cookie": cookie, "X-CSRF-Token": token,
+                                           "Content-Type": "application/json"})
+        lines = [json.loads(line) for line in response.read().decode().splitlines()]
+        assert lines[-1]["type"] == "turn_finished" and lines[-1]["text"] == "ok"
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_the_served_app_streams_ndjson_and_refuses_oversized_bodies(served: Served, llm: FakeLLMServer) -> None:
+    llm.responder = lambda request: Reply(text="one two three four", chunk_size=4, chunk_delay=0.05) \
+        if request.body.get("stream") else Reply(text="summary")
+    cookie, token = _served_login(served)
+    headers = {"Cookie": cookie, "X-CSRF-Token": token, "Content-Type": "application/json"}
+    response = served.request("POST", "/api/chat", json.dumps({"message": "count"}).encode(), headers, 30)
+    assert response.getheader("Content-Type") == "application/x-ndjson"
+    events = [json.loads(line) for line in response.read().decode().splitlines()]
+    deltas = [e["text"] for e in events if e["type"] == "text_delta"]
+    assert len(deltas) > 1 and "".join(deltas) == "one two three four"
+    too_big = served.request("POST", "/api/chat", b"{" + b" " * 400_000 + b"}", headers, 30)
+    assert too_big.status == 413 and "error" in json.loads(too_big.read())
+
+
+def test_the_llm_layer_warms_at_start_without_a_chat(served: Served) -> None:
+    deadline = time.monotonic() + 90
+    while "LLM layer warmed" not in served.log_text():
+        assert time.monotonic() < deadline, served.log_text()
+        time.sleep(0.2)
+    assert served.process.poll() is None
+
+
+def test_sigterm_ends_open_streams_and_stops_within_10_s(served: Served, llm: FakeLLMServer, web_env: Path) -> None:
+    llm.responder = lambda request: Reply(text="slow " * 2000, chunk_size=5, chunk_delay=0.02) \
+        if request.body.get("stream") else Reply(text="summary")
+    cookie, token = _served_login(served)
+    stream = served.request("POST", "/api/chat", json.dumps({"message": "talk for a minute"}).encode(),
+                            {"Cookie": cookie, "X-CSRF-Token": token, "Content-Type": "application/json"}, 30)
+    assert stream.status == 200
+    while "text_delta" not in stream.readline().decode():
+        pass
+    served.process.send_signal(signal.SIGTERM)
+    rest = [json.loads(line) for line in stream.read().decode().splitlines() if line.strip()]
+    assert served.process.wait(timeout=10) == 0  # Railway sends SIGKILL after 10 s
+    assert rest and rest[-1]["type"] == "turn_finished" and rest[-1]["stopped_reason"] == "cancelled", rest[-3:]
+    streamed = "".join(e["text"] for e in rest if e["type"] == "text_delta")
+    assert 0 < streamed.count("slow") < 2000
+    with sqlite3.connect(web_env / "memory.sqlite3") as conn:
+        users = [r[0] for r in conn.execute("SELECT content FROM messages WHERE role = 'user'")]
+    assert users == ["talk for a minute"]

@@ -118,6 +118,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_until_up(url + "/login", process, log)
+            _wait_until_warm(base / ".local" / "state" / "hermes" / "log" / "hermes.log", process)
             yield Server(url, llm, process)
         finally:
             process.send_signal(signal.SIGTERM)
@@ -140,6 +141,15 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> Non
         except OSError:
             time.sleep(0.1)
     pytest.fail(f"hermes-web did not answer within 30 s:\n{log.read_text()}")
+
+
+def _wait_until_warm(hermes_log: Path, process: subprocess.Popen[bytes]) -> None:
+    """The first chat must not race litellm's import (3-5 s, longer on a busy machine)."""
+    deadline = time.monotonic() + 90
+    while not (hermes_log.exists() and "LLM layer warmed" in hermes_log.read_text()):
+        if process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail("hermes-web did not warm the LLM layer within 90 s")
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")

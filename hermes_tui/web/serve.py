@@ -1,9 +1,14 @@
 """``hermes-web``: the dashboard under gunicorn, one process, a thread pool, streams capped below it.
 
 Why these numbers: one worker, because the pool of live AgentLoops (and "one turn per browser",
-and Stop) lives in process memory; ``gthread`` with ``--threads`` (default 8), because a chat
+and Stop) lives in process memory; ``--threads`` (default 8) run the Flask app, because a chat
 stream holds its thread for the whole turn. At most half the threads may be chat streams (more get
 503), so the login page and the API always have threads left however many streams are open.
+
+Why gunicorn's asyncio ``asgi`` worker with ``bridge.WSGIBridge`` rather than ``gthread``: sockets
+live on the event loop until their request is complete, so slow or stalled clients cannot take the
+threads (see bridge.py). ``Worker`` adds one thing to gunicorn's: on SIGTERM it cancels running
+turns at once, so open streams end and the process exits inside Railway's 10 s window.
 """
 
 from __future__ import annotations
@@ -11,14 +16,18 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.workers.gasgi import ASGIWorker
 
 from hermes_tui import __version__
 from hermes_tui.config import Config, ConfigError
-from hermes_tui.web.app import check_config, create_app
+from hermes_tui.web.app import MAX_BODY_BYTES, check_config, create_app
+from hermes_tui.web.bridge import WSGIBridge
 from hermes_tui.web.context import EXTENSION
 
 log = logging.getLogger(__name__)
@@ -26,6 +35,7 @@ log = logging.getLogger(__name__)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_THREADS = 8
+GRACEFUL_SECONDS = 8  # SIGTERM to exit, under Railway's 10 s before SIGKILL
 
 
 def max_streams_for(threads: int) -> int:
@@ -48,13 +58,23 @@ def web_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Worker(ASGIWorker):  # type: ignore[misc]
+    """gunicorn's asyncio worker, which also tells the app to end its running turns on SIGTERM."""
+
+    def handle_exit_signal(self) -> None:
+        super().handle_exit_signal()
+        stop = getattr(getattr(self, "asgi", None), "stop", None)
+        if stop is not None:
+            stop()
+
+
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
     """gunicorn configured in code; the app is built in the worker (after fork), never in the master."""
 
-    def __init__(self, config: Config, options: dict[str, Any], max_streams: int) -> None:
+    def __init__(self, config: Config, options: dict[str, Any], threads: int) -> None:
         self._config = config
         self._options = options
-        self._max_streams = max_streams
+        self._threads = threads
         super().__init__()
 
     def load_config(self) -> None:
@@ -62,19 +82,34 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        from hermes_tui.llm import warm
+        return build(self._config, self._threads)
 
-        app = create_app(self._config, max_streams=self._max_streams)
-        warm()  # import litellm now, not during the first chat
-        return app
+
+def build(config: Config, threads: int) -> WSGIBridge:
+    """The served application: the Flask app behind the bridge, the LLM layer warming meanwhile."""
+    from hermes_tui.llm import warm
+
+    app = create_app(config, max_streams=max_streams_for(threads))
+    state = app.extensions[EXTENSION].state
+    bridge = WSGIBridge(app, threads=threads, max_body=MAX_BODY_BYTES)
+    bridge.on_stop.append(state.cancel_all)
+    bridge.on_close.append(state.close)
+    started = time.monotonic()
+    warming = warm()  # import litellm now, in the background, not during the first chat
+
+    def report() -> None:
+        warming.join()
+        log.info("LLM layer warmed in %.1f s", time.monotonic() - started)
+
+    threading.Thread(target=report, name="hermes-web-warm-report", daemon=True).start()
+    return bridge
 
 
 def _close_state(arbiter: Any, worker: Any) -> None:
-    """gunicorn ``worker_exit`` hook: cancel running turns and close the database cleanly."""
-    app = getattr(worker, "wsgi", None)
-    extensions = getattr(app, "extensions", {})
-    if EXTENSION in extensions:
-        extensions[EXTENSION].state.close()
+    """gunicorn ``worker_exit`` hook: release the app if the lifespan shutdown did not run."""
+    bridge = getattr(worker, "asgi", None)
+    if isinstance(bridge, WSGIBridge):
+        bridge.close()
 
 
 def _bind(host: str, port: int) -> str:
@@ -100,14 +135,15 @@ def serve(argv: Sequence[str] | None = None) -> None:
     options = {
         "bind": _bind(args.host, port),
         "workers": 1,
-        "worker_class": "gthread",
-        "threads": args.threads,
-        "timeout": 60,  # gthread: the worker's heartbeat, not a per-request limit (streams run longer)
-        "graceful_timeout": 10,
+        "worker_class": "hermes_tui.web.serve.Worker",
+        "timeout": 60,  # the worker's heartbeat, and the longest wait for a request body's next bytes
+        "graceful_timeout": GRACEFUL_SECONDS,
+        "asgi_loop": "asyncio",
+        "asgi_lifespan": "on",  # the bridge's shutdown step closes the app's state
         "keepalive": 5,
         "forwarded_allow_ips": "",  # forwarded headers are ProxyFix's job, per HERMES_WEB_TRUSTED_PROXIES
         "proc_name": "hermes-web",
         "control_socket_disable": True,  # no runtime control interface (a unix socket in $HOME)
         "worker_exit": _close_state,
     }
-    _Gunicorn(config, options, max_streams_for(args.threads)).run()
+    _Gunicorn(config, options, args.threads).run()

@@ -135,6 +135,14 @@ class AppState:
         slot.loop.cancel()
         return True
 
+    def cancel_all(self) -> int:
+        """Cancel every running turn (shutdown: their streams end now); returns how many."""
+        with self._lock:
+            running = [s for s in self._slots.values() if s.running.locked()]
+        for slot in running:
+            slot.loop.cancel()
+        return len(running)
+
     def forget(self, key: str) -> None:
         """The browser logged out: stop its turn and retire its loop."""
         with self._lock:
