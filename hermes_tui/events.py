@@ -65,12 +65,19 @@ class SkillLearned(Event):
 
 @dataclass(frozen=True)
 class Usage(Event):
-    """Token counts of one model call; ``cost_usd`` is None when the model is not priced."""
+    """Token counts of one model call; ``cost_usd`` is None when the model is not priced.
+
+    ``prompt_tokens`` counts every input token, the cached ones included: ``cache_read_tokens``
+    were read from the provider's prompt cache (billed at a fraction), ``cache_write_tokens``
+    were written to it (billed at a premium). ``cost_usd`` already accounts for both.
+    """
 
     type: ClassVar[str] = "usage"
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True)

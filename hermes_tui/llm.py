@@ -7,6 +7,7 @@ with a one-line message that says what to do.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import queue
@@ -46,10 +47,30 @@ def _lib() -> litellm_module:
             # litellm aborts a stream after 100 identical chunks in a row; a long "----" rule or
             # a column of repeated table cells is a legitimate answer, so allow far more.
             litellm.REPEATED_STREAMING_CHUNK_LIMIT = 10_000
-            for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
-                logging.getLogger(name).setLevel(logging.WARNING)
+            _quiet_loggers()
             _litellm = litellm
         return _litellm
+
+
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx")
+
+
+def _quiet_loggers() -> None:
+    """No litellm log line may reach the terminal (it would corrupt the TUI and headless stderr).
+
+    litellm attaches its own stdout/stderr handler to its loggers at import: drop every stream
+    handler that is not a file, keep propagating to the root (Hermes' log file, when set up),
+    and add a NullHandler so Python's last-resort stderr handler never fires either.
+    """
+    for name in _LITELLM_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.WARNING)
+        for handler in list(logger.handlers):
+            if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
+                logger.removeHandler(handler)
+        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+            logger.addHandler(logging.NullHandler())
+        logger.propagate = True
 
 
 def warm() -> threading.Thread:
@@ -167,19 +188,16 @@ class LLMClient:
         }
         if tools:
             kwargs["tools"] = tools
-        result = StreamResult()
-        calls = _ToolCallAccumulator()
-        prompt_tokens = completion_tokens = 0
+        if self.config.provider_info.caches(self.config.model):
+            kwargs["cache_control_injection_points"] = cache_points(messages, tools)
         for attempt in range(1, MAX_TRIES + 1):
+            result = StreamResult()  # a retry starts from nothing: no half tool calls carried over
+            calls = _ToolCallAccumulator()
+            usage: Any = None
             chunks = _Pump(lambda: lib.completion(**kwargs))
             try:
-                received = False
                 for chunk in chunks.iterate(cancel):
-                    received = True
-                    usage = getattr(chunk, "usage", None)
-                    if usage:
-                        prompt_tokens = getattr(usage, "prompt_tokens", 0) or prompt_tokens
-                        completion_tokens = getattr(usage, "completion_tokens", 0) or completion_tokens
+                    usage = getattr(chunk, "usage", None) or usage
                     for choice in getattr(chunk, "choices", None) or []:
                         delta = getattr(choice, "delta", None)
                         text = getattr(delta, "content", None)
@@ -188,13 +206,16 @@ class LLMClient:
                             yield TextDelta(text)
                         for fragment in getattr(delta, "tool_calls", None) or []:
                             calls.add(fragment)
+                if not (cancel.is_set() or result.text or calls.calls or usage):
+                    # litellm makes up a "stop" chunk for a 200 stream that sent no event at all
+                    raise LLMError(f"{self._where} sent an empty answer (HTTP 200 without any event).",
+                                   retryable=True)
                 break
             except Exception as exc:  # noqa: BLE001 - every provider failure is mapped below
                 error = map_error(exc, self.config)
-                if received or not error.retryable or attempt == MAX_TRIES or cancel.is_set():
-                    if received:
-                        error = LLMError(f"The answer was cut off: {error.message}", retryable=True,
-                                         status=error.status)
+                if result.text:  # the user saw part of the answer: report the cut, do not repeat it
+                    raise cut_error(error, exc, len(result.text), self._where) from exc
+                if not error.retryable or attempt == MAX_TRIES or cancel.is_set():
                     raise error from exc
                 wait = _retry_delay(exc, attempt)
                 yield Notice(f"{error.message} Retrying in {wait:.1f} s (try {attempt + 1} of {MAX_TRIES}).")
@@ -204,9 +225,26 @@ class LLMClient:
                 chunks.close()
         result.cancelled = cancel.is_set()
         result.tool_calls = [] if result.cancelled else calls.finish()
-        if prompt_tokens or completion_tokens:
-            result.usage = Usage(prompt_tokens, completion_tokens, self._cost(prompt_tokens, completion_tokens))
+        result.usage = self._usage(usage)
         yield result
+
+    @property
+    def _where(self) -> str:
+        return f"{self.config.provider} ({self.config.model})"
+
+    def _usage(self, usage: Any) -> Usage | None:
+        """Token counts (cache reads and writes included) and their cost, from litellm's usage."""
+        if not usage:
+            return None
+        prompt = getattr(usage, "prompt_tokens", 0) or 0
+        completion = getattr(usage, "completion_tokens", 0) or 0
+        details = getattr(usage, "prompt_tokens_details", None)
+        read = getattr(usage, "cache_read_input_tokens", 0) or getattr(details, "cached_tokens", 0) or 0
+        write = (getattr(usage, "cache_creation_input_tokens", 0) or getattr(details, "cache_write_tokens", 0)
+                 or getattr(details, "cache_creation_tokens", 0) or 0)
+        if not (prompt or completion):
+            return None
+        return Usage(prompt, completion, self._cost(prompt, completion, read, write), read, write)
 
     def complete(self, messages: list[dict[str, Any]], *, timeout: float = READ_TIMEOUT) -> str:
         """One non-streamed answer (skill authoring, session summaries). Raises ``LLMError``.
@@ -230,11 +268,17 @@ class LLMClient:
         assert last is not None
         raise last
 
-    def _cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """Cost in USD, or None when litellm has no (non-zero) price for this model."""
+    def _cost(self, prompt_tokens: int, completion_tokens: int, cache_read: int = 0,
+              cache_write: int = 0) -> float | None:
+        """Cost in USD, or None when litellm has no (non-zero) price for this model.
+
+        ``prompt_tokens`` includes the cached tokens; litellm prices the read ones at the cache-hit
+        rate and the written ones at the cache-write rate.
+        """
         try:
             prompt_cost, completion_cost = _lib().cost_per_token(
-                model=self.model_string, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+                model=self.model_string, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                cache_read_input_tokens=cache_read, cache_creation_input_tokens=cache_write)
         except Exception:  # noqa: BLE001 - unpriced model
             return None
         total = prompt_cost + completion_cost
@@ -325,22 +369,53 @@ def _retry_delay(exc: Exception, attempt: int) -> float:
     return min(0.5 * 2 ** (attempt - 1) + random.uniform(0, 0.25), MAX_RETRY_WAIT)
 
 
+def cache_points(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Where litellm puts Anthropic ``cache_control`` marks (at most 4 are allowed).
+
+    The system prompt (byte-stable for the whole session), the tool definitions (litellm marks the
+    last one, which caches them all), the latest user message, and, in the middle of a multi-step
+    turn, the latest message too, so each step reads what the one before it wrote.
+    """
+    points: list[dict[str, Any]] = [{"location": "message", "role": "system"}]
+    if tools:
+        points.append({"location": "tool_config"})
+    users = [n for n, m in enumerate(messages) if m.get("role") == "user"]
+    if users:
+        points.append({"location": "message", "index": users[-1]})
+    if messages and (not users or users[-1] != len(messages) - 1) and messages[-1].get("role") != "system":
+        points.append({"location": "message", "index": len(messages) - 1})
+    return points
+
+
 def map_error(exc: Exception, config: Config) -> LLMError:
     """One readable line for any provider failure, with whether retrying may help."""
     if isinstance(exc, LLMError):
         return exc
     lib = _lib()
     where = f"{config.provider} ({config.model})"
+    chain = _causes(exc)
     status = getattr(exc, "status_code", None)
+    if any(getattr(e, "status_code", None) == 413 for e in chain):
+        status = 413  # Anthropic's 413 arrives as a BadRequestError (400) around the real status
+    if status == 413:
+        return LLMError(f"{where} refused the request as too large (413): {_provider_message(chain)}. "
+                        "Start a new session (/new) or leave big files out.", status=413)
     if isinstance(exc, (lib.AuthenticationError, lib.PermissionDeniedError)) or status in (401, 403):
         variable = config.key_variable or "the API key"
         return LLMError(f"{where} rejected the API key ({status or 401}): check {variable}.", status=status)
     if isinstance(exc, lib.RateLimitError) or status == 429:
         return LLMError(f"{where} is rate limiting requests (429).", retryable=True, status=429)
+    unreachable = _unreachable_reason(chain)
+    if unreachable:
+        base = config.effective_api_base or config.provider_info.public_base or f"the {config.provider} API"
+        return LLMError(f"Cannot reach {base} ({unreachable}). Check that it is running and reachable, "
+                        f"or set HERMES_API_BASE / HERMES_PROVIDER (now {config.provider}).", retryable=True)
     if isinstance(exc, lib.Timeout):
         return LLMError(f"{where} did not answer in time.", retryable=True)
+    if _stream_cut(chain):
+        return LLMError(f"{where} closed the connection before the answer was complete.", retryable=True)
     if isinstance(exc, lib.APIConnectionError) and status in (None, 500):
-        base = config.api_base or "the provider"
+        base = config.effective_api_base or config.provider_info.public_base or f"the {config.provider} API"
         return LLMError(f"Cannot reach {base}: {_first_line(exc)}. Check the network or HERMES_API_BASE.",
                         retryable=True)
     if isinstance(exc, lib.NotFoundError) or status == 404:
@@ -350,10 +425,92 @@ def map_error(exc: Exception, config: Config) -> LLMError:
         return LLMError(f"{where}: the conversation is too long for this model. Start a new session (/new).",
                         status=status)
     if isinstance(status, int) and status >= 500:
-        return LLMError(f"{where} had a server error ({status}).", retryable=True, status=status)
+        return LLMError(f"{where} had a server error ({status}): {_provider_message(chain)}.", retryable=True,
+                        status=status)
     if isinstance(exc, lib.BadRequestError) or status == 400:
-        return LLMError(f"{where} refused the request: {_first_line(exc)}", status=status)
-    return LLMError(f"{where} failed: {_first_line(exc)}", status=status if isinstance(status, int) else None)
+        return LLMError(f"{where} refused the request: {_provider_message(chain)}", status=status)
+    return LLMError(f"{where} failed: {_provider_message(chain)}", status=status if isinstance(status, int) else None)
+
+
+def cut_error(error: LLMError, exc: Exception, chars: int, where: str) -> LLMError:
+    """The error for a stream that failed after some text was shown (that text is kept)."""
+    reason = ("the connection closed mid-stream" if _stream_cut(_causes(exc))
+              else error.message.rstrip("."))
+    return LLMError(f"The answer from {where} was cut off after {chars:,} characters of text: {reason}. "
+                    "What arrived is kept; ask again to continue.", retryable=True, status=error.status)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and everything it was raised from (litellm wraps httpx wraps the socket error)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 20:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _unreachable_reason(chain: list[BaseException]) -> str | None:
+    """Why no connection could be made (refused, unknown host...), or None if one was."""
+    import socket
+
+    import httpx  # already loaded by litellm
+
+    for error in chain:
+        if isinstance(error, socket.gaierror):
+            return "the host name was not found"
+        if isinstance(error, ConnectionRefusedError):
+            return "connection refused"
+    for error in chain:
+        if isinstance(error, httpx.ConnectTimeout):
+            return "the connection timed out"
+        if isinstance(error, httpx.ConnectError):
+            return _first_line(error)  # type: ignore[arg-type]
+    return None
+
+
+def _stream_cut(chain: list[BaseException]) -> bool:
+    """The server hung up in the middle of a response (an incomplete chunked body)."""
+    import httpx
+
+    return any(isinstance(e, (httpx.RemoteProtocolError, httpx.ReadError)) for e in chain)
+
+
+def _provider_message(chain: list[BaseException]) -> str:
+    """The provider's own words: ``error.message`` of a JSON body if any, else the innermost line.
+
+    litellm nests its wrappers ("APIError: APIError: OpenAIException - ..."); none of that helps.
+    """
+    for error in chain:
+        body = getattr(error, "body", None)  # the openai client keeps the decoded error body
+        if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"].strip():
+            return body["message"].strip()[:300]
+        for text in (getattr(error, "message", None), str(error)):
+            message = _json_error_message(text) if isinstance(text, str) else None
+            if message:
+                return message[:300]
+    for error in chain:
+        line = _first_line(error)  # type: ignore[arg-type]
+        for wrapper in ("APIError:", "OpenAIException -", "AnthropicException -", "BadRequestError:",
+                        "InternalServerError:", "APIConnectionError:"):
+            line = line.replace(wrapper, "")
+        line = line.strip(" :-")
+        if line:
+            return line
+    return type(chain[0]).__name__
+
+
+def _json_error_message(text: str) -> str | None:
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        body = json.loads(text[start:text.rfind("}") + 1])
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message.strip() if isinstance(message, str) and message.strip() else None
 
 
 def _first_line(exc: Exception) -> str:

@@ -22,7 +22,8 @@ class Provider:
     default_model: str
     key_env_var: str | None = None
     needs_key: bool = True
-    default_base: str | None = None  # used when HERMES_API_BASE is not set
+    default_base: str | None = None  # sent when HERMES_API_BASE is not set
+    public_base: str | None = None  # litellm's own endpoint when none is sent; named in error messages
     requires_base: bool = False  # HERMES_API_BASE must be set (there is no sensible default)
     context_window: int = DEFAULT_CONTEXT_WINDOW  # fallback when litellm has no model info
     cache_control: bool = False  # requests may mark blocks cacheable (Anthropic's cache_control)
@@ -41,11 +42,12 @@ class Provider:
 
 PROVIDER_TABLE: dict[str, Provider] = {p.name: p for p in (
     Provider("anthropic", "anthropic", "claude-sonnet-5", key_env_var="ANTHROPIC_API_KEY",
-             context_window=200_000, cache_control=True, note="Claude models"),
-    Provider("openai", "openai", "gpt-5.5", key_env_var="OPENAI_API_KEY", context_window=128_000,
-             note="GPT models"),
+             public_base="https://api.anthropic.com", context_window=200_000, cache_control=True,
+             note="Claude models"),
+    Provider("openai", "openai", "gpt-5.5", key_env_var="OPENAI_API_KEY", public_base="https://api.openai.com/v1",
+             context_window=128_000, note="GPT models"),
     Provider("openrouter", "openrouter", "anthropic/claude-sonnet-5", key_env_var="OPENROUTER_API_KEY",
-             context_window=200_000, note="many models behind one key"),
+             public_base="https://openrouter.ai/api/v1", context_window=200_000, note="many models behind one key"),
     Provider("ollama", "ollama_chat", "llama3.2", needs_key=False, default_base="http://localhost:11434",
              context_window=8_192, note="local models, no key"),
     Provider("openai-compatible", "openai", "local-model", key_env_var="OPENAI_API_KEY", needs_key=False,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,7 +30,7 @@ from hermes_tui.events import (
 from hermes_tui.llm import litellm_model
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
-from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
+from tests.fakes.server import EmptyStream, Fault, FakeLLMServer, Reply, ToolCall
 from tests.helpers import assert_history_valid, types
 
 SKILL_ANSWER = """NAME: count-file-lines
@@ -379,3 +382,136 @@ def test_close_respects_its_timeout_with_retries(stores, fake_llm_env: FakeLLMSe
     assert loop.close(timeout=1.0) is None  # the 5 s Retry-After would overrun the deadline
     assert time.monotonic() - started < 3
     assert stores[1].get_session(loop.session_id).summary is None
+
+
+# ------------------------------------------------------------------ honest errors (issue 8, §4)
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_empty_200_stream_is_retried_then_answered(stores, fake_llm_env: FakeLLMServer) -> None:
+    fake_llm_env.queue(EmptyStream(), Reply(text="Here now."))
+    events = list(make_loop(stores).run_turn("hi"))
+    notices = [e.message for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1 and "empty answer" in notices[0] and "Retrying" in notices[0]
+    assert next(e for e in events if isinstance(e, TurnFinished)).text == "Here now."
+    assert len(fake_llm_env.requests) == 2
+
+
+def test_empty_200_streams_end_in_an_error(stores, fake_llm_env: FakeLLMServer) -> None:
+    fake_llm_env.queue(EmptyStream(), EmptyStream(), EmptyStream())
+    events = list(make_loop(stores).run_turn("hi"))
+    errors = [e for e in events if isinstance(e, Error)]
+    assert len(errors) == 1 and "empty answer" in errors[0].message
+    assert next(e for e in events if isinstance(e, TurnFinished)).stopped_reason == "error"
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "no-such-host.invalid"])
+def test_unreachable_server_is_named(stores, fake_llm_env: FakeLLMServer, host: str) -> None:
+    config, memory, skills = stores
+    base = "http://" + host.format(port=_closed_port())
+    if fake_llm_env.wire_under_test == "openai":
+        base += "/v1"
+    loop = AgentLoop(replace(config, api_base=base), memory, skills)
+    events = list(loop.run_turn("hi"))
+    error = next(e for e in events if isinstance(e, Error))
+    assert error.message.startswith(f"Cannot reach {base} (")
+    assert "HERMES_API_BASE" in error.message and "HERMES_PROVIDER" in error.message
+    assert "500" not in error.message and error.retryable
+    assert len([e for e in events if isinstance(e, Notice) and "Retrying" in e.message]) == 2
+
+
+def test_cut_stream_says_after_how_much_text(stores, fake_llm_env: FakeLLMServer) -> None:
+    fake_llm_env.queue(Reply(text="abcdefghijklmnopqrstuvwxyz", chunk_size=4, cut_after=5))
+    events = list(make_loop(stores).run_turn("hi"))
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    error = next(e for e in events if isinstance(e, Error))
+    assert shown and f"cut off after {len(shown)} characters" in error.message
+    assert "connection closed mid-stream" in error.message and "500" not in error.message
+    assert len(fake_llm_env.requests) == 1  # text was shown: never repeated
+
+
+def test_413_reads_cleanly(stores, fake_llm_env: FakeLLMServer) -> None:
+    fake_llm_env.queue(Fault(413))
+    error = next(e for e in make_loop(stores).run_turn("hi") if isinstance(e, Error))
+    assert "too large (413)" in error.message and "fake 413 error" in error.message
+    assert "APIError" not in error.message and "Exception" not in error.message and "{" not in error.message
+
+
+def test_litellm_log_lines_never_reach_the_terminal(hermes_home: Path) -> None:
+    code = (
+        "import logging\n"
+        "from hermes_tui.llm import _lib\n"
+        "_lib()\n"
+        "for name in ('LiteLLM', 'LiteLLM Router', 'LiteLLM Proxy'):\n"
+        "    logging.getLogger(name).warning('litellm says %s', name)\n"
+        "    logging.getLogger(name).error('litellm fails %s', name)\n"
+        "import litellm._logging as L\n"
+        "L.verbose_logger.warning('direct')\n"
+        "print('done')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "done\n" and result.stderr == ""
+
+
+# ------------------------------------------------------------------ prompt caching (issue 8, §5)
+
+
+def test_anthropic_requests_mark_system_tools_and_latest_messages(stores, fake_llm_env: FakeLLMServer,
+                                                                  workspace: Path) -> None:
+    (workspace / "a.txt").write_text("A")
+    fake_llm_env.queue(Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "a.txt"}, id="toolu_01abc")]),
+                       Reply(text="It says A.", usage=(40, 5), cache_read=2000, cache_write=60))
+    loop = make_loop(stores)
+    events = list(loop.run_turn("what is in a.txt?"))
+    first, second = fake_llm_env.requests
+    if fake_llm_env.wire_under_test == "openai":  # OpenAI caches by itself: nothing is marked
+        assert first.cache_marks == [] and second.cache_marks == []
+        assert "cache_control" not in json.dumps(first.body)
+    else:
+        last_tool = loop.tools.names[-1]
+        assert first.cache_marks == [("tool", last_tool), ("system", loop.system_prompt),
+                                     ("user", first.messages[-1]["content"])]
+        # mid-turn, the tool result is marked too, so the next step reads what this one wrote
+        assert second.cache_marks[:3] == first.cache_marks
+        assert second.cache_marks[3] == ("tool", "toolu_01abc")
+    usage = [e for e in events if isinstance(e, Usage)][-1]
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (2000, 60)
+    assert usage.prompt_tokens == 2100
+    assert usage.to_dict()["cache_read_tokens"] == 2000
+
+
+def test_cost_prices_cache_reads_and_writes(stores, fake_llm_env: FakeLLMServer) -> None:
+    config, memory, skills = stores
+    openai = fake_llm_env.wire_under_test == "openai"
+    loop = AgentLoop(replace(config, model="gpt-4o") if openai else config, memory, skills)  # priced models
+    fake_llm_env.queue(Reply(text="a", usage=(1000, 0)), Reply(text="b", usage=(100, 0), cache_read=900),
+                       Reply(text="c", usage=(100, 0), cache_write=900))
+    plain, read, written = ([e for e in loop.run_turn(t) if isinstance(e, Usage)][0] for t in ("1", "2", "3"))
+    assert plain.prompt_tokens == read.prompt_tokens == written.prompt_tokens == 1000
+    assert plain.cost_usd and read.cost_usd and written.cost_usd
+    assert read.cost_usd < plain.cost_usd * 0.6  # cache hits cost a fraction
+    if openai:
+        assert written.cost_usd == pytest.approx(plain.cost_usd)  # OpenAI does not bill writes
+    else:
+        assert written.cost_usd > plain.cost_usd  # Anthropic bills writes at a premium
+
+
+def test_openrouter_anthropic_models_are_marked(stores, fake_llm: FakeLLMServer) -> None:
+    config, memory, skills = stores
+    for model, marked in (("anthropic/claude-sonnet-4.5", True), ("openai/gpt-4o", False)):
+        fake_llm.reset()
+        openrouter = replace(config, provider="openrouter", model=model, api_base=fake_llm.openai_base,
+                             api_keys={"OPENROUTER_API_KEY": "sk-or-test"})
+        loop = AgentLoop(openrouter, memory, skills)
+        list(loop.run_turn("hi"))
+        marks = fake_llm.requests[0].cache_marks
+        # OpenRouter's OpenAI-style tools take no mark: the system block's breakpoint covers them
+        # (Anthropic caches in the order tools, system, messages).
+        assert marks == ([("system", loop.system_prompt), ("user", fake_llm.requests[0].messages[-1]["content"])]
+                         if marked else [])

@@ -26,6 +26,7 @@ from hermes_tui.config import Config  # noqa: E402
 from tests.fakes.server import (  # noqa: E402
     MALFORMED_EVENT,
     WIRES,
+    EmptyStream,
     Fault,
     FakeLLMServer,
     Reply,
@@ -159,6 +160,38 @@ def test_usage_arrives(fake_llm: FakeLLMServer, wire: Wire) -> None:
     fake_llm.queue(Reply(text="counted", usage=(123, 45)))
     result = collect(complete(fake_llm, wire))
     assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (123, 45)
+
+
+@wires
+def test_cache_usage_arrives(fake_llm: FakeLLMServer, wire: Wire) -> None:
+    # Both wires: prompt_tokens counts the cached tokens too; litellm exposes reads as
+    # prompt_tokens_details.cached_tokens (Anthropic also as cache_read_input_tokens) and
+    # Anthropic's writes as cache_creation_input_tokens.
+    fake_llm.queue(Reply(text="cached", usage=(100, 5), cache_read=900, cache_write=300))
+    usage = collect(complete(fake_llm, wire)).usage
+    assert usage.prompt_tokens == 1300 and usage.prompt_tokens_details.cached_tokens == 900
+    if wire == "anthropic":
+        assert (usage.cache_read_input_tokens, usage.cache_creation_input_tokens) == (900, 300)
+    else:
+        assert usage.prompt_tokens_details.cache_write_tokens == 300
+
+
+def test_cache_control_marks_are_recorded(fake_llm: FakeLLMServer) -> None:
+    points = [{"location": "message", "role": "system"}, {"location": "tool_config"},
+              {"location": "message", "index": -1}]
+    collect(complete(fake_llm, "anthropic", cache_control_injection_points=points))
+    assert fake_llm.requests[0].cache_marks == [("tool", "read_file"), ("system", "You are Hermes."),
+                                                 ("user", "hi")]
+    collect(complete(fake_llm, "anthropic"))
+    assert fake_llm.requests[1].cache_marks == []
+
+
+@wires
+def test_empty_stream_is_a_clean_200_without_events(fake_llm: FakeLLMServer, wire: Wire) -> None:
+    fake_llm.queue(EmptyStream())
+    path = "/v1/messages" if wire == "anthropic" else "/v1/chat/completions"
+    status, headers, body = raw_post(fake_llm, path, {"model": "m", "stream": True, "messages": []})
+    assert status == 200 and headers["content-type"].startswith("text/event-stream") and body == ""
 
 
 @wires

@@ -69,10 +69,17 @@ class Reply:
     cut_after: int | None = None
     malformed_at: int | None = None
     chunk_size: int = 8
+    cache_read: int = 0
+    cache_write: int = 0
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:
             raise ValueError("chunk_size must be >= 1")
+
+
+@dataclass(frozen=True)
+class EmptyStream:
+    """A 200 streaming response that ends cleanly without a single event (a broken proxy or server)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,7 @@ class Fault:
     delay: float = 0.0  # seconds to wait before answering
 
 
-Item = Reply | Fault
+Item = Reply | Fault | EmptyStream
 Responder = Callable[["RecordedRequest"], Item]
 
 
@@ -126,6 +133,31 @@ class RecordedRequest:
         for message in raw:
             normalized.extend(_normalize_anthropic_message(message))
         return normalized
+
+    @property
+    def cache_marks(self) -> list[tuple[str, str]]:
+        """Every block the client marked with ``cache_control``, in request order, as (where, what):
+        ``("tool", name)``, ``("system", text)`` or ``(role, text)`` for a message block (role
+        ``"tool"`` for tool results, whose text is their tool_use_id / tool_call_id)."""
+        marks: list[tuple[str, str]] = []
+        for tool in self.body.get("tools", []):
+            if "cache_control" in tool:
+                marks.append(("tool", tool.get("name") or tool.get("function", {}).get("name", "")))
+        system = self.body.get("system")
+        if isinstance(system, list):
+            marks += [("system", b.get("text", "")) for b in system if "cache_control" in b]
+        for message in self.body.get("messages", []):
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else [message]
+            for block in blocks:
+                if not isinstance(block, dict) or "cache_control" not in block:
+                    continue
+                if block.get("type") == "tool_result" or message.get("role") == "tool":
+                    marks.append(("tool", block.get("tool_use_id") or message.get("tool_call_id") or ""))
+                else:
+                    marks.append((message.get("role", ""), _text_of(block.get("content", [block]))
+                                  if block is message else block.get("text", "")))
+        return marks
 
     @property
     def tools(self) -> list[str]:
@@ -218,13 +250,23 @@ def _sse_event(payload: dict[str, Any]) -> bytes:
     return f"event: {payload['type']}\n".encode() + _sse_data(payload)
 
 
-def _openai_usage(reply: Reply) -> dict[str, int]:
-    prompt, completion = reply.usage
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def _openai_usage(reply: Reply) -> dict[str, Any]:
+    """Like OpenAI: cached tokens are part of ``prompt_tokens``; writes as OpenRouter reports them."""
+    prompt = reply.usage[0] + reply.cache_read + reply.cache_write
+    completion = reply.usage[1]
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "total_tokens": prompt + completion}
+    if reply.cache_read or reply.cache_write:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cache_read, "audio_tokens": 0}
+        if reply.cache_write:
+            usage["prompt_tokens_details"]["cache_write_tokens"] = reply.cache_write
+    return usage
 
 
 def _anthropic_input_usage(reply: Reply) -> dict[str, int]:
-    return {"input_tokens": reply.usage[0], "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    """Like Anthropic: ``input_tokens`` counts only the uncached tokens after the last breakpoint."""
+    return {"input_tokens": reply.usage[0], "cache_creation_input_tokens": reply.cache_write,
+            "cache_read_input_tokens": reply.cache_read}
 
 
 def openai_events(reply: Reply, model: str, include_usage: bool) -> list[bytes]:
@@ -382,6 +424,8 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model", "fake-model"))
         if isinstance(item, Fault):
             self._send_fault(item, wire)
+        elif isinstance(item, EmptyStream):
+            self._send_stream(Reply(), [])
         elif body.get("stream") and wire == "anthropic":
             self._send_stream(item, anthropic_events(item, model))
         elif body.get("stream"):
@@ -560,8 +604,11 @@ class FakeLLMServer:
 
 
 def item_from_json(entry: dict[str, Any]) -> Item:
-    """``{"text", "tool_calls": [{"name", "arguments", "id"?}], ...Reply fields}`` or ``{"fault": 429, ...}``."""
+    """``{"text", "tool_calls": [{"name", "arguments", "id"?}], ...Reply fields}``, ``{"fault": 429, ...}``
+    or ``{"empty_stream": true}``."""
     entry = dict(entry)
+    if entry.get("empty_stream"):
+        return EmptyStream()
     if "fault" in entry:
         return Fault(status=int(entry.pop("fault")), **entry)
     calls = [ToolCall(**call) for call in entry.pop("tool_calls", [])]
