@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
+import subprocess
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from hermes_tui.agent.tools import OUTPUT_CAP, ToolRegistry
+from hermes_tui.agent import tools
+from hermes_tui.agent.toolkit import ToolContext
+from hermes_tui.agent.tools import OUTPUT_CAP, READ_CAP, ToolRegistry
 from hermes_tui.memory.store import MemoryStore
+from hermes_tui.secrets import Secrets
 from hermes_tui.skills.manager import SkillManager
+from tests.fakes.server import Reply, ToolCall
+from tests.helpers import HERMES_TUI
 
 
 @pytest.fixture
@@ -262,3 +271,98 @@ def test_skill_and_memory_tools(registry: ToolRegistry) -> None:
     found = registry.execute("search_memory", {"query": "zebra"})
     assert found.ok and "**zebra**" in found.output and f"session {session}" in found.output
     assert "No past messages" in registry.execute("search_memory", {"query": "unicorn"}).output
+
+
+def test_run_bash_memory_stays_bounded_whatever_the_output(registry: ToolRegistry) -> None:
+    tracemalloc.start()
+    try:
+        result = registry.execute("run_bash", {"command": "echo HEAD; head -c 50000000 /dev/zero | tr '\\0' y; echo; echo TAIL"})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.ok and result.output.startswith("exit code 0\nHEAD")
+    assert result.output.rstrip().endswith("TAIL") and "bytes cut" in result.output
+    assert len(result.output) < OUTPUT_CAP + 200
+    assert peak < 4 * OUTPUT_CAP + 64 * 1024, peak  # 50 MB went through; about 2x the cap was held
+
+
+def test_run_bash_environment_has_no_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_API_KEY", "sk-should-not-be-seen-1234")
+    monkeypatch.setenv("LOOKS_HARMLESS", "web-password-value-5678")
+    ws = tmp_path / "w"
+    ws.mkdir()
+    reg = ToolRegistry(ws, MemoryStore(tmp_path / "m.db"), SkillManager(tmp_path / "s"),
+                       secrets=Secrets({"HERMES_WEB_PASSWORD": "web-password-value-5678"}))
+    result = reg.execute("run_bash", {"command": "env; echo marker-$HOME"})
+    assert result.ok and "marker-" in result.output
+    assert "SOME_API_KEY" not in result.output and "LOOKS_HARMLESS" not in result.output
+    assert "5678" not in result.output
+
+
+def test_read_file_pages_with_offset_and_limit(registry: ToolRegistry) -> None:
+    body = "".join(f"line {i:06d} é\n" for i in range(10_000))  # ~150 KB, two-byte characters included
+    (registry.workspace / "big.txt").write_text(body)
+    size = len(body.encode())
+    pieces, offset = [], 0
+    while True:
+        result = registry.execute("read_file", {"path": "big.txt", "offset": offset})
+        assert result.ok
+        text, _, note = result.output.partition("\n[... bytes ")
+        assert len(text.encode()) <= READ_CAP
+        pieces.append(text)
+        match = re.search(r"offset=(\d+)", note)
+        if match is None:
+            assert "end of file" in note
+            break
+        offset = int(match.group(1))
+    assert "".join(pieces) == body and len(pieces) == -(-size // READ_CAP)
+    small = registry.execute("read_file", {"path": "big.txt", "offset": 13, "limit": 20})  # 13 is inside "é"
+    assert small.output.startswith("\nline 000001 é\nlin\n[... bytes 14-33 of")
+    assert "offset=33" in small.output
+
+
+def test_cancel_reaches_the_file_tools(registry: ToolRegistry) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    for name, args in [("read_file", {"path": "notes.txt"}), ("list_dir", {}),
+                       ("write_file", {"path": "new.txt", "content": "x"})]:
+        result = registry.execute(name, args, cancel=cancel)
+        assert not result.ok and "ancel" in result.output
+    assert not (registry.workspace / "new.txt").exists()
+    # Set while a tool runs: the tool itself stops (each handler checks between chunks).
+    ctx = ToolContext(registry.workspace, registry.memory, registry.skills, cancel=cancel)
+    assert "cancelled" in tools.read_file(ctx, "notes.txt").output
+    assert "cancelled" in tools.list_dir(ctx, ".").output
+    assert "incomplete" in tools.write_file(ctx, "half.txt", "y" * 1_000_000).output
+    assert (registry.workspace / "half.txt").stat().st_size == 0
+
+
+def _descendants_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "cmdline").read_bytes().decode(errors="replace") and _alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_run_bash_children_die_with_a_killed_hermes(fake_llm_env, hermes_home: Path, workspace: Path) -> None:
+    marker = f"{60 + random.random():.6f}"  # unique sleep durations identify our processes
+    fake_llm_env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": f"sleep {marker} & sleep {marker}1"})]))
+    hermes = subprocess.Popen([HERMES_TUI, "-p", "run it", "--yes"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 60
+        while len(_descendants_with(f"sleep {marker}")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_descendants_with(f"sleep {marker}")) == 2, "the command never started"
+    finally:
+        hermes.kill()  # SIGKILL: no handler of Hermes runs
+        hermes.wait()
+    deadline = time.monotonic() + 2
+    while _descendants_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _descendants_with(marker) == []

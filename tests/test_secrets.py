@@ -1,0 +1,154 @@
+"""Secrets never reach the model or memory: planted secrets, real tools, the real LiteLLM path.
+
+Secrets sit in ./.env (the workspace, which is the working folder), in HERMES_HOME/.env (inside the
+workspace, as when Hermes is started from ~) and in the environment. The model then tries every
+way we know to read them; no request the fake server receives and no row of memory.sqlite3 may
+contain one, literally or in base64 or hex.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.config import Config
+from hermes_tui.events import ToolCallFinished
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.secrets import Secrets
+from hermes_tui.skills.manager import SkillManager
+from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+
+SECRETS = {
+    "KEY": "sk-planted-env-key-0123456789abcdefXYZ",  # the provider's key, in the environment
+    "MYSERVICE_API_KEY": "ms-7f3a9c1e5b2d4f6a8c0e2a4b6d8f0a1c",  # another key in the environment
+    "FLASK_SECRET_KEY": "flask-secret-9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d",  # in HERMES_HOME/.env
+    "HERMES_WEB_PASSWORD": "correct horse battery staple 42",  # in HERMES_HOME/.env
+    "GEMINI_API_KEY": "AIzaSyPlantedLocalKey_5u8Xq2Lw9Rt4Vb7Nz",  # in ./.env
+}
+
+ATTACKS = [
+    ("read_file", {"path": ".env"}),
+    ("read_file", {"path": ".hermes/.env"}),
+    ("list_dir", {"path": ".hermes"}),
+    ("run_bash", {"command": "cat .env .hermes/.env"}),
+    ("run_bash", {"command": "env"}),
+    ("run_bash", {"command": "printenv"}),
+    ("run_bash", {"command": "base64 .env .hermes/.env"}),
+    ("run_bash", {"command": "base64 -w0 .hermes/.env; echo; tail -c +3 .env | base64"}),
+    ("run_bash", {"command": "xxd -p .hermes/.env; xxd -p .env | tr -d '\\n'"}),
+    ("run_bash", {"command": "ln -s .env notes.txt; ln -s .hermes/.env more.txt"}),
+    ("read_file", {"path": "notes.txt"}),
+    ("read_file", {"path": "more.txt"}),
+    ("run_bash", {"command": "cat notes.txt more.txt; cat /proc/$$/environ | tr '\\0' '\\n'"}),
+    ("search_memory", {"query": "flask"}),
+]
+
+
+def _decoded_runs(text: str) -> list[bytes]:
+    """Every base64 or hex run of ``text`` decoded (at every alignment): an oracle independent of
+    the scrubber's own matching."""
+    flat = re.sub(r"\s+", "", text)
+    out: list[bytes] = []
+    for run in re.findall(r"[A-Za-z0-9+/=_-]{12,}", flat):
+        for skip in range(4):
+            part = run[skip:].rstrip("=")
+            part = part[: len(part) // 4 * 4]
+            try:
+                out.append(base64.b64decode(part + "=" * (-len(part) % 4), altchars=b"+/"))
+                out.append(base64.urlsafe_b64decode(part))
+            except (binascii.Error, ValueError):
+                pass
+    for run in re.findall(r"[0-9a-fA-F]{12,}", flat):
+        for skip in range(2):
+            part = run[skip:]
+            out.append(bytes.fromhex(part[: len(part) // 2 * 2]))
+    return out
+
+
+def assert_no_secret(text: str, where: str) -> None:
+    decoded = _decoded_runs(text)
+    for name, value in SECRETS.items():
+        assert value not in text, f"{name} leaked into {where}"
+        assert not any(value.encode() in blob for blob in decoded), f"{name} leaked encoded into {where}"
+
+
+@pytest.fixture
+def planted(fake_llm_env: FakeLLMServer, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
+    key_variable = "ANTHROPIC_API_KEY" if fake_llm_env.wire_under_test == "anthropic" else "OPENAI_API_KEY"
+    monkeypatch.setenv(key_variable, SECRETS["KEY"])
+    monkeypatch.setenv("MYSERVICE_API_KEY", SECRETS["MYSERVICE_API_KEY"])
+    home = workspace / ".hermes"
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    home.mkdir()
+    (home / ".env").write_text(f"FLASK_SECRET_KEY={SECRETS['FLASK_SECRET_KEY']}\n"
+                               f"HERMES_WEB_PASSWORD='{SECRETS['HERMES_WEB_PASSWORD']}'\n")
+    (workspace / ".env").write_text(f"GEMINI_API_KEY={SECRETS['GEMINI_API_KEY']}\nHERMES_MODEL_NOTE=x\n")
+    monkeypatch.chdir(workspace)  # the workspace defaults to the working folder
+    monkeypatch.delenv("HERMES_WORKSPACE")
+    return Config.load()
+
+
+def test_secrets_never_reach_the_model_or_memory(planted: Config, fake_llm_env: FakeLLMServer) -> None:
+    fake_llm_env.queue(*[Reply(tool_calls=[ToolCall(name, args)]) for name, args in ATTACKS],
+                       Reply(text="I could not see any secret."))
+    memory = MemoryStore(planted.db_path)
+    loop = AgentLoop(planted, memory, SkillManager(planted.skills_dir))
+    events = list(loop.run_turn("Show me every API key and password you can find. The word is flask."))
+    results = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert len(results) == len(ATTACKS)
+    by_command = {json.dumps(a): r for a, r in zip(ATTACKS, results, strict=True)}
+    assert "refused" in by_command[json.dumps(ATTACKS[0])].result  # read_file .env
+    assert "Hermes' own folder" in by_command[json.dumps(ATTACKS[1])].result
+    assert "[redacted: FLASK_SECRET_KEY]" in by_command[json.dumps(ATTACKS[3])].result  # cat: scrubbed
+    assert "[redacted: GEMINI_API_KEY]" in by_command[json.dumps(ATTACKS[3])].result
+    assert "PATH=" in by_command[json.dumps(ATTACKS[4])].result  # env ran; the keys were not in it
+    assert "MYSERVICE_API_KEY" not in by_command[json.dumps(ATTACKS[5])].result  # stripped, not just masked
+    for result in results:
+        assert_no_secret(result.result, f"the result of {result.name}")
+    loop.close()
+    memory.close()
+
+    assert len(fake_llm_env.requests) >= len(ATTACKS) + 1
+    for number, request in enumerate(fake_llm_env.requests):
+        assert_no_secret(json.dumps(request.body), f"request {number}")
+        assert_no_secret("\n".join(str(m.get("content")) for m in request.messages), f"request {number}")
+    with sqlite3.connect(planted.db_path) as db:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        rows = 0
+        for table in tables:
+            for row in db.execute(f'SELECT * FROM "{table}"'):
+                rows += 1
+                assert_no_secret(" ".join(str(v) for v in row), f"table {table}")
+    assert rows > len(ATTACKS)
+
+
+def test_scrub_catches_every_encoding_and_alignment() -> None:
+    secrets = Secrets({"X_API_KEY": "abcdefghijklmnopqrstuvwxyz012345"})
+    value = secrets.values["X_API_KEY"].encode()
+    for prefix in (b"", b"K", b"KE", b"KEY=", b"A_LONGER_PREFIX="):
+        blob = prefix + value + b"\n"
+        for encoded in (base64.b64encode(blob).decode(), base64.encodebytes(blob * 3).decode(),
+                        base64.urlsafe_b64encode(blob).decode(), blob.hex(), blob.hex().upper()):
+            scrubbed = secrets.scrub(f"before {encoded} after")
+            assert "[redacted: X_API_KEY]" in scrubbed and scrubbed.startswith("before ")
+            assert not any(value in b for b in _decoded_runs(scrubbed))
+    assert secrets.scrub("plain text with base64 aGVsbG8gd29ybGQgaGVsbG8= and hex deadbeefcafe0123") == \
+        "plain text with base64 aGVsbG8gd29ybGQgaGVsbG8= and hex deadbeefcafe0123"  # no false positive
+
+
+def test_shell_environment_is_stripped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_API_KEY", "k" * 20)
+    monkeypatch.setenv("INNOCENT_NAME", "the-configured-password")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws" * 10)
+    monkeypatch.setenv("HARMLESS", "stays")
+    secrets = Secrets({"HERMES_WEB_PASSWORD": "the-configured-password"})
+    clean = secrets.clean_environment(dict(__import__("os").environ))
+    assert "SOME_API_KEY" not in clean and "INNOCENT_NAME" not in clean and "AWS_SECRET_ACCESS_KEY" not in clean
+    assert clean["HARMLESS"] == "stays" and "PATH" in clean
