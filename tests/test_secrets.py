@@ -121,12 +121,17 @@ def test_secrets_never_reach_the_model_or_memory(planted: Config, fake_llm_env: 
         assert_no_secret("\n".join(str(m.get("content")) for m in request.messages), f"request {number}")
     with sqlite3.connect(planted.db_path) as db:
         tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        rows = 0
+        rows, checked = 0, []
         for table in tables:
-            for row in db.execute(f'SELECT * FROM "{table}"'):
+            try:
+                found = db.execute(f'SELECT * FROM "{table}"').fetchall()
+            except sqlite3.OperationalError:  # a virtual table that needs the store's own SQL functions
+                continue
+            checked.append(table)
+            for row in found:
                 rows += 1
                 assert_no_secret(" ".join(str(v) for v in row), f"table {table}")
-    assert rows > len(ATTACKS)
+    assert "messages" in checked and rows > len(ATTACKS)
 
 
 def test_scrub_catches_every_encoding_and_alignment() -> None:
