@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
+from hermes_tui.private import private_dir
 from hermes_tui.providers import KEY_ENV_VARS, PROVIDER_TABLE, PROVIDERS, Provider
 from hermes_tui.secrets import is_secret_variable
 
@@ -218,7 +219,7 @@ def _keys_from(env: Mapping[str, str]) -> dict[str, str]:
 def _home_from(env: Mapping[str, str]) -> Path:
     home = default_home(env).resolve()
     try:
-        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(home)
     except OSError as exc:
         raise ConfigError(f"HERMES_HOME={str(home)!r} cannot be created ({exc.strerror}): point it at a writable folder.") from exc
     if not home.is_dir():

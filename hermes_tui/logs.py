@@ -8,6 +8,7 @@ from pathlib import Path
 from platformdirs import user_log_dir
 
 from hermes_tui.config import Config
+from hermes_tui.private import private_file
 
 
 class _Redact(logging.Filter):
@@ -33,9 +34,7 @@ def log_folder() -> Path:
 
 def setup_logging(config: Config, *, level: int = logging.INFO) -> Path:
     """Log hermes_tui and litellm warnings to ``<user log dir>/hermes.log``; return its path."""
-    folder = log_folder()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "hermes.log"
+    path = private_file(log_folder() / "hermes.log")  # logs may quote tool output: owner only
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     secrets = [*config.api_keys.values(), config.flask_secret_key or "", config.web_password or ""]

@@ -25,6 +25,7 @@ from hermes_tui.memory import search as ranking
 from hermes_tui.memory.query import parse
 from hermes_tui.memory.search import SearchHit, SessionHit
 from hermes_tui.memory.text import ELLIPSIS, HIT_END, HIT_START, index_text
+from hermes_tui.private import private_file
 
 __all__ = ["HIT_END", "HIT_START", "MemoryStore", "Message", "SearchHit", "SessionHit", "SessionInfo"]
 
@@ -300,7 +301,7 @@ class MemoryStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)  # SQLite gives its -wal and -shm files the database file's mode
         self._pool = _ConnectionPool(self._connect)
         with self._pool.connection() as conn:
             self._migrate(conn)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from hermes_tui.private import private_dir, private_file
 from hermes_tui.skills.schema import (
     SKILL_FILE,
     Skill,
@@ -226,8 +227,8 @@ class SkillManager:
     def _locked(self) -> Iterator[None]:
         """Thread lock plus an advisory file lock, so other managers and processes wait too."""
         with self._lock:
-            self.skills_dir.mkdir(parents=True, exist_ok=True)
-            with open(self.skills_dir / LOCK_FILE, "a+b") as handle:
+            private_dir(self.skills_dir)
+            with open(private_file(self.skills_dir / LOCK_FILE), "a+b") as handle:
                 if fcntl is not None:
                     fcntl.flock(handle, fcntl.LOCK_EX)
                 yield
@@ -289,9 +290,9 @@ class SkillManager:
             raise SkillError(
                 f"cannot move legacy skill file {skill.path} into {folder}: it already has a {SKILL_FILE}"
             )
-        folder.mkdir(exist_ok=True)
+        private_dir(folder)
         if archive is not None:
-            (folder / VERSIONS_DIR).mkdir(exist_ok=True)
+            private_dir(folder / VERSIONS_DIR)
             _atomic_write(folder / VERSIONS_DIR / archive[0], archive[1])
         _atomic_write(target, data)
         if moving:

@@ -8,6 +8,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from hermes_tui.private import private_dir
+
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
 _BARE = re.compile(r"[A-Za-z0-9_\-./:@+=,]*")
 
@@ -45,7 +47,7 @@ def update_env_file(path: Path, values: Mapping[str, str | None]) -> None:
             if value is not None:
                 out.append(f"{name}={quote(value)}")
     out += [f"{name}={quote(value)}" for name, value in pending.items() if value is not None]
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".env.", suffix=".tmp")  # created 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
