@@ -10,6 +10,7 @@ surface can start without one and explain what to set (``Config.require_api_key`
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ PRIVILEGED = frozenset({
     "HERMES_WEB_ALLOW_NO_AUTH",  # opens the dashboard without a password
     "HERMES_WEB_TRUSTED_PROXIES",  # decides which client address the login lockout sees
     "HERMES_WEB_ALLOWED_HOSTS",  # which Host headers the dashboard answers
+    "RAILWAY_PUBLIC_DOMAIN",  # one more Host the dashboard answers (Railway sets it)
     "HERMES_WEB_PASSWORD",  # a known password would let its writer log in
     "FLASK_SECRET_KEY",  # a known key would let its writer forge session cookies
     "HERMES_API_BASE",  # where requests, and with them the API key, are sent
@@ -76,6 +78,8 @@ class Config:
     web_enable_shell: bool = False
     web_enable_write: bool = False
     web_trusted_proxies: int = 0
+    web_allowed_hosts: tuple[str, ...] = ()  # HERMES_WEB_ALLOWED_HOSTS; empty: the web's default list
+    railway_public_domain: str | None = None
     secret_values: Mapping[str, str] = field(default_factory=dict, repr=False)  # every secret-named variable
     ignored_local: tuple[str, ...] = ()  # privileged variables found in ./.env and not used
 
@@ -174,6 +178,8 @@ class Config:
             web_enable_shell=_flag(env, "HERMES_WEB_ENABLE_SHELL"),
             web_enable_write=_flag(env, "HERMES_WEB_ENABLE_WRITE"),
             web_trusted_proxies=_count(env, "HERMES_WEB_TRUSTED_PROXIES"),
+            web_allowed_hosts=_hosts(env, "HERMES_WEB_ALLOWED_HOSTS"),
+            railway_public_domain=(env.get("RAILWAY_PUBLIC_DOMAIN") or "").strip().lower() or None,
             secret_values={k: v for k, v in env.items() if is_secret_variable(k) and v.strip()},
             ignored_local=ignored,
         )
@@ -251,3 +257,13 @@ def _count(env: Mapping[str, str], name: str) -> int:
     if not value.isdigit():
         raise ConfigError(f"{name}={value!r} is not a whole number: use 0 (no proxy) or the number of proxies in front.")
     return int(value)
+
+
+def _hosts(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """Host names separated by commas or spaces; ``.example.com`` also matches its subdomains."""
+    hosts = tuple(h.lower() for h in (env.get(name) or "").replace(",", " ").split())
+    for host in hosts:
+        if host == "*" or not re.fullmatch(r"\.?[a-z0-9]([a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\]", host):
+            raise ConfigError(f"{name} has {host!r}, which is not a host name: list names like "
+                              "hermes.example.com (no '*', scheme, port or path).")
+    return hosts

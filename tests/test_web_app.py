@@ -418,6 +418,72 @@ def test_changing_the_password_ends_every_session(make_app: Any, llm: FakeLLMSer
                      environ_base={"REMOTE_ADDR": "10.1.1.1"}).status_code == 302
 
 
+def _host_status(client: FlaskClient, host: str, path: str = "/login", method: str = "GET") -> int:
+    return client.open(path, method=method, headers={"Host": host}).status_code
+
+
+def test_only_allowed_host_names_are_answered(make_app: Any, llm: FakeLLMServer) -> None:
+    app = make_app()
+    client = app.test_client()
+    for host in ("localhost", "127.0.0.1", "127.0.0.1:8000", "LOCALHOST:80", "[::1]:8000", "localhost."):
+        assert _host_status(client, host) == 200, host
+    for host in ("evil.example", "evil.example:8000", "127.0.0.1.evil.example", "localhost.evil.example",
+                 "[::2]", "", "hermes.up.railway.app"):
+        assert _host_status(client, host) == 400, host
+    refused = client.get("/api/sessions", headers={"Host": "evil.example"})
+    assert refused.status_code == 400 and "HERMES_WEB_ALLOWED_HOSTS" in refused.get_json()["error"]
+    assert _host_status(client, "evil.example", "/static/app.js") == 400
+    assert _host_status(client, "evil.example", "/login", "POST") == 400
+
+
+def test_bound_host_railway_domain_and_health_check(make_app: Any, llm: FakeLLMServer,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _host_status(make_app(bound_host="192.168.1.20").test_client(), "192.168.1.20:8000") == 200
+    assert _host_status(make_app(bound_host="0.0.0.0").test_client(), "0.0.0.0") == 400  # not a name
+    monkeypatch.setenv("RAILWAY_PUBLIC_DOMAIN", "hermes-production.up.railway.app")
+    railway = make_app(bound_host="0.0.0.0").test_client()
+    assert _host_status(railway, "hermes-production.up.railway.app") == 200
+    assert _host_status(railway, "other.up.railway.app") == 400
+    # Railway's deploy health check uses its own Host: it may read the login page, nothing else
+    assert _host_status(railway, "healthcheck.railway.app", "/login") == 200
+    assert _host_status(railway, "healthcheck.railway.app", "/login", "POST") == 400
+    assert _host_status(railway, "healthcheck.railway.app", "/api/sessions") == 400
+
+
+def test_allowed_hosts_replace_the_default_and_are_never_read_from_dot_env(
+    make_app: Any, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / ".env").write_text("HERMES_WEB_ALLOWED_HOSTS=evil.example\nRAILWAY_PUBLIC_DOMAIN=evil.example\n")
+    planted = make_app().test_client()  # the working folder is where the agent can write
+    assert _host_status(planted, "evil.example") == 400
+    assert _host_status(planted, "localhost") == 200
+
+    monkeypatch.setenv("HERMES_WEB_ALLOWED_HOSTS", "hermes.example.com, .lan")
+    listed = make_app().test_client()
+    for host in ("hermes.example.com", "nas.lan", "lan:8000"):
+        assert _host_status(listed, host) == 200, host
+    for host in ("localhost", "evil.example", "hermes.example.com.evil.example", "xlan"):
+        assert _host_status(listed, host) == 400, host
+
+    monkeypatch.setenv("HERMES_WEB_ALLOWED_HOSTS", "*")
+    with pytest.raises(ConfigError, match="^HERMES_WEB_ALLOWED_HOSTS has '\\*'"):
+        Config.load()
+
+
+def test_no_auth_mode_answers_only_its_listed_hosts(make_app: Any, llm: FakeLLMServer,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HERMES_WEB_PASSWORD")
+    monkeypatch.setenv("HERMES_WEB_ALLOW_NO_AUTH", "true")
+    monkeypatch.setenv("HERMES_WEB_ALLOWED_HOSTS", "hermes.home.arpa")
+    client = make_app().test_client()
+    page = client.get("/login", headers={"Host": "hermes.home.arpa"}).get_data(as_text=True)
+    assert client.post("/login", data={"csrf_token": csrf_from(page)},
+                       headers={"Host": "hermes.home.arpa"}).status_code == 302
+    assert client.get("/api/sessions", headers={"Host": "hermes.home.arpa"}).status_code == 200
+    # a rebinding page: same browser, same cookies, but its own name in Host
+    assert client.get("/api/sessions", headers={"Host": "attacker.example"}).status_code == 400
+
+
 def test_security_headers_and_cookie_flags(app: Flask) -> None:
     client = app.test_client()
     login_page = client.get("/login")
@@ -812,6 +878,9 @@ def test_create_app_fails_closed(hermes_home: Path, monkeypatch: pytest.MonkeyPa
     with pytest.raises(ConfigError, match="^HERMES_WEB_PASSWORD is not set"):
         create_app(Config.load())
     monkeypatch.setenv("HERMES_WEB_ALLOW_NO_AUTH", "true")
+    with pytest.raises(ConfigError, match="^HERMES_WEB_ALLOWED_HOSTS is not set: without a password"):
+        create_app(Config.load())
+    monkeypatch.setenv("HERMES_WEB_ALLOWED_HOSTS", "localhost")
     app = create_app(Config.load())
     try:
         client = app.test_client()

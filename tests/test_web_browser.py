@@ -30,7 +30,8 @@ from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply, ToolCall
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--host-resolver-rules=MAP rebind.test 127.0.0.1"]  # a name "rebound" to the server
 PASSWORD = "browser-test-password"
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -331,3 +332,20 @@ def test_xss_from_model_tool_skill_and_memory_is_shown_as_text(
     page.reload()  # the live conversation is re-rendered from the server after a reload
     expect(page.locator("#messages .rendered").last).to_contain_text("alert('model')")
     _assert_nothing_loads_or_runs(page)
+
+
+# --------------------------------------------------------------------------- hosts
+
+
+def test_a_rebound_host_name_gets_nothing(page: tuple[Page, Watch], server: Server) -> None:
+    """DNS rebinding: a foreign name resolving to the server is same-origin with itself, not with us."""
+    page, watch = page
+    port = server.url.rsplit(":", 1)[1]
+    response = page.goto(f"http://rebind.test:{port}/login")
+    assert response is not None and response.status == 400
+    expect(page.locator("body")).to_contain_text("does not answer to that host name")
+    assert page.locator("#password").count() == 0
+    status = page.evaluate("fetch('/api/sessions').then(r => r.status)")
+    assert status == 400
+    watch.errors.clear()  # Chromium logs the refused requests as console errors
+    watch.origin = f"http://rebind.test:{port}"

@@ -41,6 +41,11 @@ def check_config(config: Config) -> None:
             f"FLASK_SECRET_KEY is too weak: {problem}. Use a long random value, e.g. the output of: "
             "python -c 'import secrets; print(secrets.token_hex(32))'"
         )
+    if config.web_allow_no_auth and not config.web_password and not config.web_allowed_hosts:
+        raise ConfigError(
+            "HERMES_WEB_ALLOWED_HOSTS is not set: without a password (HERMES_WEB_ALLOW_NO_AUTH=true) the "
+            "dashboard must name the host names it answers to, e.g. HERMES_WEB_ALLOWED_HOSTS=localhost."
+        )
     if not config.web_password and not config.web_allow_no_auth:
         raise ConfigError(
             "HERMES_WEB_PASSWORD is not set: the dashboard needs a password (or, only on a network "
@@ -59,6 +64,7 @@ def create_app(
     *,
     max_streams: int = MAX_STREAMS,
     keepalive_seconds: float = KEEPALIVE_SECONDS,
+    bound_host: str = "127.0.0.1",
 ) -> Flask:
     """Build the dashboard on one set of core objects; raises ``ConfigError`` when misconfigured."""
     config = Config.load() if config is None else config
@@ -77,6 +83,7 @@ def create_app(
         PERMANENT_SESSION_LIFETIME=timedelta(seconds=ABSOLUTE_LIFETIME),
         TEMPLATES_AUTO_RELOAD=False,
     )
+    app.config[security.ALLOWED_HOSTS] = security.allowed_hosts(config, bound_host)
     app.session_interface = security.SessionInterface()
     app.json = inputs.StrictJSONProvider(app)
     app.url_map.converters["int"] = inputs.RowIdConverter  # before any route is registered
@@ -93,7 +100,9 @@ def create_app(
     )
     app.jinja_env.globals["csrf_token"] = security.csrf_token
 
-    # Order matters: the login gate answers unauthenticated requests (401/redirect) first.
+    # Order matters: a foreign Host is refused before anything else; then the login gate answers
+    # unauthenticated requests (401/redirect).
+    app.before_request(security.check_host)
     app.before_request(auth.require_login)
     app.before_request(security.check_request)
     app.after_request(security.add_headers)

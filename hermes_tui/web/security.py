@@ -8,6 +8,9 @@
   embed the CSRF token).
 * Cookies: HttpOnly and SameSite=Lax from the app config; Secure decided per request, so the same
   deployment works on http://127.0.0.1 and behind an HTTPS proxy.
+* Hosts: a request whose ``Host`` is not on the allowlist gets a 400 before anything else runs.
+  That is what stops DNS rebinding (a foreign page whose name is made to resolve to this server
+  is same-origin with itself, so CSRF checks cannot tell; only its Host header gives it away).
 """
 
 from __future__ import annotations
@@ -15,8 +18,12 @@ from __future__ import annotations
 import hmac
 import secrets
 
-from flask import Flask, Response, abort, request, session
+from collections.abc import Iterable
+
+from flask import Flask, Response, abort, current_app, request, session
 from flask.sessions import SecureCookieSessionInterface
+
+from hermes_tui.config import Config
 
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FIELD = "csrf_token"
@@ -26,6 +33,11 @@ CSP = (
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'"
 )
 _ALLOWED_FETCH_SITES = frozenset({"same-origin", "none"})  # "none": typed URL, bookmark
+ALLOWED_HOSTS = "HERMES_ALLOWED_HOSTS"  # app.config key
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+_WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", "[::]", ""})  # not names anyone can type
+# Railway's deploy health check calls the health path with this Host: answered for GET /login only.
+RAILWAY_HEALTHCHECK_HOST = "healthcheck.railway.app"
 
 
 def csrf_token() -> str:
@@ -45,6 +57,46 @@ def new_csrf_token() -> str:
 
 def is_api() -> bool:
     return request.path == "/api" or request.path.startswith("/api/")
+
+
+def allowed_hosts(config: Config, bound_host: str) -> tuple[str, ...]:
+    """HERMES_WEB_ALLOWED_HOSTS when set; else the bound host, localhost and Railway's public domain."""
+    if config.web_allowed_hosts:
+        return config.web_allowed_hosts
+    bound = bound_host.strip().lower()
+    if ":" in bound and not bound.startswith("["):
+        bound = f"[{bound}]"
+    hosts = [*LOCAL_HOSTS, *([bound] if bound not in _WILDCARD_ADDRESSES else [])]
+    if config.railway_public_domain:
+        hosts.append(config.railway_public_domain)
+    return tuple(dict.fromkeys(hosts))
+
+
+def host_name(header: str) -> str:
+    """The name part of a ``Host`` header: lower case, without port or trailing dot."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        end = header.find("]")
+        return header[: end + 1] if end > 0 else ""
+    if header.count(":") == 1:
+        header = header.split(":", 1)[0]
+    return header.rstrip(".")
+
+
+def host_allowed(header: str, allowed: Iterable[str]) -> bool:
+    name = host_name(header)
+    return bool(name) and any(name == ref or (ref.startswith(".") and (name.endswith(ref) or name == ref[1:]))
+                              for ref in allowed)
+
+
+def check_host() -> None:
+    """``before_request``, first of all: 400 unless the Host header is on the allowlist."""
+    host = request.host  # after ProxyFix: the forwarded host when proxies are trusted
+    if host_allowed(host, current_app.config[ALLOWED_HOSTS]):
+        return
+    if host_name(host) == RAILWAY_HEALTHCHECK_HOST and request.method in ("GET", "HEAD") and request.path == "/login":
+        return
+    abort(400, "this server does not answer to that host name (see HERMES_WEB_ALLOWED_HOSTS)")
 
 
 def check_request() -> None:

@@ -71,10 +71,11 @@ class Worker(ASGIWorker):  # type: ignore[misc]
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
     """gunicorn configured in code; the app is built in the worker (after fork), never in the master."""
 
-    def __init__(self, config: Config, options: dict[str, Any], threads: int) -> None:
+    def __init__(self, config: Config, options: dict[str, Any], threads: int, host: str) -> None:
         self._config = config
         self._options = options
         self._threads = threads
+        self._host = host
         super().__init__()
 
     def load_config(self) -> None:
@@ -82,14 +83,14 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        return build(self._config, self._threads)
+        return build(self._config, self._threads, self._host)
 
 
-def build(config: Config, threads: int) -> WSGIBridge:
+def build(config: Config, threads: int, host: str = DEFAULT_HOST) -> WSGIBridge:
     """The served application: the Flask app behind the bridge, the LLM layer warming meanwhile."""
     from hermes_tui.llm import warm
 
-    app = create_app(config, max_streams=max_streams_for(threads))
+    app = create_app(config, max_streams=max_streams_for(threads), bound_host=host)
     state = app.extensions[EXTENSION].state
     bridge = WSGIBridge(app, threads=threads, max_body=MAX_BODY_BYTES)
     bridge.on_stop.append(state.cancel_all)
@@ -146,4 +147,4 @@ def serve(argv: Sequence[str] | None = None) -> None:
         "control_socket_disable": True,  # no runtime control interface (a unix socket in $HOME)
         "worker_exit": _close_state,
     }
-    _Gunicorn(config, options, args.threads).run()
+    _Gunicorn(config, options, args.threads, args.host).run()
