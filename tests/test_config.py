@@ -51,7 +51,7 @@ PRIVILEGED_LINES = {
     "HERMES_WEB_ENABLE_SHELL": "true", "HERMES_WEB_ENABLE_WRITE": "true", "HERMES_WEB_ALLOW_NO_AUTH": "true",
     "HERMES_WEB_TRUSTED_PROXIES": "3", "HERMES_API_BASE": "http://evil.example/v1", "HERMES_APPROVAL": "always",
     "HERMES_WEB_PASSWORD": "written-by-the-agent", "FLASK_SECRET_KEY": "k" * 40,
-    "HERMES_WEB_ALLOWED_HOSTS": "evil.example",
+    "HERMES_WEB_ALLOWED_HOSTS": "evil.example", "RAILWAY_PUBLIC_DOMAIN": "evil.example",
 }
 
 
@@ -66,6 +66,7 @@ def test_privileged_settings_are_never_read_from_cwd_env(tmp_path: Path, hermes_
     assert not (config.web_enable_shell or config.web_enable_write or config.web_allow_no_auth)
     assert config.web_trusted_proxies == 0 and config.api_base is None and config.approval == "ask"
     assert config.web_password is None and config.flask_secret_key is None
+    assert config.web_allowed_hosts == () and config.railway_public_domain is None
     assert config.home == hermes_home.resolve() and config.workspace == tmp_path.resolve()
     assert set(PRIVILEGED) <= set(lines)  # every declared privileged variable was tried
     [warning] = config.warnings
@@ -80,6 +81,7 @@ def test_privileged_settings_come_from_home_env_and_environment(hermes_home: Pat
     assert config.web_enable_shell and config.web_enable_write and config.web_allow_no_auth
     assert config.api_base == "http://evil.example/v1" and config.approval == "always"
     assert config.web_trusted_proxies == 3 and config.web_password == "written-by-the-agent"
+    assert config.web_allowed_hosts == ("evil.example",) and config.railway_public_domain == "evil.example"
     assert config.warnings == []
     monkeypatch.setenv("HERMES_APPROVAL", "ask")
     assert Config.load().approval == "ask"  # the environment still wins
