@@ -9,22 +9,18 @@ from platformdirs import user_log_dir
 
 from hermes_tui.config import Config
 from hermes_tui.private import private_file
+from hermes_tui.secrets import Secrets
 
 
-class _Redact(logging.Filter):
-    """Replaces any configured secret value that would otherwise reach the log file."""
+class _Scrubbing(logging.Formatter):
+    """Formats a record, traceback included, with every configured secret replaced (``Secrets.scrub``)."""
 
-    def __init__(self, secrets: list[str]) -> None:
-        super().__init__()
-        self.secrets = [s for s in secrets if len(s) >= 6]
+    def __init__(self, fmt: str, secrets: Secrets) -> None:
+        super().__init__(fmt)
+        self.secrets = secrets
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            message = record.getMessage()
-            for secret in self.secrets:
-                message = message.replace(secret, "[redacted]")
-            record.msg, record.args = message, None
-        return True
+    def format(self, record: logging.LogRecord) -> str:
+        return self.secrets.scrub(super().format(record))
 
 
 def log_folder() -> Path:
@@ -36,9 +32,7 @@ def setup_logging(config: Config, *, level: int = logging.INFO) -> Path:
     """Log hermes_tui and litellm warnings to ``<user log dir>/hermes.log``; return its path."""
     path = private_file(log_folder() / "hermes.log")  # logs may quote tool output: owner only
     handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    secrets = [*config.api_keys.values(), config.flask_secret_key or "", config.web_password or ""]
-    handler.addFilter(_Redact(secrets))
+    handler.setFormatter(_Scrubbing("%(asctime)s %(levelname)s %(name)s: %(message)s", Secrets.from_config(config)))
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "_hermes", False)]:
         root.removeHandler(old)

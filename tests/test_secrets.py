@@ -47,6 +47,7 @@ ATTACKS = [
     ("read_file", {"path": "notes.txt"}),
     ("read_file", {"path": "more.txt"}),
     ("run_bash", {"command": "cat notes.txt more.txt; cat /proc/$$/environ | tr '\\0' '\\n'"}),
+    ("run_bash", {"command": "tr '\\0' '\\n' < /proc/$PPID/environ"}),  # Hermes' own environment
     ("search_memory", {"query": "flask"}),
 ]
 
@@ -157,3 +158,25 @@ def test_shell_environment_is_stripped(tmp_path: Path, monkeypatch: pytest.Monke
     clean = secrets.clean_environment(dict(__import__("os").environ))
     assert "SOME_API_KEY" not in clean and "INNOCENT_NAME" not in clean and "AWS_SECRET_ACCESS_KEY" not in clean
     assert clean["HARMLESS"] == "stays" and "PATH" in clean
+
+
+def test_log_lines_and_tracebacks_are_scrubbed(planted: Config) -> None:
+    import logging
+
+    from hermes_tui.logs import setup_logging
+
+    path = setup_logging(planted)
+    log = logging.getLogger("hermes_tui.test")
+    try:
+        log.warning("key is %s", SECRETS["GEMINI_API_KEY"])
+        try:
+            raise RuntimeError(f"failed with {SECRETS['FLASK_SECRET_KEY']}")
+        except RuntimeError:
+            log.exception("boom")
+    finally:
+        for handler in [h for h in logging.getLogger().handlers if getattr(h, "_hermes", False)]:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
+    text = path.read_text()
+    assert "[redacted: GEMINI_API_KEY]" in text and "[redacted: FLASK_SECRET_KEY]" in text
+    assert_no_secret(text, "the log file")
