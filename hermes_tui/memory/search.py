@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_tui.memory.query import Clause, Query
-from hermes_tui.memory.text import INDEX_TAIL, SNIPPET_SCAN, Highlight, snippet
+from hermes_tui.memory.text import Highlight, snippet
 
 CANDIDATES = 1000
 """How many of the newest matches a search ranks by relevance."""
@@ -202,16 +202,26 @@ def _hits(
         return []
     rowids = [rowid for rowid, _ in ranked]
     marks = ",".join("?" * len(rowids))
+    # (session_id, role, created, head, tail or None, tool names) for each hit
     rows = {
         row[0]: row[1:]
         for row in conn.execute(
-            "SELECT id, session_id, role, created, substr(content, 1, ?),"
-            " CASE WHEN substr(content, ? + 1, 1) != '' THEN substr(content, -?) END,"
-            " (SELECT tool_names FROM messages_fts_source s WHERE s.id = m.id)"
-            f" FROM messages m WHERE id IN ({marks})",
-            (SNIPPET_SCAN, SNIPPET_SCAN, min(INDEX_TAIL, SNIPPET_SCAN), *rowids),
+            "SELECT id, session_id, role, created, head, tail, tool_names FROM long_messages"
+            f" WHERE id IN ({marks})",
+            rowids,
         )
     }
+    short = [rowid for rowid in rowids if rowid not in rows]
+    if short:
+        rows.update(
+            (row[0], row[1:])
+            for row in conn.execute(
+                "SELECT id, session_id, role, created, content, NULL,"
+                " (SELECT tool_names FROM messages_fts_source s WHERE s.id = m.id)"
+                f" FROM messages m WHERE id IN ({','.join('?' * len(short))})",
+                short,
+            )
+        )
     return [
         SearchHit(
             session_id=rows[rowid][0],

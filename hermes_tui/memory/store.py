@@ -24,7 +24,14 @@ from sqlite_utils import Database
 from hermes_tui.memory import search as ranking
 from hermes_tui.memory.query import parse
 from hermes_tui.memory.search import SearchHit, SessionHit
-from hermes_tui.memory.text import ELLIPSIS, HIT_END, HIT_START, index_text
+from hermes_tui.memory.text import (
+    ELLIPSIS,
+    HIT_END,
+    HIT_START,
+    INDEX_TAIL,
+    SNIPPET_SCAN,
+    index_text,
+)
 from hermes_tui.private import private_file
 
 __all__ = ["HIT_END", "HIT_START", "MemoryStore", "Message", "SearchHit", "SessionHit", "SessionInfo"]
@@ -232,7 +239,57 @@ def _v2_clean_cjk_index(db: Database) -> None:
         db.execute(sql)
 
 
-MIGRATIONS: list[Callable[[Database], None]] = [_v1_core, _v2_clean_cjk_index]
+_V3_LONG = (
+    # A search hit's metadata and snippet come from here for messages longer than the snippet
+    # scan, so a hit on a 10 MB log never loads 10 MB: its row's later columns (created, name)
+    # sit at the end of a chain of overflow pages, and substr() loads the whole value.
+    """
+    CREATE TABLE long_messages (
+        id INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+        session_id INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        created FLOAT NOT NULL,
+        tool_names TEXT,
+        head TEXT NOT NULL,
+        tail TEXT NOT NULL
+    )
+    """,
+    f"""
+    CREATE TRIGGER long_messages_insert AFTER INSERT ON messages
+    WHEN length(new.content) > {SNIPPET_SCAN} BEGIN
+        INSERT INTO long_messages (id, session_id, role, created, tool_names, head, tail)
+        SELECT new.id, new.session_id, new.role, new.created, tool_names,
+               substr(new.content, 1, {SNIPPET_SCAN}), substr(new.content, -{INDEX_TAIL})
+          FROM messages_fts_source WHERE id = new.id;
+    END
+    """,
+    f"""
+    CREATE TRIGGER long_messages_update AFTER UPDATE OF content, name, tool_calls ON messages
+    BEGIN
+        DELETE FROM long_messages WHERE id = new.id;
+        INSERT INTO long_messages (id, session_id, role, created, tool_names, head, tail)
+        SELECT new.id, new.session_id, new.role, new.created, tool_names,
+               substr(new.content, 1, {SNIPPET_SCAN}), substr(new.content, -{INDEX_TAIL})
+          FROM messages_fts_source WHERE id = new.id AND length(new.content) > {SNIPPET_SCAN};
+    END
+    """,
+    f"""
+    INSERT INTO long_messages (id, session_id, role, created, tool_names, head, tail)
+    SELECT m.id, m.session_id, m.role, m.created, s.tool_names,
+           substr(m.content, 1, {SNIPPET_SCAN}), substr(m.content, -{INDEX_TAIL})
+      FROM messages m JOIN messages_fts_source s ON s.id = m.id
+     WHERE length(m.content) > {SNIPPET_SCAN}
+    """,
+)
+
+
+def _v3_long_messages(db: Database) -> None:
+    """Head, tail and metadata of long messages, for cheap snippets (see ``_V3_LONG``)."""
+    for sql in _V3_LONG:
+        db.execute(sql)
+
+
+MIGRATIONS: list[Callable[[Database], None]] = [_v1_core, _v2_clean_cjk_index, _v3_long_messages]
 """Ordered schema steps; step i brings ``PRAGMA user_version`` from i to i + 1.
 
 Append only: a new table (e.g. for the web dashboard) is a new function at the end. Each step

@@ -34,8 +34,6 @@ INDEX_TAIL = 50_000
 """...and from its end (where logs keep their errors)."""
 SNIPPET_SCAN = 65_536
 """Characters of a region searched for the first hit when building a snippet."""
-FIRST_LOOK = 4096
-"""Most hits are near the start: look there before cleaning the whole slice."""
 SNIPPET_CHARS = 120
 SNIPPET_LEAD = 40
 """Characters of context kept before the first hit."""
@@ -63,7 +61,9 @@ _WORD = re.compile(r"[^\W_]+")
 
 def clean(text: str) -> str:
     """``text`` without terminal escapes; other control characters become spaces."""
-    return _CONTROLS.sub(" ", _ESCAPES.sub("", text))
+    if "\x1b" in text or "\x9b" in text:
+        text = _ESCAPES.sub("", text)
+    return _CONTROLS.sub(" ", text)
 
 
 def bounded(text: str) -> str:
@@ -146,22 +146,60 @@ def snippet(
 
     ``head`` is the start of the message (at most ``SNIPPET_SCAN`` characters), ``tail`` its
     end when it is longer, ``extra`` other indexed text (tool names) shown when the message
-    text has no hit. The cost is bounded whatever the message: only these slices are searched
-    and only a window is marked (FTS5's snippet() walks every occurrence, which for a word
-    repeated 10,000 times took seconds).
+    text has no hit. The cost is bounded whatever the message: the first hit is found with
+    plain substring scans of these slices, and only a small window around it is cleaned and
+    marked (FTS5's snippet() walks every occurrence: seconds for a word repeated 10,000 times).
     """
-    pattern = _pattern(highlights)
     head = head or ""
-    whole = tail is None and len(head) <= FIRST_LOOK
-    found = None
-    for part, is_whole in _regions(head, tail, extra, whole):
-        region = _flat(clean(part))
-        found = pattern.search(region) if pattern else None
-        if found:
-            whole = is_whole
-            break
-    else:
-        region = _flat(clean(head[:FIRST_LOOK] or extra))
+    for part, whole in _regions(head, tail, extra):
+        pos = _first_hit(part, highlights)
+        if pos is not None:
+            start = max(0, pos - 3 * SNIPPET_LEAD)
+            stop = pos + 3 * SNIPPET_CHARS
+            return _render(part[start:stop], highlights, start > 0, stop < len(part) or not whole)
+    part = head or extra
+    stop = 3 * SNIPPET_CHARS
+    return _render(part[:stop], highlights, False, stop < len(part) or tail is not None)
+
+
+def _regions(head: str, tail: str | None, extra: str) -> Iterator[tuple[str, bool]]:
+    """Where to look for the first hit, in order; with whether it is the whole text."""
+    yield head, tail is None
+    if tail:
+        yield tail, False
+    if extra:
+        yield extra, True
+
+
+_ESCAPE_END = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]$")
+_MAX_PROBES = 200
+
+
+def _first_hit(text: str, highlights: Sequence[Highlight]) -> int | None:
+    """Where the first highlight starts in ``text`` (a word start for word prefixes)."""
+    low = text.lower()
+    best: int | None = None
+    for h in highlights:
+        at = low.find(h.text)
+        probes = 0
+        while at >= 0 and h.prefix and not _word_start(low, at) and probes < _MAX_PROBES:
+            at = low.find(h.text, at + 1)
+            probes += 1
+        if at >= 0 and (not h.prefix or _word_start(low, at)) and (best is None or at < best):
+            best = at
+    return best
+
+
+def _word_start(text: str, at: int) -> bool:
+    before = text[at - 1] if at else " "
+    return not before.isalnum() or _ESCAPE_END.search(text, max(0, at - 24), at) is not None
+
+
+def _render(raw: str, highlights: Sequence[Highlight], cut_left: bool, cut_right: bool) -> str:
+    """Clean ``raw``, keep ``SNIPPET_CHARS`` around its first hit, mark every hit in that."""
+    pattern = _pattern(highlights)
+    region = _flat(clean(raw))
+    found = pattern.search(region) if pattern else None
     begin = 0
     if found is not None and found.start() > SNIPPET_LEAD and len(region) > SNIPPET_CHARS:
         begin = min(found.start() - SNIPPET_LEAD, len(region) - SNIPPET_CHARS)
@@ -173,19 +211,9 @@ def snippet(
         end = space if space > 0 else end
     window = region[begin:end].strip()
     marked = pattern.sub(lambda m: HIT_START + m.group() + HIT_END, window) if pattern else window
-    more = end < len(region) or not whole
-    return (ELLIPSIS if begin > 0 else "") + marked + (ELLIPSIS if more else "")
-
-
-def _regions(head: str, tail: str | None, extra: str, whole: bool) -> Iterator[tuple[str, bool]]:
-    """Where to look for the first hit, cheapest first; with whether it is the whole text."""
-    yield head[:FIRST_LOOK], whole
-    if len(head) > FIRST_LOOK:
-        yield head, tail is None
-    if tail:
-        yield tail, False
-    if extra:
-        yield extra, True
+    left = ELLIPSIS if begin > 0 or cut_left else ""
+    right = ELLIPSIS if end < len(region) or cut_right else ""
+    return left + marked + right
 
 
 def _flat(text: str) -> str:
