@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
@@ -11,6 +12,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from hermes_tui.memory.store import HIT_END, HIT_START
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.web import create_app
 from hermes_tui.web.app import check_config
+from hermes_tui.web.bridge import WSGIBridge, environ_for
 from hermes_tui.web.api import MAX_MESSAGE_CHARS
 from hermes_tui.web.auth import PUBLIC_ENDPOINTS
 from hermes_tui.web.context import EXTENSION
@@ -965,6 +968,122 @@ def test_gunicorn_wsgi_app_halts_with_one_hermes_line(hermes_home: Path, tmp_pat
     ours = [line for line in result.stderr.splitlines() if line.startswith("hermes-web:")]
     assert len(ours) == 1 and "FLASK_SECRET_KEY is not set" in ours[0]
     assert "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- the request-buffering bridge
+
+
+def _scope(path: str = "/api/chat", headers: list[tuple[bytes, bytes]] | None = None) -> dict[str, Any]:
+    return {"type": "http", "method": "POST", "path": path, "raw_path": path.encode(), "query_string": b"",
+            "headers": headers or [], "scheme": "http", "http_version": "1.1",
+            "server": ("127.0.0.1", 8000), "client": ("192.0.2.1", 5555)}
+
+
+def _drive(bridge: WSGIBridge, scope: dict[str, Any], messages: list[dict[str, Any]],
+           then_wait: asyncio.Event | None = None) -> list[dict[str, Any]]:
+    """Run one request through the bridge with scripted ``receive`` messages; return what it sent."""
+    sent: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        queue = list(messages)
+
+        async def receive() -> dict[str, Any]:
+            if queue:
+                return queue.pop(0)
+            await (then_wait or asyncio.Event()).wait()  # a client that just stops sending
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await asyncio.wait_for(bridge(scope, receive, send), timeout=20)
+
+    asyncio.run(run())
+    return sent
+
+
+def test_bridge_answers_stalled_and_oversized_bodies_without_the_app() -> None:
+    calls: list[str] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        calls.append(environ["PATH_INFO"])
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ran"]
+
+    bridge = WSGIBridge(app, threads=2, max_body=250, body_seconds=0.3)
+    stalled = _drive(bridge, _scope(), [{"type": "http.request", "body": b"x" * 10, "more_body": True}])
+    assert stalled[0]["status"] == 408 and b"took too long" in stalled[1]["body"]
+    chunked = _drive(bridge, _scope("/login"), [{"type": "http.request", "body": b"x" * 100, "more_body": True}] * 3)
+    assert chunked[0]["status"] == 413 and chunked[1]["body"].startswith(b"the request body is too large")
+    declared = _drive(bridge, _scope(headers=[(b"content-length", b"100000")]), [])  # refused before reading
+    assert declared[0]["status"] == 413 and json.loads(declared[1]["body"]) == {"error": "the request body is too large"}
+    left = _drive(bridge, _scope(), [{"type": "http.request", "body": b"x", "more_body": True},
+                                     {"type": "http.disconnect"}])
+    assert left == [] and calls == []  # the app never ran for any of them
+    whole = _drive(bridge, _scope(), [{"type": "http.request", "body": b"ab", "more_body": True},
+                                      {"type": "http.request", "body": b"c", "more_body": False}])
+    assert whole[0]["status"] == 200 and b"".join(m.get("body", b"") for m in whole[1:]) == b"ran"
+    assert calls == ["/api/chat"]
+    bridge.close()
+
+
+def test_bridge_streams_lines_and_closes_the_app_when_the_client_leaves() -> None:
+    closed = threading.Event()
+
+    class Lines:
+        def __iter__(self) -> Iterator[bytes]:
+            n = 0
+            while not closed.is_set():
+                n += 1
+                yield f"line {n}\n".encode()
+                time.sleep(0.01)
+
+        def close(self) -> None:
+            closed.set()
+
+    def app(environ: dict[str, Any], start_response: Any) -> Lines:
+        start_response("200 OK", [("Content-Type", "application/x-ndjson")])
+        return Lines()
+
+    bridge = WSGIBridge(app, threads=2, max_body=100)
+    gone = asyncio.Event()
+    sent: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        first = [{"type": "http.request", "body": b"", "more_body": False}]
+
+        async def receive() -> dict[str, Any]:
+            if first:
+                return first.pop(0)
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+            if len(sent) == 5:
+                gone.set()  # the browser closes the tab after a few lines
+
+        await asyncio.wait_for(bridge(_scope(), receive, send), timeout=20)
+
+    asyncio.run(run())
+    assert closed.wait(timeout=10)  # TurnStream.close would cancel the turn here
+    assert sent[0]["status"] == 200 and sent[1]["body"] == b"line 1\n" and sent[1]["more_body"]
+    assert len(sent) < 40
+    bridge.close()
+
+
+def test_bridge_environ_decodes_the_path_and_drops_ambiguous_headers() -> None:
+    environ = environ_for(_scope("/api/skills/a%20b", headers=[
+        (b"cookie", b"a=1"), (b"cookie", b"b=2"), (b"x_forwarded_for", b"6.6.6.6"),
+        (b"x-forwarded-for", b"203.0.113.9"), (b"content-type", b"application/json"),
+        (b"transfer-encoding", b"chunked"),
+    ]), b"{}")
+    assert environ["PATH_INFO"] == "/api/skills/a b"
+    assert environ["HTTP_COOKIE"] == "a=1; b=2"
+    assert environ["HTTP_X_FORWARDED_FOR"] == "203.0.113.9"  # the underscore spelling cannot alias it
+    assert environ["CONTENT_TYPE"] == "application/json" and environ["CONTENT_LENGTH"] == "2"
+    assert "HTTP_TRANSFER_ENCODING" not in environ and environ["wsgi.input"].read() == b"{}"
+    assert environ["REMOTE_ADDR"] == "192.0.2.1"
 
 
 # --------------------------------------------------------------------------- the served process (hermes-web)

@@ -35,6 +35,11 @@ Send = Callable[[Message], Awaitable[None]]
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 QUEUE_MESSAGES = 16
+MAX_BUFFERED_BYTES = 64 * 1024 * 1024  # request bodies held at once, all clients together
+
+
+class _Full(Exception):
+    """Buffering this body would exceed ``MAX_BUFFERED_BYTES``."""
 
 
 class _ClientGone(Exception):
@@ -76,6 +81,7 @@ class WSGIBridge:
         self.on_stop: list[Callable[[], None]] = []  # SIGTERM: end what runs (see serve.Worker)
         self.on_close: list[Callable[[], None]] = []  # the worker is exiting: release resources
         self._closed = False
+        self._buffered = 0  # bytes of unfinished request bodies (touched on the event loop only)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -134,8 +140,11 @@ class WSGIBridge:
                     return False
                 chunk = message.get("body", b"")
                 size += len(chunk)
+                self._buffered += len(chunk)
                 if size > self.max_body:
                     raise OverflowError
+                if self._buffered > MAX_BUFFERED_BYTES:
+                    raise _Full
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     return True
@@ -145,9 +154,14 @@ class WSGIBridge:
         except OverflowError:
             await _refuse(scope, send, 413, "the request body is too large")
             return None
+        except _Full:
+            await _refuse(scope, send, 503, "the server is busy; try again shortly")
+            return None
         except asyncio.TimeoutError:
             await _refuse(scope, send, 408, "the request body took too long to arrive")
             return None
+        finally:
+            self._buffered -= size
         return b"".join(chunks) if complete else None
 
     async def _respond(self, scope: Message, body: bytes, receive: Receive, send: Send) -> None:

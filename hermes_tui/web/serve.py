@@ -113,6 +113,21 @@ def _close_state(arbiter: Any, worker: Any) -> None:
         bridge.close()
 
 
+def _raise_open_file_limit() -> None:
+    """Every connection is a file descriptor; idle ones are cheap now, so allow as many as the system does."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (ValueError, OSError):
+            log.warning("could not raise the open-file limit from %d", soft)
+
+
 def _bind(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -133,6 +148,7 @@ def serve(argv: Sequence[str] | None = None) -> None:
     from hermes_tui.logs import setup_logging
 
     setup_logging(config)
+    _raise_open_file_limit()
     options = {
         "bind": _bind(args.host, port),
         "workers": 1,
