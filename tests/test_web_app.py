@@ -813,7 +813,7 @@ def test_a_message_is_stored_and_answered_or_refused(app: Flask, web_env: Path, 
     assert users == ["a whole emoji \U0001F600"]
 
 
-def test_huge_ids_are_not_found_not_a_crash(app: Flask) -> None:
+def test_huge_ids_are_4xx_not_a_crash(app: Flask) -> None:
     client = app.test_client()
     login(client)
     app.config["TESTING"] = False
@@ -821,6 +821,10 @@ def test_huge_ids_are_not_found_not_a_crash(app: Flask) -> None:
     for session_id in ("9" * 30, str(2**63), str(2**63 - 1), "0"):
         response = client.get(f"/api/sessions/{session_id}")
         assert response.status_code == 404 and "error" in response.get_json(), session_id
+    token = csrf_from(client.get("/").get_data(as_text=True))
+    for path in ("/api/sessions/" + "9" * 30, "/api/messages/" + "9" * 30):  # every <int:...> route
+        response = client.delete(path, headers={"X-CSRF-Token": token})
+        assert 400 <= response.status_code < 500 and "error" in response.get_json(), path
 
 
 def test_unexpected_errors_are_json_without_details(app: Flask) -> None:
