@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -91,6 +92,7 @@ class Server:
     url: str
     llm: FakeLLMServer
     process: subprocess.Popen[bytes]
+    home: Path
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +122,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         try:
             _wait_until_up(url + "/login", process, log)
             _wait_until_warm(base / ".local" / "state" / "hermes" / "log" / "hermes.log", process)
-            yield Server(url, llm, process)
+            yield Server(url, llm, process, home)
         finally:
             process.send_signal(signal.SIGTERM)
             try:
@@ -349,3 +351,36 @@ def test_a_rebound_host_name_gets_nothing(page: tuple[Page, Watch], server: Serv
     assert status == 400
     watch.errors.clear()  # Chromium logs the refused requests as console errors
     watch.origin = f"http://rebind.test:{port}"
+
+
+# --------------------------------------------------------------------------- login throttling
+
+
+def test_a_known_browser_still_gets_in_during_a_distributed_guessing_attack(browser: Browser, server: Server) -> None:
+    known = browser.new_context()
+    stranger = browser.new_context()
+    database = server.home / "memory.sqlite3"
+    try:
+        page = known.new_page()
+        log_in(page, server)  # the owner's browser, once: it keeps a device cookie for /login
+        page.click(".logout-form button")
+        expect(page).to_have_url(server.url + "/login")
+        device = [c for c in known.cookies() if c["name"] == "hermes_device"]
+        assert device and device[0]["path"] == "/login" and device[0]["httpOnly"]
+
+        with sqlite3.connect(database) as conn:  # 20 failures from 20 addresses just now
+            conn.executemany("INSERT INTO web_login_attempts (client, at) VALUES (?, ?)",
+                             [(f"198.51.100.{n}", time.time()) for n in range(20)])
+        other = stranger.new_page()
+        other.goto(server.url + "/login")
+        other.fill("#password", PASSWORD)
+        other.click("button[type=submit]")
+        expect(other.locator(".error")).to_contain_text("from many addresses")
+        expect(other).to_have_url(server.url + "/login")
+
+        log_in(page, server)  # the owner's browser is not refused
+    finally:
+        with sqlite3.connect(database) as conn:
+            conn.execute("DELETE FROM web_login_attempts")
+        known.close()
+        stranger.close()
