@@ -1028,6 +1028,10 @@ def test_bridge_answers_stalled_and_oversized_bodies_without_the_app() -> None:
                                       {"type": "http.request", "body": b"c", "more_body": False}])
     assert whole[0]["status"] == 200 and b"".join(m.get("body", b"") for m in whole[1:]) == b"ran"
     assert calls == ["/api/chat"]
+    bridge.stop()  # SIGTERM: what is already running ends; nothing new starts
+    late = _drive(bridge, _scope(), [{"type": "http.request", "body": b"{}", "more_body": False}])
+    assert late[0]["status"] == 503 and "restarting" in json.loads(late[1]["body"])["error"]
+    assert calls == ["/api/chat"]
     bridge.close()
 
 

@@ -81,12 +81,14 @@ class WSGIBridge:
         self.on_stop: list[Callable[[], None]] = []  # SIGTERM: end what runs (see serve.Worker)
         self.on_close: list[Callable[[], None]] = []  # the worker is exiting: release resources
         self._closed = False
+        self._stopping = False
         self._buffered = 0  # bytes of unfinished request bodies (touched on the event loop only)
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Shutdown begins: run the stop callbacks (on a thread: they may block)."""
+        """Shutdown begins: refuse new requests, run the stop callbacks (on a thread: they may block)."""
+        self._stopping = True
         for callback in self.on_stop:
             threading.Thread(target=callback, name="hermes-web-stop", daemon=True).start()
 
@@ -105,6 +107,8 @@ class WSGIBridge:
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
+        elif scope["type"] == "http" and self._stopping:  # e.g. a new chat on a kept-alive connection
+            await _refuse(scope, send, 503, "the server is restarting; try again in a moment")
         elif scope["type"] == "http":
             body = await self._read_body(scope, receive, send)
             if body is not None:
