@@ -82,6 +82,8 @@ class Config:
     railway_public_domain: str | None = None
     secret_values: Mapping[str, str] = field(default_factory=dict, repr=False)  # every secret-named variable
     ignored_local: tuple[str, ...] = ()  # privileged variables found in ./.env and not used
+    context_tokens: int | None = None  # HERMES_CONTEXT_TOKENS: the window when litellm does not know the model
+    compact_at: float = 0.8  # HERMES_COMPACT_AT: share of the window that triggers compaction
 
     @property
     def secrets(self) -> dict[str, str]:
@@ -182,6 +184,8 @@ class Config:
             railway_public_domain=(env.get("RAILWAY_PUBLIC_DOMAIN") or "").strip().lower() or None,
             secret_values={k: v for k, v in env.items() if is_secret_variable(k) and v.strip()},
             ignored_local=ignored,
+            context_tokens=_tokens(env, "HERMES_CONTEXT_TOKENS"),
+            compact_at=_share(env, "HERMES_COMPACT_AT", 0.8),
         )
 
 
@@ -267,3 +271,25 @@ def _hosts(env: Mapping[str, str], name: str) -> tuple[str, ...]:
             raise ConfigError(f"{name} has {host!r}, which is not a host name: list names like "
                               "hermes.example.com (no '*', scheme, port or path).")
     return hosts
+
+
+def _tokens(env: Mapping[str, str], name: str) -> int | None:
+    value = (env.get(name) or "").strip().replace("_", "")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1000:
+        raise ConfigError(f"{name}={value!r} is not a token count: use a whole number of at least 1000, e.g. 128000.")
+    return int(value)
+
+
+def _share(env: Mapping[str, str], name: str, default: float) -> float:
+    value = (env.get(name) or "").strip()
+    if not value:
+        return default
+    try:
+        share = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        share = -1.0
+    if not 0.1 <= share <= 1.0:
+        raise ConfigError(f"{name}={value!r} is not a share of the context window: use e.g. 0.8 or 80%.")
+    return share

@@ -78,6 +78,8 @@ class Usage(Event):
     cost_usd: float | None = None
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    context_tokens: int | None = None  # what the request sent counted, against...
+    context_limit: int | None = None  # ...the model's input window (surfaces show the share)
 
 
 @dataclass(frozen=True)

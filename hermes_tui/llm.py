@@ -12,6 +12,7 @@ import logging
 import os
 import queue
 import random
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -83,11 +84,14 @@ def warm() -> threading.Thread:
 class LLMError(Exception):
     """A provider problem, already phrased for the user."""
 
-    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None) -> None:
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None,
+                 too_long: bool = False, max_tokens: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
         self.status = status
+        self.too_long = too_long  # the provider said the request exceeds the context window
+        self.max_tokens = max_tokens  # the window the provider named in that refusal, if any
 
 
 @dataclass
@@ -268,6 +272,19 @@ class LLMClient:
         assert last is not None
         raise last
 
+    def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+        """Tokens of a request as litellm counts them for this model (its tokenizer, or tiktoken)."""
+        return int(_lib().token_counter(model=self.model_string, messages=messages, tools=tools or None))
+
+    def max_input_tokens(self) -> int | None:
+        """The model's input window according to litellm's model table, or None when unknown."""
+        try:
+            info = _lib().get_model_info(self.model_string)
+        except Exception:  # noqa: BLE001 - unmapped model: litellm raises
+            return None
+        value = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(value) if value else None
+
     def _cost(self, prompt_tokens: int, completion_tokens: int, cache_read: int = 0,
               cache_write: int = 0) -> float | None:
         """Cost in USD, or None when litellm has no (non-zero) price for this model.
@@ -422,8 +439,9 @@ def map_error(exc: Exception, config: Config) -> LLMError:
         return LLMError(f"{where}: model or endpoint not found (404). Check HERMES_MODEL and HERMES_API_BASE.",
                         status=404)
     if isinstance(exc, lib.ContextWindowExceededError):
-        return LLMError(f"{where}: the conversation is too long for this model. Start a new session (/new).",
-                        status=status)
+        return LLMError(f"{where}: the conversation is too long for this model, even compacted. Start a new "
+                        "session (/new) or lower HERMES_CONTEXT_TOKENS.", status=status, too_long=True,
+                        max_tokens=_window_named_in(str(exc)))
     if isinstance(status, int) and status >= 500:
         return LLMError(f"{where} had a server error ({status}): {_provider_message(chain)}.", retryable=True,
                         status=status)
@@ -511,6 +529,21 @@ def _json_error_message(text: str) -> str | None:
     error = body.get("error") if isinstance(body, dict) else None
     message = error.get("message") if isinstance(error, dict) else None
     return message.strip() if isinstance(message, str) and message.strip() else None
+
+
+_WINDOW_PATTERNS = (
+    re.compile(r"(\d+) tokens > (\d+) maximum"),  # Anthropic: "prompt is too long: N tokens > M maximum"
+    re.compile(r"maximum context length is (\d+) tokens"),  # OpenAI
+)
+
+
+def _window_named_in(text: str) -> int | None:
+    """The context window a "too long" refusal names, e.g. 200000 in "... 210345 tokens > 200000 maximum"."""
+    for pattern in _WINDOW_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            return int(match.group(match.lastindex or 1))
+    return None
 
 
 def _first_line(exc: Exception) -> str:

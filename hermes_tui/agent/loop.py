@@ -8,11 +8,15 @@ store as soon as it is complete, the user's first, so nothing typed is ever lost
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
+from dataclasses import replace
 from collections.abc import Iterator
 from typing import Any
 
+from hermes_tui.agent.context import ContextWindow
+from hermes_tui.agent.history import checked_arguments, repair
 from hermes_tui.agent.prompts import MAIN_SYSTEM_PROMPT, relevant_skills_note, skills_index
 from hermes_tui.agent.tools import APPROVAL_TOOLS, Approver, ToolRegistry
 from hermes_tui.config import Config
@@ -39,6 +43,7 @@ log = logging.getLogger(__name__)
 MAX_STEPS = 25
 LEARN_THRESHOLD = 3  # tool calls in one turn that make it worth distilling a skill
 RELEVANT_SKILLS = 3
+PERSIST_EVERY = 1.0  # seconds between saves of a streaming answer (kill -9 loses at most this much)
 
 
 class AgentLoop:
@@ -69,14 +74,24 @@ class AgentLoop:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.cost_usd: float | None = None
+        self.context = ContextWindow(self.llm, config)
+        self._fixed: tuple[str, int] | None = None  # (tool names, tokens of system prompt + tools)
+        self._sent_tokens = 0
         if session_id is None:
             self.session_id = memory.new_session(source=source)
+            # Each stored message keeps its store id as "_id" (never sent): compactions refer to them.
             self.history: list[dict[str, Any]] = []
         else:
             if memory.get_session(session_id) is None:
                 raise ValueError(f"There is no session {session_id}; /sessions lists them.")
             self.session_id = session_id
-            self.history = [m.to_llm() for m in memory.get_messages(session_id) if m.role != "system"]
+            # Whatever a crash or a full disk left behind, the loaded history is sendable.
+            self.history = repair([{**m.to_llm(), "_id": m.id} for m in memory.get_messages(session_id)
+                                   if m.role != "system"])
+            compaction = memory.latest_compaction(session_id)
+            if compaction is not None:
+                self.context.restore(self.history, compaction.summary, compaction.through_id,
+                                     compaction.trim_through_id)
         # Built once: byte-identical for the whole session so providers can cache it.
         self.system_prompt = MAIN_SYSTEM_PROMPT.format(
             workspace=config.workspace, tool_names=", ".join(self.tools.names),
@@ -93,7 +108,15 @@ class AgentLoop:
         """Switch provider/model for the next call (``/model``); raises ``ConfigError``."""
         self.config = self.config.with_overrides(provider=provider, model=model)
         self.llm = LLMClient(self.config)
+        self.context.reset_model(self.llm, self.config)
         return self.config
+
+    def compact(self, focus: str | None = None) -> Iterator[Event]:
+        """Compact what is sent now (``/compact [focus]``), between turns."""
+        done = yield from self._compact(focus=focus, manual=True)
+        if not done:
+            yield Notice("Nothing to compact yet: the conversation is short.")
+        yield self._context_usage()
 
     # -- one turn -----------------------------------------------------------------------------
 
@@ -102,20 +125,27 @@ class AgentLoop:
         self._cancel.clear()
         start = len(self.history)
         yield TurnStarted(self.session_id)
-        self.memory.add_message(self.session_id, "user", text)
+        message_id = self.memory.add_message(self.session_id, "user", text)
         note = relevant_skills_note(self.skills.search(text, limit=RELEVANT_SKILLS))
-        self.history.append({"role": "user", "content": text + note})
+        self.history.append({"role": "user", "content": text + note, "_id": message_id})
 
         texts: list[str] = []
         tool_count = 0
         reason = "max_steps"
+        retried_too_long = False
         for _step in range(MAX_STEPS):
             try:
                 result = yield from self._call_model(texts)
             except LLMError as exc:
+                if exc.too_long and not retried_too_long:  # compact, then retry once
+                    retried_too_long = True
+                    self.context.learn(exc, self._sent_tokens)
+                    yield from self._compact()
+                    continue
                 yield Error(exc.message, exc.retryable)
                 reason = "error"
                 break
+            retried_too_long = False
             if result.cancelled:
                 reason = "cancelled"
                 break
@@ -158,16 +188,28 @@ class AgentLoop:
     # -- internals ----------------------------------------------------------------------------
 
     def _call_model(self, texts: list[str]) -> Iterator[Event]:
-        """Stream one model call; store the assistant message; return the ``StreamResult``."""
-        messages = [{"role": "system", "content": self.system_prompt}, *self.history]
+        """Stream one model call; store the assistant message; return the ``StreamResult``.
+
+        The request is counted first and compacted when it reaches the threshold. The answer is
+        saved while it streams (every ``PERSIST_EVERY`` s), so a killed process keeps its text.
+        """
+        specs = self.tools.specs()
+        tokens = self.context.tokens(self.history, self._fixed_tokens(specs))
+        if tokens >= self.context.threshold():
+            yield from self._compact()
+            tokens = self.context.tokens(self.history, self._fixed_tokens(specs))
+        self._sent_tokens = tokens
+        messages = [{"role": "system", "content": self.system_prompt}, *self.context.view(self.history)]
         partial: list[str] = []
         result: StreamResult | None = None
+        saved = _PartialAnswer(self.memory, self.session_id)
         try:
-            for item in self.llm.stream(messages, self.tools.specs(), self._cancel):
+            for item in self.llm.stream(messages, specs, self._cancel):
                 if isinstance(item, StreamResult):
                     result = item
                 elif isinstance(item, TextDelta):
                     partial.append(item.text)
+                    saved.update(partial)
                     yield item
                 else:
                     yield item
@@ -176,15 +218,45 @@ class AgentLoop:
             texts.append(text)
             calls = result.tool_calls if result else []
             if text or calls:  # a cut or cancelled stream keeps the text it had; no half tool calls
-                self._store({"role": "assistant", "content": text or None,
-                             "tool_calls": [c.to_openai() for c in calls] or None})
+                message = {"role": "assistant", "content": text or None,
+                           "tool_calls": [_sendable_call(c) for c in calls] or None}
+                self._store(message, message_id=saved.finish(text, message["tool_calls"]))
         assert result is not None
         if result.usage:
             self._count(result.usage)
-            yield result.usage
+        yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context.limit())
         return result
 
+    def _compact(self, focus: str | None = None, manual: bool = False) -> Iterator[Event]:
+        """Compact what is sent; store the state so a resumed session sends the same; True if done."""
+        fixed = self._fixed_tokens(self.tools.specs())
+        done = self.context.compact(self.history, fixed, focus=focus, manual=manual)
+        if done is None:
+            return False
+        checkpoint = self.context.checkpoint(self.history)
+        if checkpoint is not None and self.context.summary:
+            self.memory.add_compaction(self.session_id, checkpoint[0], self.context.summary, checkpoint[1])
+        how = " (the model could not write the summary; your messages were kept)" if done.fallback else ""
+        yield Notice(f"Compacted the conversation: {done.before:,} → {done.after:,} tokens of "
+                     f"{self.context.limit():,}{how}.")
+        return True
+
+    def _context_usage(self) -> Usage:
+        """A zero-token usage event that tells surfaces how full the window is now."""
+        specs = self.tools.specs()
+        return Usage(context_tokens=self.context.tokens(self.history, self._fixed_tokens(specs)),
+                     context_limit=self.context.limit())
+
+    def _fixed_tokens(self, specs: list[dict[str, Any]]) -> int:
+        """Tokens of the system prompt and the tool schemas (counted once per tool set)."""
+        key = ",".join(str(spec.get("function", {}).get("name")) for spec in specs)
+        if self._fixed is None or self._fixed[0] != key:
+            system = [{"role": "system", "content": self.system_prompt}]
+            self._fixed = (key, self.context.count(system, specs))
+        return self._fixed[1]
+
     def _run_tool(self, call: ToolCallRequest) -> Iterator[Event]:
+        checked = checked_arguments(call.arguments)
         arguments = self.tools.parse_arguments(call.arguments)
         shown = arguments if isinstance(arguments, dict) else {"raw": call.arguments}
         yield ToolCallStarted(call.id, call.name, shown)
@@ -196,16 +268,19 @@ class AgentLoop:
                 yield ApprovalNeeded(call.id, call.name, shown)
             result = self.tools.execute(call.name, call.arguments, cancel=self._cancel)
             ok, output = result.ok, result.output
+        if checked.error:  # what was stored (and is sent) as the call's arguments is {}
+            output = f"{checked.note()}\n\n{output}"
         self._store({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output})
         yield ToolCallFinished(call.id, call.name, output, ok, round(time.monotonic() - started, 3))
 
-    def _store(self, message: dict[str, Any]) -> None:
-        self.memory.add_message(
-            self.session_id, message["role"], message.get("content"),
-            tool_calls=message.get("tool_calls"), tool_call_id=message.get("tool_call_id"),
-            name=message.get("name"),
-        )
-        self.history.append({k: v for k, v in message.items() if v is not None})
+    def _store(self, message: dict[str, Any], message_id: int | None = None) -> None:
+        if message_id is None:
+            message_id = self.memory.add_message(
+                self.session_id, message["role"], message.get("content"),
+                tool_calls=message.get("tool_calls"), tool_call_id=message.get("tool_call_id"),
+                name=message.get("name"),
+            )
+        self.history.append({**{k: v for k, v in message.items() if v is not None}, "_id": message_id})
 
     def _count(self, usage: Usage) -> None:
         self.prompt_tokens += usage.prompt_tokens
@@ -213,3 +288,39 @@ class AgentLoop:
         if usage.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + usage.cost_usd
 
+
+def _sendable_call(call: ToolCallRequest) -> dict[str, Any]:
+    """The call as stored and sent: arguments that are not a JSON object become ``{}``."""
+    sent = call.to_openai()
+    sent["function"]["arguments"] = checked_arguments(call.arguments).json
+    return sent
+
+
+class _PartialAnswer:
+    """Saves a streaming answer as it grows: inserted at its first text, rewritten at most every
+    ``PERSIST_EVERY`` s. A failing save (full disk) is logged and does not stop the stream."""
+
+    def __init__(self, memory: MemoryStore, session_id: int) -> None:
+        self.memory, self.session_id = memory, session_id
+        self.message_id: int | None = None
+        self._saved_at = 0.0
+
+    def update(self, parts: list[str]) -> None:
+        now = time.monotonic()
+        if self.message_id is not None and now - self._saved_at < PERSIST_EVERY:
+            return
+        self._saved_at = now
+        text = "".join(parts)
+        try:
+            if self.message_id is None:
+                self.message_id = self.memory.add_message(self.session_id, "assistant", text)
+            else:
+                self.memory.update_message(self.message_id, text)
+        except sqlite3.Error as exc:
+            log.warning("could not save the streaming answer: %s", exc)
+
+    def finish(self, text: str, tool_calls: list[dict[str, Any]] | None) -> int | None:
+        """Store the final form over the partial one; its id, or None when nothing was saved yet."""
+        if self.message_id is not None:
+            self.memory.update_message(self.message_id, text or None, tool_calls)
+        return self.message_id

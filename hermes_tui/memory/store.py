@@ -68,6 +68,16 @@ class Message:
 
 
 @dataclass(frozen=True)
+class Compaction:
+    """Messages up to ``through_id`` are sent as ``summary``; tool results up to
+    ``trim_through_id`` (None: none) are sent trimmed."""
+
+    through_id: int
+    trim_through_id: int | None
+    summary: str
+
+
+@dataclass(frozen=True)
 class SessionInfo:
     id: int
     source: str
@@ -298,11 +308,29 @@ def _v4_background_merges(db: Database) -> None:
         db.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('crisismerge', 64)")
 
 
+
+def _v5_compactions(db: Database) -> None:
+    """Compaction summaries: what is *sent* in place of a session's older messages.
+
+    The messages themselves stay untouched in ``messages``; a row here says that the messages
+    up to ``through_id`` are replaced by ``summary`` when the session is sent to the model,
+    and that tool results up to ``trim_through_id`` are sent trimmed.
+    """
+    db["compactions"].create(
+        {"id": int, "session_id": int, "through_id": int, "trim_through_id": int, "summary": str, "created": float},
+        pk="id",
+        not_null={"session_id", "through_id", "summary", "created"},
+        foreign_keys=[("session_id", "sessions", "id")],
+    )
+    db["compactions"].create_index(["session_id", "id"])
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _v1_core,
     _v2_clean_cjk_index,
     _v3_long_messages,
     _v4_background_merges,
+    _v5_compactions,
 ]
 """Ordered schema steps; step i brings ``PRAGMA user_version`` from i to i + 1.
 
@@ -522,6 +550,37 @@ class MemoryStore:
             _touch_session(conn, session_id, max(v[-1] for v in values))
             conn.executemany(_INSERT_MESSAGE_SQL, values)
         return len(values)
+
+    def update_message(self, message_id: int, content: str | None,
+                       tool_calls: list[dict[str, Any]] | None = None) -> None:
+        """Rewrite a message in place: a streamed answer is stored as it grows, so a crash
+        (kill -9) loses at most the last moments of it."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE messages SET content = ?, tool_calls = ? WHERE id = ?",
+                (content, json.dumps(tool_calls) if tool_calls is not None else None, message_id),
+            )
+
+    def add_compaction(self, session_id: int, through_id: int, summary: str,
+                       trim_through_id: int | None = None) -> int:
+        """Record that messages up to ``through_id`` are sent as ``summary`` from now on."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT INTO compactions (session_id, through_id, trim_through_id, summary, created)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session_id, through_id, trim_through_id, summary, time.time()),
+            )
+            return int(cur.lastrowid)
+
+    def latest_compaction(self, session_id: int) -> Compaction | None:
+        """The newest compaction of a session (the one a resumed session sends), or None."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT through_id, trim_through_id, summary FROM compactions"
+                " WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+        return None if row is None else Compaction(row[0], row[1], row[2])
 
     def get_messages(self, session_id: int) -> list[Message]:
         with self._read() as conn:

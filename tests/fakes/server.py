@@ -379,6 +379,122 @@ def error_body(status: int, wire: Wire, message: str | None = None) -> dict[str,
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Context length and strict ordering rules (what the real APIs refuse with a 400)
+
+BYTES_PER_TOKEN = 4  # how the fake server turns a body size into the token counts of its errors
+
+
+def context_length_body(wire: Wire, tokens: int, maximum: int) -> dict[str, Any]:
+    """The real 400 body each API sends for a prompt longer than the model's window."""
+    if wire == "anthropic":
+        return {"type": "error", "error": {"type": "invalid_request_error",
+                                           "message": f"prompt is too long: {tokens} tokens > {maximum} maximum"}}
+    return {"error": {"message": f"This model's maximum context length is {maximum} tokens. However, your messages "
+                                 f"resulted in {tokens} tokens. Please reduce the length of the messages.",
+                      "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+
+
+def strict_violation(request: RecordedRequest) -> str | None:
+    """Why the real API of the request's wire format would refuse its conversation, or None."""
+    messages = request.body.get("messages") or []
+    if not messages:
+        return "messages: at least one message is required"
+    if request.wire == "anthropic":
+        return _anthropic_violation(messages)
+    return _openai_violation(messages)
+
+
+def _openai_violation(messages: list[dict[str, Any]]) -> str | None:
+    pending: list[str] = []
+    seen: set[str] = set()
+    for n, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                return (f"Invalid parameter: messages[{n}]: messages with role 'tool' must be a response to a "
+                        f"preceeding message with 'tool_calls' (tool_call_id {call_id!r}).")
+            pending.remove(call_id)
+            continue
+        if pending:
+            return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                    f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}")
+        if role not in ("system", "user", "assistant", "developer"):
+            return f"messages[{n}].role: {role!r} is not one of system, user, assistant, tool"
+        if role == "assistant":
+            for call in message.get("tool_calls") or []:
+                call_id = call.get("id")
+                if not call_id or call_id in seen:
+                    return f"messages[{n}].tool_calls: duplicate or missing id {call_id!r}"
+                seen.add(call_id)
+                try:
+                    json.loads(call.get("function", {}).get("arguments") or "")
+                except ValueError:
+                    return f"messages[{n}].tool_calls: arguments of {call_id} are not valid JSON"
+                pending.append(call_id)
+            if not message.get("tool_calls") and not message.get("content"):
+                return f"messages[{n}]: an assistant message needs content or tool_calls"
+    if pending:
+        return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}")
+    return None
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+
+
+def _anthropic_violation(messages: list[dict[str, Any]]) -> str | None:
+    if messages[0].get("role") != "user":
+        return "messages.0.role: the first message must use the \"user\" role"
+    seen: set[str] = set()
+    expected: list[str] = []  # tool_use ids of the previous assistant message
+    for n, message in enumerate(messages):
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            return f"messages.{n}.role: Input should be 'user' or 'assistant'"
+        if n and messages[n - 1].get("role") == role:
+            return f"messages.{n}: roles must alternate between \"user\" and \"assistant\""
+        blocks = _blocks(message.get("content"))
+        if not blocks:
+            return f"messages.{n}: all messages must have non-empty content"
+        for b, block in enumerate(blocks):
+            if block.get("type") == "text" and not str(block.get("text", "")).strip():
+                return f"messages.{n}.content.{b}: text content blocks must contain non-whitespace text"
+        if role == "user":
+            results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+            kinds = [b.get("type") for b in blocks]
+            if results and kinds[: len(results)] != ["tool_result"] * len(results):
+                return f"messages.{n}: tool_result blocks must come first in the user message"
+            for call_id in results:
+                if call_id not in expected:
+                    return (f"messages.{n}.content: unexpected `tool_use_id` found in `tool_result` blocks: {call_id}. "
+                            "Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
+            missing = [c for c in expected if c not in results]
+            if missing:
+                return (f"messages.{n - 1}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                        f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block "
+                        "in the next message.")
+            expected = []
+        else:
+            expected = []
+            for block in blocks:
+                if block.get("type") != "tool_use":
+                    continue
+                call_id = block.get("id")
+                if not call_id or call_id in seen:
+                    return f"messages.{n}: `tool_use` ids must be unique ({call_id!r})"
+                if not isinstance(block.get("input"), dict):
+                    return f"messages.{n}: tool_use.input: Input should be a valid dictionary"
+                seen.add(call_id)
+                expected.append(call_id)
+    if expected:
+        return (f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` blocks immediately "
+                f"after: {', '.join(expected)}.")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
 # HTTP
 
 
@@ -420,6 +536,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, error_body(400, wire, "request body is not JSON"))
             return
         request = RecordedRequest(path=path, headers={k.lower(): v for k, v in self.headers.items()}, body=body)
+        refusal = self.server.owner._refusal(request, len(raw))
+        if refusal is not None:
+            self._send_json(400, refusal)
+            return
         item = self.server.owner._next_item(request)
         model = str(body.get("model", "fake-model"))
         if isinstance(item, Fault):
@@ -508,6 +628,12 @@ class FakeLLMServer:
         self._thread: threading.Thread | None = None
         self.responder: Responder = lambda request: Reply(text="ok")
         self.wire_under_test: Wire | None = None  # set by the fake_llm_env fixture
+        self.strict = False
+        """Refuse (400, like the real API) a conversation the wire format's ordering rules reject."""
+        self.max_request_bytes: int | None = None
+        """Refuse larger request bodies with the wire format's real "context length exceeded" error."""
+        self.violations: list[str] = []  # why strict mode refused requests
+        self.refused: list[RecordedRequest] = []  # requests answered by a strict or context-length refusal
 
     # lifecycle
 
@@ -575,6 +701,8 @@ class FakeLLMServer:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self.violations.clear()
+            self.refused.clear()
 
     # used by the handler threads
 
@@ -583,6 +711,22 @@ class FakeLLMServer:
             self._requests.append(request)
             queued = self._queue.popleft() if self._queue else None
         return queued if queued is not None else self.responder(request)
+
+    def _refusal(self, request: RecordedRequest, size: int) -> dict[str, Any] | None:
+        """The error body refusing ``request`` (too long, or breaking the rules in strict mode), or None."""
+        if self.max_request_bytes is not None and size > self.max_request_bytes:
+            body = context_length_body(request.wire, size // BYTES_PER_TOKEN, self.max_request_bytes // BYTES_PER_TOKEN)
+        else:
+            problem = strict_violation(request) if self.strict else None
+            if problem is None:
+                return None
+            body = error_body(400, request.wire, problem)
+            with self._lock:
+                self.violations.append(problem)
+        with self._lock:
+            self._requests.append(request)
+            self.refused.append(request)
+        return body
 
     def _track(self, connection: socket.socket, open_: bool) -> None:
         with self._lock:

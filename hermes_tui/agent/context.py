@@ -1,0 +1,247 @@
+"""What is *sent* of a conversation: always within the model's context window, always sendable.
+
+Memory stores every message verbatim; the model gets a view of them. Before each call the view
+is counted (litellm's tokenizer for the model) against the model's input window. At
+``Config.compact_at`` of it (or when the provider says the request is too long), the view is
+compacted:
+
+* older messages are replaced by a structured summary the model writes (``COMPACTION_PROMPT``:
+  goals and constraints, facts to remember, tasks done/open, files, decisions, errors);
+* the most recent messages stay verbatim; tool results before the current turn are sent
+  trimmed to their head and tail, with a note;
+* the cut always falls between steps, so a tool call and its result are never separated.
+
+The view is then ``repair``-ed, so whatever is stored, both wire formats accept what is sent.
+A compaction is identified by stored message ids, so a resumed session sends the same view.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_tui.agent.history import repair
+from hermes_tui.agent.prompts import COMPACTED_VIEW_HEADER, COMPACTION_FOCUS, COMPACTION_PROMPT
+from hermes_tui.config import Config
+from hermes_tui.learning.curator import render_transcript
+from hermes_tui.llm import LLMClient, LLMError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONTEXT_TOKENS = 32_000
+"""The window assumed when neither litellm's model table nor HERMES_CONTEXT_TOKENS knows it."""
+KEEP_SHARE = 0.4
+"""After an automatic compaction, the verbatim recent messages aim at this share of the window."""
+MANUAL_KEEP_SHARE = 0.15
+"""``/compact`` keeps less verbatim: the user asked for room."""
+SUMMARY_RESERVE = 2_000
+"""Tokens set aside for the summary itself when choosing what stays verbatim."""
+TRIM_HEAD, TRIM_TAIL = 2_000, 600
+"""Characters kept of an old tool result (its start says what it is, its end how it finished)."""
+SUMMARY_TOOL_CHARS = 800
+"""Characters of each tool result the summarizer sees."""
+SUMMARY_TIMEOUT = 120.0
+LEARNED_SHARE = 0.9
+"""After a "too long" refusal the window is taken to be at most this share of what was sent."""
+
+
+@dataclass
+class Compacted:
+    """What one compaction did, in tokens of the request (system prompt and tools included)."""
+
+    before: int
+    after: int
+    summarized: int  # messages newly folded into the summary
+    fallback: bool  # the model could not write the summary; a mechanical one stands in
+
+
+@dataclass
+class ContextWindow:
+    """The compaction state of one conversation, and the arithmetic around the window.
+
+    ``history`` arguments are the loop's message list (OpenAI chat format, append-only, each
+    stored message carrying its store id as ``_id``); this object never changes it.
+    """
+
+    llm: LLMClient
+    config: Config
+    summary: str | None = None
+    start: int = 0  # index of the first message sent verbatim
+    trim_before: int = 0  # tool results at indexes below this are sent trimmed
+    learned_limit: int | None = None  # what a provider's "too long" refusal taught
+    _counts: dict[tuple[int, bool], tuple[dict[str, Any], int]] = field(default_factory=dict, repr=False)
+    _summary_count: tuple[str | None, int] = field(default=(None, 0), repr=False)
+
+    # -- the window
+
+    def limit(self) -> int:
+        """The input window in tokens: litellm's model table, else HERMES_CONTEXT_TOKENS, else the default."""
+        known = self.llm.max_input_tokens() or self.config.context_tokens or DEFAULT_CONTEXT_TOKENS
+        return min(known, self.learned_limit) if self.learned_limit else known
+
+    def threshold(self) -> int:
+        return int(self.limit() * self.config.compact_at)
+
+    def learn(self, error: LLMError, sent_tokens: int) -> None:
+        """A provider refused a request as too long: believe it from now on."""
+        candidates = [self.limit(), int(sent_tokens * LEARNED_SHARE)]
+        if error.max_tokens:
+            candidates.append(error.max_tokens)
+        self.learned_limit = max(min(c for c in candidates if c > 0), 1_000)
+        log.info("context window taken to be %d tokens after a 'too long' refusal", self.learned_limit)
+
+    def reset_model(self, llm: LLMClient, config: Config) -> None:
+        """Another model: another window (what was learned about the old one no longer holds)."""
+        self.llm, self.config, self.learned_limit = llm, config, None
+
+    # -- what is sent
+
+    def view(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages to send (without the system prompt): summary, then the verbatim rest."""
+        part = [self._sent_form(history, i) for i in range(self.start, len(history))]
+        if self.summary:
+            part.insert(0, {"role": "user", "content": COMPACTED_VIEW_HEADER + self.summary})
+        return [{k: v for k, v in m.items() if not k.startswith("_")} for m in repair(part)]
+
+    def tokens(self, history: list[dict[str, Any]], fixed: int) -> int:
+        """Tokens of the view plus ``fixed`` (the system prompt and the tool schemas)."""
+        return fixed + self._summary_tokens() + self._suffix_tokens(history, self.trim_before)[self.start]
+
+    def count(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+        return self.llm.count_tokens(messages, tools)
+
+    # -- compaction
+
+    def compact(self, history: list[dict[str, Any]], fixed: int, *, focus: str | None = None,
+                manual: bool = False) -> Compacted | None:
+        """Fold older messages into the summary and trim old tool results; None if nothing to do."""
+        before = self.tokens(history, fixed)
+        n = len(history)
+        if self.start >= n:
+            return None
+        last_user = max((i for i in range(self.start, n) if history[i].get("role") == "user"), default=self.start)
+        steps = [i for i in range(self.start, n) if history[i].get("role") != "tool"]
+        budget = self.limit() * (MANUAL_KEEP_SHARE if manual else KEEP_SHARE) - fixed - SUMMARY_RESERVE
+        start, trim_before = last_user, last_user
+        suffix = self._suffix_tokens(history, trim_before)
+        start = next((i for i in steps if i <= last_user and suffix[i] <= budget), last_user)
+        if suffix[start] > budget:  # the current turn alone is too big: trim its earlier steps too
+            trim_before = max(i for i in steps if i >= last_user)
+            if self._suffix_tokens(history, trim_before)[start] > budget:
+                trim_before = n  # even the latest results: their head and tail must do
+        if start == self.start and trim_before <= self.trim_before and not (manual and focus):
+            return None
+        folded = history[self.start:start]
+        fallback = False
+        if folded or (manual and focus):
+            summary, fallback = self._summarize(folded, focus)
+            self.summary = summary
+        self.start, self.trim_before = start, max(trim_before, self.trim_before)
+        return Compacted(before, self.tokens(history, fixed), len(folded), fallback)
+
+    def checkpoint(self, history: list[dict[str, Any]]) -> tuple[int, int | None] | None:
+        """Store ids that identify this state: (last summarized id, last trimmed id), or None."""
+        through = _id_before(history, self.start)
+        if through is None or not self.summary:
+            return None
+        return through, _id_before(history, self.trim_before)
+
+    def restore(self, history: list[dict[str, Any]], summary: str, through_id: int,
+                trim_through_id: int | None) -> None:
+        """Take up a stored compaction: what a resumed session sends is what was sent before."""
+        self.summary = summary
+        self.start = _index_after(history, through_id)
+        self.trim_before = 0 if trim_through_id is None else _index_after(history, trim_through_id)
+
+    # -- internals
+
+    def _sent_form(self, history: list[dict[str, Any]], index: int) -> dict[str, Any]:
+        message = history[index]
+        if index < self.trim_before and message.get("role") == "tool":
+            return {**message, "content": trimmed(message.get("content") or "")}
+        return message
+
+    def _count_message(self, message: dict[str, Any], trim: bool) -> int:
+        key = (id(message), trim)
+        cached = self._counts.get(key)
+        if cached is not None and cached[0] is message:
+            return cached[1]
+        sent = {k: v for k, v in message.items() if not k.startswith("_")}
+        if trim:
+            sent["content"] = trimmed(sent.get("content") or "")
+        value = self.llm.count_tokens([sent])
+        self._counts[key] = (message, value)
+        return value
+
+    def _suffix_tokens(self, history: list[dict[str, Any]], trim_before: int) -> list[int]:
+        """``suffix[i]``: tokens of ``history[i:]`` as sent with tool results below ``trim_before`` trimmed."""
+        suffix = [0] * (len(history) + 1)
+        for i in range(len(history) - 1, self.start - 1, -1):
+            message = history[i]
+            trim = i < trim_before and message.get("role") == "tool"
+            suffix[i] = suffix[i + 1] + self._count_message(message, trim)
+        return suffix
+
+    def _summary_tokens(self) -> int:
+        if not self.summary:
+            return 0
+        if self._summary_count[0] != self.summary:
+            message = {"role": "user", "content": COMPACTED_VIEW_HEADER + self.summary}
+            self._summary_count = (self.summary, self.llm.count_tokens([message]))
+        return self._summary_count[1]
+
+    def _summarize(self, folded: list[dict[str, Any]], focus: str | None) -> tuple[str, bool]:
+        """The model's summary of the previous summary plus ``folded``; a mechanical one if it fails."""
+        prompt = COMPACTION_PROMPT.format(
+            focus=COMPACTION_FOCUS.format(focus=focus.strip()) if focus and focus.strip() else "",
+            previous=self.summary or "(none: this is the first compaction)",
+            transcript=render_transcript(folded, tool_chars=SUMMARY_TOOL_CHARS) or "(no new messages)",
+        )
+        try:
+            text = self.llm.complete([{"role": "user", "content": prompt}], timeout=SUMMARY_TIMEOUT).strip()
+        except LLMError as exc:
+            log.warning("compaction summary failed: %s", exc.message)
+            text = ""
+        if text:
+            return text, False
+        return _mechanical_summary(self.summary, folded), True
+
+
+def trimmed(content: str) -> str:
+    """An old tool result cut to its head and tail, with a note saying so."""
+    if len(content) <= TRIM_HEAD + TRIM_TAIL + 200:
+        return content
+    cut = len(content) - TRIM_HEAD - TRIM_TAIL
+    return (f"{content[:TRIM_HEAD]}\n\n[... {cut} characters of this old tool result were trimmed to save "
+            f"context; run the tool again if you need them ...]\n\n{content[-TRIM_TAIL:]}")
+
+
+def _mechanical_summary(previous: str | None, folded: list[dict[str, Any]]) -> str:
+    """What stands in for the summary when the model cannot write one: nothing the user said is lost."""
+    lines = [previous or "", "## Earlier requests (the summary could not be written; the user's messages follow)"]
+    for message in folded:
+        if message.get("role") == "user" and message.get("content"):
+            text = " ".join(str(message["content"]).split())
+            lines.append(f"- {text[:600]}")
+    return "\n".join(line for line in lines if line)
+
+
+def _id_before(history: list[dict[str, Any]], index: int) -> int | None:
+    """The store id of the last stored message before ``index``."""
+    for message in reversed(history[:index]):
+        if message.get("_id") is not None:
+            return int(message["_id"])
+    return None
+
+
+def _index_after(history: list[dict[str, Any]], message_id: int) -> int:
+    """How many leading messages belong up to ``message_id`` (unstored ones go with the one before)."""
+    index = 0
+    current: int | None = None
+    for i, message in enumerate(history):
+        current = message.get("_id", current)
+        if current is not None and current > message_id:
+            return i
+        index = i + 1
+    return index
