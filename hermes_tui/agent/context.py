@@ -33,8 +33,6 @@ DEFAULT_CONTEXT_TOKENS = 32_000
 """The window assumed when neither litellm's model table nor HERMES_CONTEXT_TOKENS knows it."""
 KEEP_SHARE = 0.4
 """After an automatic compaction, the verbatim recent messages aim at this share of the window."""
-MANUAL_KEEP_SHARE = 0.15
-"""``/compact`` keeps less verbatim: the user asked for room."""
 SUMMARY_RESERVE = 2_000
 """Tokens set aside for the summary itself when choosing what stays verbatim."""
 TRIM_HEAD, TRIM_TAIL = 2_000, 600
@@ -122,21 +120,23 @@ class ContextWindow:
             return None
         last_user = max((i for i in range(self.start, n) if history[i].get("role") == "user"), default=self.start)
         steps = [i for i in range(self.start, n) if history[i].get("role") != "tool"]
-        budget = self.limit() * (MANUAL_KEEP_SHARE if manual else KEEP_SHARE) - fixed - SUMMARY_RESERVE
-        start, trim_before = last_user, last_user
+        budget = self.limit() * KEEP_SHARE - fixed - SUMMARY_RESERVE
+        trim_before = last_user
         suffix = self._suffix_tokens(history, trim_before)
-        start = next((i for i in steps if i <= last_user and suffix[i] <= budget), last_user)
+        if manual:  # the user asked for room: everything before the last turn is folded
+            start = last_user
+        else:
+            start = next((i for i in steps if i <= last_user and suffix[i] <= budget), last_user)
         if suffix[start] > budget:  # the current turn alone is too big: trim its earlier steps too
             trim_before = max(i for i in steps if i >= last_user)
             if self._suffix_tokens(history, trim_before)[start] > budget:
                 trim_before = n  # even the latest results: their head and tail must do
-        if start == self.start and trim_before <= self.trim_before and not (manual and focus):
+        if start == self.start and trim_before <= self.trim_before:
             return None
         folded = history[self.start:start]
         fallback = False
-        if folded or (manual and focus):
-            summary, fallback = self._summarize(folded, focus)
-            self.summary = summary
+        if folded:
+            self.summary, fallback = self._summarize(folded, focus)
         self.start, self.trim_before = start, max(trim_before, self.trim_before)
         return Compacted(before, self.tokens(history, fixed), len(folded), fallback)
 

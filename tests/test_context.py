@@ -1,0 +1,148 @@
+"""Context window management: a long session with big tool outputs keeps answering, remembers.
+
+The fake server refuses any request over 100 KB with the real "context length exceeded" body
+of its wire format. The OpenAI model is unknown to litellm, so HERMES_CONTEXT_TOKENS sets its
+window and Hermes compacts before it is refused; claude-sonnet-4-5 has a 200k window in
+litellm's table, far more than the server accepts, so Hermes learns from the refusal, compacts
+and retries. Either way every turn is answered and the facts of turn 1 are still sent at turn 60.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes_tui.agent.context import ContextWindow, trimmed
+from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.config import Config
+from hermes_tui.events import Error, Notice, TurnFinished, Usage
+from hermes_tui.llm import LLMClient
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
+from tests.fakes.server import FakeLLMServer, Item, RecordedRequest, Reply, ToolCall
+from tests.helpers import assert_history_valid
+
+TURNS = 60
+LIMIT_BYTES = 100_000
+FACT = "the deploy target is staging-7"
+TASKS = ("migrate the billing database", "rotate the API keys")
+FIRST = f"Please remember: {FACT}. Open tasks: {TASKS[0]}; {TASKS[1]}. Now read big.txt."
+SUMMARY_MARK = "Conversation to summarize:"
+
+
+def fake_model(request: RecordedRequest) -> Item:
+    """A stand-in model: summarizes when asked (keeping what it is shown), reads big.txt, answers."""
+    messages = request.messages
+    last = messages[-1]
+    if SUMMARY_MARK in str(last.get("content")):
+        prompt = str(last["content"])
+        facts = sorted(set(re.findall(r"the deploy target is [\w-]+", prompt)))
+        tasks = [t for t in TASKS if t in prompt]
+        return Reply(text="## Goals and constraints\nKeep answering the user's reads.\n## Facts to remember\n"
+                          + "".join(f"- {f}\n" for f in facts) + "## Tasks\n"
+                          + "".join(f"- [open] {t}\n" for t in tasks), chunk_size=4096)
+    if last["role"] == "tool":
+        turns = sum(1 for m in messages if m["role"] == "user" and "read big.txt" in str(m.get("content")))
+        return Reply(text=f"I read it (request {len(messages)} messages, {turns} visible turns).", chunk_size=4096)
+    return Reply(tool_calls=[ToolCall("read_file", {"path": "big.txt"})], chunk_size=4096)
+
+
+@pytest.fixture
+def session(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path,
+            monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeLLMServer, Config, MemoryStore, SkillManager]]:
+    fake_llm_env.max_request_bytes = LIMIT_BYTES
+    fake_llm_env.strict = True
+    fake_llm_env.responder = fake_model
+    lines = [f"{n:05d} The quick brown fox jumps over the lazy dog while the build keeps running.\n"
+             for n in range(600)]
+    (workspace / "big.txt").write_text("".join(lines))  # ~48 KB
+    if fake_llm_env.wire_under_test == "openai":
+        monkeypatch.setenv("HERMES_CONTEXT_TOKENS", "22000")  # unknown model: the window is configured
+    config = Config.load()
+    memory = MemoryStore(config.db_path)
+    yield fake_llm_env, config, memory, SkillManager(config.skills_dir)
+    memory.close()
+
+
+def test_sixty_turns_of_50kb_tool_outputs(session: tuple[FakeLLMServer, Config, MemoryStore, SkillManager]) -> None:
+    server, config, memory, skills = session
+    loop = AgentLoop(config, memory, skills)
+    compactions = 0
+    usages: list[Usage] = []
+    for turn in range(1, TURNS + 1):
+        text = FIRST if turn == 1 else f"Turn {turn}: read big.txt again."
+        events = list(loop.run_turn(text))
+        errors = [e for e in events if isinstance(e, Error)]
+        assert not errors, f"turn {turn}: {errors}"
+        finished = [e for e in events if isinstance(e, TurnFinished)]
+        assert finished[0].stopped_reason == "done" and finished[0].text.startswith("I read it"), (turn, finished)
+        compactions += sum(1 for e in events if isinstance(e, Notice) and e.message.startswith("Compacted"))
+        usages += [e for e in events if isinstance(e, Usage)]
+
+    assert server.violations == []
+    assert compactions >= 10
+    final = server.requests[-1]
+    assert final.messages[-1]["role"] == "tool"  # the last answer of turn 60 ...
+    sent = str(final.messages)
+    assert FACT in sent and all(task in sent for task in TASKS)  # ... still carries turn 1
+    assert "Turn 60" in sent
+    if server.wire_under_test == "openai":
+        assert server.refused == []  # compacted before the provider had to refuse
+    else:
+        assert server.refused  # learned the real window from the refusal, then retried
+    assert all(u.context_limit and 0 < u.context_tokens <= u.context_limit for u in usages)
+
+    stored = [m.to_llm() for m in memory.get_messages(loop.session_id)]
+    assert len(stored) == TURNS * 4  # every original message is kept
+    assert sum(len(m["content"] or "") for m in stored if m["role"] == "tool") > TURNS * 45_000
+    assert_history_valid(stored)
+
+    # A resumed session sends the compacted view, not the whole history.
+    server.reset()
+    resumed = AgentLoop(config, memory, skills, session_id=loop.session_id)
+    events = list(resumed.run_turn("What is the deploy target?"))
+    assert not [e for e in events if isinstance(e, Error)]
+    first = server.requests[0]
+    assert FACT in str(first.messages) and len(first.messages) < 20
+    if server.wire_under_test == "openai":
+        assert server.refused == []
+
+
+def test_compact_command_with_focus(session: tuple[FakeLLMServer, Config, MemoryStore, SkillManager]) -> None:
+    server, config, memory, skills = session
+    server.max_request_bytes = None
+    loop = AgentLoop(config, memory, skills)
+    for text in (FIRST, "Turn 2: read big.txt again.", "Turn 3: read big.txt again."):
+        assert list(loop.run_turn(text))[-1].stopped_reason == "done"
+    before = loop.context.tokens(loop.history, 0)
+    events = list(loop.compact("the deploy target"))
+    assert isinstance(events[0], Notice) and events[0].message.startswith("Compacted")
+    assert isinstance(events[-1], Usage) and events[-1].context_tokens < before
+    prompt = str(server.requests[-1].messages[-1]["content"])
+    assert "focus on: the deploy target" in prompt and SUMMARY_MARK in prompt
+    stored = memory.latest_compaction(loop.session_id)
+    assert stored is not None and FACT in stored.summary
+    view = loop.context.view(loop.history)
+    assert FACT in view[0]["content"] and "Turn 3" in str(view)  # the last turn stays verbatim
+    assert "Turn 2" not in str(view) or "trimmed" in str(view)
+
+
+def test_limit_sources_and_trimming(fake_llm_env: FakeLLMServer, hermes_home: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    config = Config.load()
+    window = ContextWindow(LLMClient(config), config)
+    if fake_llm_env.wire_under_test == "anthropic":
+        assert window.limit() == 200_000  # litellm's model table
+    else:
+        assert window.limit() == 32_000  # unknown model, no HERMES_CONTEXT_TOKENS: the default
+        monkeypatch.setenv("HERMES_CONTEXT_TOKENS", "50000")
+        config = Config.load()
+        assert ContextWindow(LLMClient(config), config).limit() == 50_000
+    assert window.threshold() == int(window.limit() * 0.8)
+    text = "head " * 1000 + "tail " * 1000
+    cut = trimmed(text)
+    assert cut.startswith("head") and cut.endswith("tail ") and "trimmed" in cut and len(cut) < 3000
+    assert trimmed("short") == "short"
