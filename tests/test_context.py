@@ -21,6 +21,7 @@ from hermes_tui.config import Config
 from hermes_tui.events import Error, Notice, TurnFinished, Usage
 from hermes_tui.llm import LLMClient
 from hermes_tui.memory.store import MemoryStore
+from hermes_tui.providers import provider
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import FakeLLMServer, Item, RecordedRequest, Reply, ToolCall
 from tests.helpers import assert_history_valid
@@ -137,7 +138,7 @@ def test_limit_sources_and_trimming(fake_llm_env: FakeLLMServer, hermes_home: Pa
     if fake_llm_env.wire_under_test == "anthropic":
         assert window.limit() == 200_000  # litellm's model table
     else:
-        assert window.limit() == 32_000  # unknown model, no HERMES_CONTEXT_TOKENS: the default
+        assert window.limit() == provider("openai").context_window  # unknown model: the provider's fallback
         monkeypatch.setenv("HERMES_CONTEXT_TOKENS", "50000")
         config = Config.load()
         assert ContextWindow(LLMClient(config), config).limit() == 50_000

@@ -26,11 +26,10 @@ from hermes_tui.agent.prompts import COMPACTED_VIEW_HEADER, COMPACTION_FOCUS, CO
 from hermes_tui.config import Config
 from hermes_tui.learning.curator import render_transcript
 from hermes_tui.llm import LLMClient, LLMError
+from hermes_tui.providers import provider
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CONTEXT_TOKENS = 32_000
-"""The window assumed when neither litellm's model table nor HERMES_CONTEXT_TOKENS knows it."""
 KEEP_SHARE = 0.4
 """After an automatic compaction, the verbatim recent messages aim at this share of the window."""
 SUMMARY_RESERVE = 2_000
@@ -70,12 +69,17 @@ class ContextWindow:
     learned_limit: int | None = None  # what a provider's "too long" refusal taught
     _counts: dict[tuple[int, bool], tuple[dict[str, Any], int]] = field(default_factory=dict, repr=False)
     _summary_count: tuple[str | None, int] = field(default=(None, 0), repr=False)
+    _known: int | None = field(default=None, repr=False)  # the window before anything was learned
 
     # -- the window
 
     def limit(self) -> int:
-        """The input window in tokens: litellm's model table, else HERMES_CONTEXT_TOKENS, else the default."""
-        known = self.llm.max_input_tokens() or self.config.context_tokens or DEFAULT_CONTEXT_TOKENS
+        """The input window in tokens: litellm's model table, else HERMES_CONTEXT_TOKENS, else the
+        provider's fallback in the provider table."""
+        if self._known is None:
+            self._known = (self.llm.max_input_tokens() or self.config.context_tokens
+                           or provider(self.config.provider).context_window)
+        known = self._known
         return min(known, self.learned_limit) if self.learned_limit else known
 
     def threshold(self) -> int:
@@ -91,7 +95,8 @@ class ContextWindow:
 
     def reset_model(self, llm: LLMClient, config: Config) -> None:
         """Another model: another window (what was learned about the old one no longer holds)."""
-        self.llm, self.config, self.learned_limit = llm, config, None
+        self.llm, self.config, self.learned_limit, self._known = llm, config, None, None
+        self._counts.clear()  # another tokenizer
 
     # -- what is sent
 
