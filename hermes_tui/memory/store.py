@@ -308,7 +308,6 @@ def _v4_background_merges(db: Database) -> None:
         db.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('crisismerge', 64)")
 
 
-
 def _v5_compactions(db: Database) -> None:
     """Compaction summaries: what is *sent* in place of a session's older messages.
 
