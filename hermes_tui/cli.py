@@ -64,18 +64,35 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
 
         return run_app(config, session_id=args.session)
     try:
-        return run_headless(config, args)
+        code = run_headless(config, args)
     except KeyboardInterrupt:  # before or after the turn itself: nothing to cancel
-        return EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
+    if argv is None:  # the process itself: end it now that everything is stored and written
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """End a headless process at once, skipping the interpreter's teardown.
+
+    By now the turn is stored and the database closed; what remains is flushing our own output
+    and log. Tearing down litellm's thousands of modules and objects would only add a few tenths
+    of a second between the answer and the shell prompt (bench/headless_turn.py measures it).
+    """
+    import logging
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can reach it anyway
+            pass
+    logging.shutdown()
+    os._exit(code)
 
 
 def run_headless(config: Config, args: argparse.Namespace) -> int:
-    """One turn without a screen: answer on stdout, activity on stderr; skill + summary before exit."""
-    from hermes_tui.agent.runtime import build_agent, headless_surface
-    from hermes_tui.logs import setup_logging
-    from hermes_tui.memory.store import MemoryStore
-    from hermes_tui.skills.manager import SkillManager
-
+    """One turn without a screen: answer on stdout, activity on stderr; a learned skill before exit."""
     text = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not text.strip():
         print("hermes: the prompt is empty; pass some text to -p (or pipe it with -p -).", file=sys.stderr)
@@ -85,6 +102,13 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    from hermes_tui import llm
+
+    llm.warm(config)  # the turn needs litellm: import it while the rest is set up
+    from hermes_tui.agent.runtime import build_agent, headless_surface
+    from hermes_tui.logs import setup_logging
+    from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.skills.manager import SkillManager
     setup_logging(config)
     out = _Output(sys.stdout, sys.stderr, as_json=args.json)
 
@@ -102,7 +126,10 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         return EXIT_ERROR
     try:
         code = _drive(agent, text, out)
-        if code != EXIT_INTERRUPTED:
+        if code != EXIT_INTERRUPTED and args.session is not None:
+            # A one-shot session is not summarized: its one prompt and answer are stored and
+            # searchable as they are, and the user is not kept waiting for another model call.
+            # Continuing it (--session) summarizes the whole session then.
             agent.close(timeout=20.0)
         return code
     finally:

@@ -41,6 +41,7 @@ def _lib() -> litellm_module:
     with _import_lock:
         if _litellm is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            started = time.perf_counter()
             import litellm
 
             litellm.suppress_debug_info = True
@@ -50,6 +51,7 @@ def _lib() -> litellm_module:
             litellm.REPEATED_STREAMING_CHUNK_LIMIT = 10_000
             _quiet_loggers()
             _litellm = litellm
+            log.info("litellm imported in %.3f s", time.perf_counter() - started)  # bench/headless_turn.py
         return _litellm
 
 
@@ -74,9 +76,25 @@ def _quiet_loggers() -> None:
         logger.propagate = True
 
 
-def warm() -> threading.Thread:
-    """Import litellm in a daemon thread so the first request does not pay for it."""
-    thread = threading.Thread(target=_lib, name="litellm-warm", daemon=True)
+def warm(config: Config | None = None) -> threading.Thread:
+    """Import litellm in a daemon thread so the first request does not pay for it.
+
+    With ``config``, also run one offline call (litellm's ``mock_response``: no network) for its
+    model: litellm defers a second of imports and tokenizer loading to the first completion.
+    """
+
+    def run() -> None:
+        lib = _lib()
+        if config is None:
+            return
+        try:
+            for _chunk in lib.completion(model=litellm_model(config), messages=[{"role": "user", "content": "hi"}],
+                                         mock_response="ok", stream=True, stream_options={"include_usage": True}):
+                pass
+        except Exception:  # noqa: BLE001 - only a warm-up; the real call reports real problems
+            log.debug("warm-up call failed", exc_info=True)
+
+    thread = threading.Thread(target=run, name="litellm-warm", daemon=True)
     thread.start()
     return thread
 

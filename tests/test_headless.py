@@ -27,18 +27,17 @@ def env(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> Fake
 def test_three_tool_task_end_to_end(env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
     (workspace / "data.txt").write_text("alpha\nbeta\ngamma\n")
     three_tool_script(env)
-    env.queue(Reply(text="I counted the lines of data.txt: three."))
     result = run_cli("-p", "How many lines are in data.txt?", "--yes")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Let me look.\n\n**data.txt** has 3 lines: alpha, beta, gamma.\n"  # calls apart
     assert "→ list_dir" in result.stderr and "✓ run_bash" in result.stderr
     assert "learned skill count-file-lines (v1)" in result.stderr
-    assert len(env.requests) == 6  # 4 turn calls + curator + summary, all before exit
+    assert len(env.requests) == 5  # 4 turn calls + curator, all before exit; no summary for one shot
 
     memory = MemoryStore(hermes_home / "memory.sqlite3")
     session = memory.list_sessions()[0]
     assert session.source == "headless" and session.message_count == 8
-    assert session.summary == "I counted the lines of data.txt: three."
+    assert session.summary is None
     assert_history_valid([m.to_llm() for m in memory.get_messages(session.id)])
     skill = SkillManager(hermes_home / "skills").get("count-file-lines")
     assert skill is not None
@@ -49,7 +48,7 @@ def test_three_tool_task_end_to_end(env: FakeLLMServer, hermes_home: Path, works
 
 
 def test_json_events_and_session_continue(env: FakeLLMServer, hermes_home: Path) -> None:
-    env.queue(Reply(text="First answer."), Reply(text="summary one"))
+    env.queue(Reply(text="First answer."))
     result = run_cli("-p", "remember kiwi", "--json")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
@@ -62,8 +61,10 @@ def test_json_events_and_session_continue(env: FakeLLMServer, hermes_home: Path)
     again = run_cli("-p", "-", "--session", str(session_id), stdin="which fruit?")
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "It was kiwi."
-    sent = [str(m) for m in env.requests[2].messages]
+    sent = [str(m) for m in env.requests[1].messages]
     assert any("remember kiwi" in m for m in sent) and any("which fruit?" in m for m in sent)
+    assert len(env.requests) == 3  # the continued session is summarized at exit, as a whole
+    assert MemoryStore(hermes_home / "memory.sqlite3").get_session(session_id).summary == "summary two"
 
 
 def test_headless_denies_shell_without_yes(env: FakeLLMServer, workspace: Path) -> None:
