@@ -280,8 +280,8 @@ def test_run_bash_memory_stays_bounded_whatever_the_output(registry: ToolRegistr
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert result.ok and result.output.startswith("exit code 0\nHEAD")
-    assert result.output.rstrip().endswith("TAIL") and "bytes cut" in result.output
+    assert result.ok and result.output.startswith("exit code 0\nHEAD"), result.output[:200]
+    assert result.output.rstrip().endswith("TAIL") and "bytes cut" in result.output, result.output[-200:]
     assert len(result.output) < OUTPUT_CAP + 200
     assert peak < 4 * OUTPUT_CAP + 64 * 1024, peak  # 50 MB went through; about 2x the cap was held
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hermes_tui.logs import log_folder
+
 
 class PathError(ValueError):
     """A path the tools refuse; the message tells the model what is allowed."""
@@ -75,8 +77,6 @@ def _within(path: str, root: str) -> bool:
 
 def protected_folders(home: Path | None) -> tuple[Path, ...]:
     """Folders the tools never touch: HERMES_HOME (settings, keys, memory) and the log folder."""
-    from hermes_tui.logs import log_folder
-
     return tuple(p for p in (home, log_folder()) if p is not None)
 
 

@@ -29,7 +29,7 @@ from hermes_tui.agent.toolkit import (
     check_arguments,
     schema,
 )
-from hermes_tui.memory.store import HIT_END, HIT_START
+from hermes_tui.memory.text import HIT_END, HIT_START
 from hermes_tui.secrets import Secrets
 from hermes_tui.skills.schema import SkillError
 

@@ -8,15 +8,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from hermes_tui.agent.tools import summary_argument
+
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _SPACE = re.compile(r"\s+")
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
-# The argument that says most about a call, per tool; others get a compact key=value list.
-_MAIN_ARGUMENT = {
-    "run_bash": "command", "read_file": "path", "write_file": "path", "list_dir": "path",
-    "search_memory": "query", "use_skill": "name", "create_skill": "name",
-}
 
 
 def short_path(path: Path | str, home: str | None = None) -> str:
@@ -37,9 +34,9 @@ def one_line(text: str, width: int) -> str:
 
 def short_args(name: str, arguments: dict[str, Any], width: int = 60) -> str:
     """The gist of a tool call's arguments on one line."""
-    key = _MAIN_ARGUMENT.get(name)
-    if key and isinstance(arguments.get(key), str):
-        return one_line(arguments[key], width)
+    main = summary_argument(name, arguments)  # declared per tool (Tool.summary_arg)
+    if main is not None:
+        return one_line(main, width)
     parts = [f"{k}={v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items()]
     return one_line(" ".join(parts), width)
 
