@@ -42,7 +42,8 @@ def main() -> None:
                              cwd=_common.ROOT)
         figures = json.loads(out.stdout)
         print(f"{mib:6d} MiB output: run_bash {figures['seconds']:7.2f} s (cat baseline {baseline:6.2f} s, "
-              f"ratio {figures['seconds'] / baseline:5.1f}x)  peak RSS growth {figures['rss_growth_kb']:7d} KiB  "
+              f"ratio {figures['seconds'] / baseline:5.1f}x)  peak RSS {figures['peak_kb']:7d} KiB "
+              f"(growth during the call {figures['rss_growth_kb']} KiB)  "
               f"returned {figures['chars']} chars")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import threading
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from hermes_tui.agent.paths import check_not_secret
 from hermes_tui.agent.tools import ToolRegistry
+from hermes_tui.logs import log_folder
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 
@@ -145,3 +147,25 @@ def test_swap_race_never_leaves_the_workspace(tmp_path: Path) -> None:
     assert not errors
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
     assert ok > 0  # the race was really run: some reads went through
+
+
+def test_log_folder_is_refused_when_started_from_home(tmp_path: Path) -> None:
+    userhome = Path(os.environ["HOME"])  # conftest points HOME at a throw-away folder
+    log = log_folder() / "hermes.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("tool output quoted in a log line")
+    registry = ToolRegistry(userhome, MemoryStore(tmp_path / "m.sqlite3"), SkillManager(tmp_path / "s"),
+                            home=userhome / ".hermes")
+    result = registry.execute("read_file", {"path": str(log.relative_to(userhome))})
+    assert not result.ok and "Hermes' own folder" in result.output and "quoted" not in result.output
+
+
+def test_sockets_are_refused(setup: tuple[ToolRegistry, Path]) -> None:
+    registry, ws = setup
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(ws / "sock"))
+        result = registry.execute("read_file", {"path": "sock"})
+        assert not result.ok and "FIFO or device" in result.output
+    finally:
+        server.close()
