@@ -302,7 +302,9 @@ class ToolRegistry:
                                   f"The user denied this {name} call. Do not retry it; ask the user how to proceed.")
         if cancel.is_set():
             return ToolResult(False, "Cancelled by the user before it ran.")
-        ctx = ToolContext(self.workspace, self.memory, self.skills, home=self.home, cancel=cancel,
+        # A tool not declared cancellable is never stopped halfway (e.g. a skill file half written).
+        ctx = ToolContext(self.workspace, self.memory, self.skills, home=self.home,
+                          cancel=cancel if tool.cancellable else threading.Event(),
                           environment=self.secrets.clean_environment(os.environ))
         try:
             return tool.run(ctx, **args)
