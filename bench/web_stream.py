@@ -5,7 +5,7 @@
 Both surfaces talk to the project's fake LLM server (OpenAI wire) in this process, which streams
 an answer of N one-token chunks with no delay, so the figures are Hermes' own overhead:
 
-* web: ``hermes-web`` served by **gunicorn** (gthread, as deployed) in a subprocess, logged in once;
+* web: ``hermes-web`` served by **gunicorn** (its asyncio worker and the bridge, as deployed) in a subprocess, logged in once;
   per run a ``POST /api/chat``, timing the first NDJSON byte, the first ``text_delta``, and the
   token rate between the first and last ``text_delta`` lines.
 * headless: ``hermes-tui -p`` per run (a new process each time, as a user runs it), timing the
@@ -100,9 +100,9 @@ class WebClient:
         self.conn.request(method, path, body=body, headers=headers)
 
     def _remember_cookie(self, response: http.client.HTTPResponse) -> None:
-        cookie = response.getheader("Set-Cookie")
-        if cookie:
-            self.cookie = cookie.split(";", 1)[0]
+        for name, value in response.getheaders():  # login also sets the device cookie (path /login)
+            if name.lower() == "set-cookie" and value.startswith("hermes_session="):
+                self.cookie = value.split(";", 1)[0]
 
     def _request(self, method: str, path: str, body: str | None = None,
                  headers: dict[str, str] | None = None) -> bytes:
@@ -201,13 +201,13 @@ def main() -> None:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "PYTHONPATH": str(ROOT),
             "HERMES_HOME": str(home), "HERMES_WORKSPACE": tmp,
-            "FLASK_SECRET_KEY": "bench-secret-key-0123456789", "HERMES_WEB_PASSWORD": PASSWORD,
+            "FLASK_SECRET_KEY": "bench-secret-key-0123456789abcdefghij", "HERMES_WEB_PASSWORD": PASSWORD,
             **wire_env(llm, "openai"),
         }
         web_cold, web = bench_web(env, args.tokens, args.runs)
         headless = bench_headless(env, args.tokens, args.runs)
 
-    print(f"{args.tokens} tokens, {args.runs} runs each, medians (web: gunicorn gthread, warm server; "
+    print(f"{args.tokens} tokens, {args.runs} runs each, medians (web: gunicorn asgi worker + bridge, warm server; "
           "headless: a new hermes-tui -p process per run)")
     print(f"{'':28}{'web':>12}{'headless':>12}{'web/headless':>14}")
     rows = [("first byte (ms)", "first_byte", 1000), ("first token (ms)", "first_token", 1000),
