@@ -17,7 +17,7 @@ from typing import Any
 
 from hermes_tui.agent.context import ContextWindow
 from hermes_tui.agent.history import checked_arguments, repair
-from hermes_tui.agent.prompts import MAIN_SYSTEM_PROMPT, relevant_skills_note, skills_index
+from hermes_tui.agent.prompts import INDEX_LIMIT, MAIN_SYSTEM_PROMPT, relevant_skills_note, skills_index
 from hermes_tui.agent.tools import APPROVAL_TOOLS, Approver, ToolRegistry
 from hermes_tui.config import Config
 from hermes_tui.events import (
@@ -95,7 +95,7 @@ class AgentLoop:
         # Built once: byte-identical for the whole session so providers can cache it.
         self.system_prompt = MAIN_SYSTEM_PROMPT.format(
             workspace=config.workspace, tool_names=", ".join(self.tools.names),
-            skills_index=skills_index(skills.list()),
+            skills_index=skills_index(skills.for_prompt(INDEX_LIMIT), skills.count()),
         )
 
     # -- control ------------------------------------------------------------------------------
@@ -126,7 +126,7 @@ class AgentLoop:
         start = len(self.history)
         yield TurnStarted(self.session_id)
         message_id = self.memory.add_message(self.session_id, "user", text)
-        note = relevant_skills_note(self.skills.search(text, limit=RELEVANT_SKILLS))
+        note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS))
         self.history.append({"role": "user", "content": text + note, "_id": message_id})
 
         texts: list[str] = []

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.agent.paths import PathError, display_path, open_in_workspace
+from hermes_tui.agent.skill_tools import SKILL_TOOLS
 from hermes_tui.agent.shell import BASH_DEFAULT_TIMEOUT, BASH_MAX_TIMEOUT, OUTPUT_CAP, run_command
 from hermes_tui.agent.toolkit import (
     INT,
     STR,
-    STR_LIST,
     Tool,
     ToolContext,
     ToolResult,
@@ -31,7 +31,6 @@ from hermes_tui.agent.toolkit import (
 )
 from hermes_tui.memory.text import HIT_END, HIT_START
 from hermes_tui.secrets import Secrets
-from hermes_tui.skills.schema import SkillError
 
 if TYPE_CHECKING:
     from hermes_tui.memory.store import MemoryStore
@@ -137,32 +136,6 @@ def search_memory(ctx: ToolContext, query: str, limit: int = 10) -> ToolResult:
     return ToolResult(True, "\n".join(lines))
 
 
-def list_skills(ctx: ToolContext) -> ToolResult:
-    skills = ctx.skills.list()
-    if not skills:
-        return ToolResult(True, "No skills saved yet.")
-    return ToolResult(True, "\n".join(
-        f"- {s.name} (v{s.version}, used {s.use_count}x): {s.description}" for s in skills
-    ))
-
-
-def use_skill(ctx: ToolContext, name: str) -> ToolResult:
-    skill = ctx.skills.get(name)
-    if skill is None:
-        return ToolResult(False, f"use_skill: no skill named {name!r}; call list_skills to see the names")
-    skill = ctx.skills.record_use(skill.name)
-    return ToolResult(True, f"# {skill.name} (v{skill.version})\n{skill.description}\n\n{skill.body}")
-
-
-def create_skill(ctx: ToolContext, name: str, description: str, body: str,
-                 triggers: list[str] | None = None) -> ToolResult:
-    try:
-        skill = ctx.skills.create(name, description, triggers or [], body)
-    except SkillError as exc:
-        return ToolResult(False, f"create_skill: {exc}")
-    return ToolResult(True, f"saved skill {skill.name} (v{skill.version})")
-
-
 # -- the declared tool set ---------------------------------------------------------------------
 
 FILE_TOOLS: tuple[Tool, ...] = (
@@ -197,22 +170,6 @@ FILE_TOOLS: tuple[Tool, ...] = (
         "search_memory",
         "Full-text search over every past conversation (all sessions). Use it before saying you don't know.",
         schema({"query": STR, "limit": INT}, ["query"]), search_memory, summary_arg="query",
-    ),
-)
-
-SKILL_TOOLS: tuple[Tool, ...] = (
-    Tool("list_skills", "List your saved skills (name, use count, description).", schema({}, []), list_skills),
-    Tool(
-        "use_skill", "Load a saved skill's step-by-step instructions by name (counts as a use).",
-        schema({"name": STR}, ["name"]), use_skill, summary_arg="name",
-    ),
-    Tool(
-        "create_skill",
-        "Save a reusable procedure as a skill: a kebab-case name, a one-line description, "
-        "trigger keywords and a markdown body of steps.",
-        schema({"name": STR, "description": STR, "triggers": STR_LIST, "body": STR},
-               ["name", "description", "body"]),
-        create_skill, summary_arg="name",
     ),
 )
 

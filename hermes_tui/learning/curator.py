@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hermes_tui.agent.prompts import SESSION_SUMMARY_PROMPT, SKILL_AUTHORING_PROMPT
-from hermes_tui.events import SkillLearned
+from hermes_tui.events import Notice, SkillLearned
 from hermes_tui.llm import LLMError
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.skills.schema import SkillError, normalize_name
@@ -106,13 +106,21 @@ def render_transcript(messages: Sequence[dict[str, Any]], *, tool_chars: int = T
     return text if len(text) <= TRANSCRIPT_CHARS else "[... earlier part trimmed ...]\n" + text[-TRANSCRIPT_CHARS:]
 
 
-def propose_skill(llm: Completer, skills: SkillManager, transcript: Sequence[dict[str, Any]]) -> SkillLearned | None:
+EXISTING_SHOWN = 25  # existing skills named in the authoring prompt (the closest, then the most used)
+
+
+def propose_skill(
+    llm: Completer, skills: SkillManager, transcript: Sequence[dict[str, Any]]
+) -> SkillLearned | Notice | None:
     """Ask the model to author or refine a skill from ``transcript``; save it; report what happened.
 
-    Never raises for a provider failure or a bad answer: they are logged and nothing is written.
+    ``SkillLearned`` for a new skill or version; a ``Notice`` when the proposal was kept as a
+    pending version (the user edited the file) or refused (the guard flagged it); None when there
+    was nothing to save. Never raises for a provider failure or a bad answer: they are logged.
     """
-    existing = "\n".join(f"- {s.name}: {s.description}" for s in skills.list()) or "(none)"
-    prompt = SKILL_AUTHORING_PROMPT.format(existing=existing, transcript=render_transcript(transcript))
+    prompt = SKILL_AUTHORING_PROMPT.format(
+        existing=_existing(skills, transcript), transcript=render_transcript(transcript)
+    )
     try:
         answer = llm.complete([{"role": "user", "content": prompt}])
     except LLMError as exc:
@@ -126,15 +134,30 @@ def propose_skill(llm: Completer, skills: SkillManager, transcript: Sequence[dic
     if proposal is None:
         return None
     try:
-        if skills.get(proposal.name) is not None:
-            skill = skills.refine(proposal.name, description=proposal.description,
-                                  triggers=proposal.triggers, body=proposal.body)
-            return SkillLearned(skill.name, skill.version, created=False)
-        skill = skills.create(proposal.name, proposal.description, proposal.triggers, proposal.body)
-        return SkillLearned(skill.name, skill.version, created=True)
+        outcome = skills.propose(proposal.name, proposal.description, proposal.triggers, proposal.body)
     except (SkillError, OSError) as exc:
         log.warning("skill %s not saved: %s", proposal.name, exc)
         return None
+    if outcome.kind in ("created", "refined"):
+        return SkillLearned(outcome.name, outcome.version, created=outcome.kind == "created")
+    if outcome.kind == "pending":
+        return Notice(f"Skill {outcome.name} was edited outside Hermes, so the proposed change was kept "
+                      "as a pending version (Skills pane: versions).")
+    if outcome.kind == "refused":
+        log.warning("skill %s not saved: %s", outcome.name, outcome.detail)
+        return Notice(f"Did not save skill {outcome.name}: {outcome.detail}")
+    return None
+
+
+def _existing(skills: SkillManager, transcript: Sequence[dict[str, Any]]) -> str:
+    """The skills the curator should know about: those closest to the task, then the most used."""
+    request = next((str(m.get("content") or "") for m in transcript if m.get("role") == "user"), "")
+    shown = {s.name: s for s in skills.search(request, limit=EXISTING_SHOWN)}
+    for skill in skills.list(limit=EXISTING_SHOWN):
+        if len(shown) >= EXISTING_SHOWN:
+            break
+        shown.setdefault(skill.name, skill)
+    return "\n".join(f"- {s.name}: {json.dumps(s.description, ensure_ascii=False)}" for s in shown.values()) or "(none)"
 
 
 def summarize_session(llm: Completer, transcript: Sequence[dict[str, Any]], *, timeout: float = 30.0) -> str | None:

@@ -1,43 +1,45 @@
-"""SkillManager: the skill library on disk (``skills_dir/<name>/SKILL.md``).
+"""SkillManager: the skill library on disk, indexed in SQLite, guarded, and never damaged.
 
-Design choices:
-
-* The files are the only truth. Each read re-checks every file's stat, so skills written by
-  another process (TUI + web + headless) show up at once; parsed files are cached by
-  (inode, size, mtime, ctime) so ``list()`` every turn stays cheap.
-* A file that cannot be used is skipped with one ``logging`` warning per file version and the
-  rest are still listed: bad YAML, no description, binary, over 1 MB, not a regular file, a
-  symlink resolving outside ``skills_dir``, or a folder whose name is not a valid skill name.
-  A frontmatter ``name`` that differs from its folder is *accepted* under the folder name (with a
-  warning) because the folder is what every lookup uses; the next write fixes the file.
-* Legacy flat ``skills_dir/*.md`` files are read too; any write moves such a skill into its folder.
-  A folder skill wins over a legacy file of the same name.
-* ``refine``/``restore`` keep the replaced file as ``<name>/versions/v<N>.md`` (the validator only
-  looks at SKILL.md, so extra folders are allowed); history is never lost.
-* Writes are atomic (temp file in the same folder, fsync, ``os.replace``). Read-modify-write runs
-  under a per-manager lock plus an ``flock`` on ``skills_dir/.lock`` (best effort across processes),
-  and re-reads the file bypassing the cache, so concurrent ``record_use`` calls lose nothing.
+* **The files are the truth; the index is a cache plus bookkeeping.** Every read refreshes the
+  index from the files' (mtime, size) at most every ``REFRESH_SECONDS`` (writes by any Hermes
+  process update the shared index at once, so only hand edits wait that long); ``reload()``
+  forces it. Lookups and searches are SQL queries, never a rescan.
+* **Lossless.** Using a skill writes only the database. A refinement patches Hermes' own keys as
+  text (``patch.py``); everything else in the file stays byte for byte. The replaced file is
+  archived as ``versions/v<N>.md`` first. A refinement that changes nothing writes nothing.
+* **User edits win.** Hermes remembers the hash of what it last wrote. The curator's proposal for a
+  file that changed since (or that Hermes never wrote) is kept as ``versions/pending-<time>.md``
+  for the user to diff and accept, never written over the file.
+* **Guarded.** The guard (``guard.py``) runs on every file indexed and on everything Hermes is
+  asked to save; a flagged skill is quarantined (left out of list, search, hints and use) until
+  the user approves that exact content or deletes it. Hermes refuses to save flagged text.
+* **Concurrent.** Read-modify-write (create, refine, propose, accept, restore, delete) runs under a
+  per-manager lock plus an ``flock`` on ``skills_dir/.lock``, so processes never lose a proposal.
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import logging
-import math
 import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import threading
 import time
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 
 from hermes_tui.private import private_dir, private_file
+from hermes_tui.skills import guard
+from hermes_tui.skills.index import Entry, Row, SkillIndex
+from hermes_tui.skills.layout import Found, base_name, namespace, walk
+from hermes_tui.skills.patch import PatchError, patch_skill
 from hermes_tui.skills.schema import (
     SKILL_FILE,
     Skill,
@@ -45,9 +47,12 @@ from hermes_tui.skills.schema import (
     clean_body,
     clean_description,
     clean_triggers,
+    format_time,
+    load_frontmatter,
     normalize_name,
     parse_skill,
     render_skill,
+    split_text,
 )
 
 try:  # POSIX; elsewhere only the in-process lock applies
@@ -60,9 +65,24 @@ log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 1_000_000
 VERSIONS_DIR = "versions"
 LOCK_FILE = ".lock"
+# A walk that costs under FREE_WALK_SECONDS (a small library) runs on every read, so hand edits show
+# at once; a bigger library is re-walked at most every REFRESH_SECONDS (writes through Hermes are
+# in the shared index at once either way).
+REFRESH_SECONDS = 2.0
+FREE_WALK_SECONDS = 0.001
+# The per-turn hint names a skill only when at least HINT_WORDS distinct words of the request occur
+# in its name, triggers or description (measured in tests/test_skills.py: unrelated requests
+# rarely reach it, paraphrases written against curator-style triggers do).
+HINT_WORDS = 2
 _VERSION_FILE = re.compile(r"v([0-9]{1,9})\.md")
+_PENDING_FILE = re.compile(r"pending-[0-9T]+-[0-9]+\.md")
+PLATFORM = {"darwin": "macos", "win32": "windows", "cygwin": "windows"}.get(sys.platform, "linux")
+PLATFORM_NAMES = {"darwin": "macos", "osx": "macos", "mac": "macos", "win": "windows", "win32": "windows"}
 
-__all__ = ["MAX_FILE_BYTES", "SkillError", "SkillExistsError", "SkillManager", "SkillNotFoundError"]
+__all__ = [
+    "MAX_FILE_BYTES", "HeldBack", "Outcome", "SkillError", "SkillExistsError", "SkillGuardError",
+    "SkillManager", "SkillNotFoundError", "Version",
+]
 
 
 class SkillExistsError(SkillError):
@@ -73,91 +93,222 @@ class SkillNotFoundError(SkillError):
     """No usable skill (or skill version) by that name."""
 
 
-@dataclass
-class _Cached:
-    key: tuple[object, ...]
-    skill: Skill | None  # None: the file is unusable and was warned about once
+class SkillGuardError(SkillError):
+    """The guard flagged the text Hermes was asked to save."""
+
+
+@dataclass(frozen=True)
+class Version:
+    """One entry of a skill's history: ``v<N>`` (archived), ``current``, or ``pending-…``."""
+
+    label: str
+    kind: str  # "archived" | "current" | "pending"
+    number: int | None
+    time: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a curator proposal: created, refined, pending, unchanged or refused."""
+
+    kind: str
+    name: str
+    version: int = 0
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """A file the library does not offer: quarantined by the guard, or skipped with a reason."""
+
+    name: str | None
+    path: str
+    reason: str
+    quarantined: bool
 
 
 class SkillManager:
-    """Create, find, rank, refine and count skills stored under ``skills_dir``."""
+    """Create, find, rank, refine, version and count skills stored under ``skills_dir``."""
 
-    def __init__(self, skills_dir: Path) -> None:
+    def __init__(self, skills_dir: Path, index_path: Path | None = None) -> None:
         self.skills_dir = Path(skills_dir)
+        self.index_path = index_path or self.skills_dir.parent / f"{self.skills_dir.name}-index.sqlite3"
         self._lock = threading.RLock()
-        self._cache: dict[Path, _Cached] = {}
+        self._index: SkillIndex | None = None
+        self._checked = float("-inf")
+        self._lock_depth = 0
+
+    @property
+    def index(self) -> SkillIndex:
+        if self._index is None:
+            self._index = SkillIndex(self.index_path)
+        return self._index
+
+    def close(self) -> None:
+        with self._lock:
+            if self._index is not None:
+                self._index.close()
+                self._index = None
 
     # -- reading -----------------------------------------------------------------------------
 
     def get(self, name: str) -> Skill | None:
-        """The skill called ``name`` (any spelling that normalises to it), or None."""
-        key = _canonical(name)
-        with self._lock:
-            skill = self._scan().get(key) if key else None
-            return _copy(skill) if skill is not None else None
+        """The skill called ``name`` (any spelling that normalises to it) with its body, or None.
 
-    def list(self) -> list[Skill]:
-        """Every usable skill: most used first, then most recently updated, then by name."""
-        with self._lock:
-            skills = [_copy(s) for s in self._scan().values()]
-        return sorted(skills, key=lambda s: (-s.use_count, -s.updated, s.name))
-
-    def search(self, query: str, limit: int = 5) -> list[Skill]:
-        """Skills matching ``query``, best first; [] when nothing (or only stop words) matches.
-
-        Each query term scores, per field it occurs in, the field weight (triggers 4, name 3,
-        description 2, body 1; half for a prefix match) times an IDF factor, so rare words count
-        more. Terms are lowercased, stop words dropped and lightly stemmed on both sides.
+        Quarantined skills are returned too (``quarantine`` says why); callers that hand a skill
+        to the model use ``use()``, which refuses them.
         """
+        with self._lock:
+            row = self._find(name)
+            return self._full(row) if row is not None else None
+
+    def list(self, limit: int = -1, offset: int = 0) -> list[Skill]:
+        """Every usable skill (no body): most used first, then most recently updated, then by name."""
+        with self._lock:
+            self._refresh()
+            return [self._skill(r) for r in self.index.usable(limit, offset)]
+
+    def count(self) -> int:
+        with self._lock:
+            self._refresh()
+            return self.index.count_usable()
+
+    def for_prompt(self, limit: int) -> list[Skill]:
+        """The system-prompt index: most used first, then the newest learned."""
+        with self._lock:
+            self._refresh()
+            return [self._skill(r) for r in self.index.for_prompt(limit)]
+
+    def search(self, query: str, limit: int = 5, offset: int = 0) -> list[Skill]:
+        """Usable skills matching ``query``, best first (weighted bm25); [] when nothing matches."""
         if not isinstance(query, str) or limit <= 0:
             return []
-        terms = _query_terms(query)
-        if not terms:
+        with self._lock:
+            self._refresh()
+            return [self._skill(r) for r, _ in self.index.search(_clean_query(query), limit, offset)]
+
+    def count_matches(self, query: str) -> int:
+        with self._lock:
+            self._refresh()
+            return self.index.count_matches(_clean_query(query))
+
+    def hint(self, query: str, limit: int = 3) -> list[Skill]:
+        """Skills worth suggesting for this request: only strong matches on what a skill says it is for."""
+        if not isinstance(query, str):
             return []
         with self._lock:
-            skills = [_copy(s) for s in self._scan().values()]
-        indexed = [(skill, _skill_fields(skill)) for skill in skills]
-        totals: dict[str, float] = {}
-        for term in terms:
-            gains = [
-                sum(_WEIGHTS[f] * _match(term, idx) for f, idx in fields.items()) for _, fields in indexed
-            ]
-            matched = sum(1 for gain in gains if gain)
-            idf = 1.0 + math.log((len(indexed) + 1) / (matched + 1))
-            for (skill, _), gain in zip(indexed, gains, strict=True):
-                if gain:
-                    totals[skill.name] = totals.get(skill.name, 0.0) + gain * idf
-        ranked = sorted(
-            (skill for skill, _ in indexed if skill.name in totals),
-            key=lambda s: (-totals[s.name], -s.use_count, -s.updated, s.name),
-        )
-        return ranked[:limit]
+            self._refresh()
+            query = _clean_query(query)
+            found = [row for row, _ in self.index.search(query, limit, described_only=True)]
+            words = self.index.described_terms(query, [row.id for row in found])
+            return [self._skill(row) for row in found if words[row.id] >= HINT_WORDS]
 
-    def versions(self, name: str) -> list[int]:
-        """Every version number ``restore`` accepts for ``name``, oldest first (current last)."""
+    def held_back(self) -> list[HeldBack]:
+        """Quarantined skills and skipped files, each with its reason."""
         with self._lock:
-            current = self._require(name)
-            return self._versions(current)
+            self._refresh()
+            return [
+                HeldBack(r.name, r.rel, r.skipped or r.flag, quarantined=not r.skipped)
+                for r in self.index.held_back()
+            ]
+
+    def use(self, name: str) -> Skill:
+        """The skill for the model, counted as a use; quarantined ones are refused."""
+        with self._lock:
+            row = self._require(name)
+            if row.flag:
+                raise SkillGuardError(
+                    f"skill {row.name!r} is quarantined by the skill guard ({row.flag}); "
+                    "the user can approve it in the Skills pane"
+                )
+            self.index.record_use(row.rel)
+            return self._full(self._require(row.name))
+
+    def record_use(self, name: str) -> Skill:
+        """Count one use (database only; the file is never written)."""
+        with self._lock:
+            row = self._require(name)
+            self.index.record_use(row.rel)
+            return self._skill(self._require(row.name))
+
+    # -- versions ----------------------------------------------------------------------------
+
+    def versions(self, name: str) -> list[Version]:
+        """Archived versions oldest first, then the current one, then pending proposals."""
+        with self._lock:
+            row = self._require(name)
+            folder = self._folder(row)
+            archived: list[Version] = []
+            pending: list[Version] = []
+            for entry in _scandir(folder / VERSIONS_DIR):
+                match = _VERSION_FILE.fullmatch(entry.name)
+                when = _mtime(entry.path)
+                if match:
+                    archived.append(Version(f"v{match.group(1)}", "archived", int(match.group(1)), when))
+                elif _PENDING_FILE.fullmatch(entry.name):
+                    pending.append(Version(entry.name[:-3], "pending", None, when))
+            archived.sort(key=lambda v: v.number or 0)
+            pending.sort(key=lambda v: v.label)
+            current = Version("current", "current", row.version, row.updated)
+            return [*archived, current, *pending]
+
+    def version_text(self, name: str, label: str) -> str:
+        """The full SKILL.md text of one version (``current``, ``v<N>`` or ``pending-…``)."""
+        with self._lock:
+            row = self._require(name)
+            return _read_text(self._version_path(row, label), self.skills_dir)
+
+    def diff(self, name: str, old: str, new: str) -> str:
+        """A unified diff between two versions' texts ('' when they are equal)."""
+        a, b = self.version_text(name, old), self.version_text(name, new)
+        lines = difflib.unified_diff(a.splitlines(keepends=True), b.splitlines(keepends=True), old, new)
+        return "".join(lines)
+
+    def accept(self, name: str, label: str) -> Skill:
+        """Apply a pending proposal to the current file (archived first), then drop the proposal."""
+        if not _PENDING_FILE.fullmatch(f"{label}.md"):
+            raise SkillError(f"{label!r} is not a pending version (they are called pending-…)")
+        with self._locked():
+            row = self._require(name, force=True)
+            path = self._version_path(row, label)
+            proposal = parse_skill(_read_text(path, self.skills_dir), row.name or "")
+            skill = self._refine_row(row, proposal.description, proposal.triggers, proposal.body)
+            path.unlink(missing_ok=True)
+            return skill
+
+    def restore(self, name: str, version: int) -> Skill:
+        """Make a new version whose description, triggers and body equal those of ``version``."""
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise SkillError(f"a version must be a whole number, not {version!r}")
+        with self._locked():
+            row = self._require(name, force=True)
+            if version == row.version:
+                return self._full(row)
+            path = self._folder(row) / VERSIONS_DIR / f"v{version}.md"
+            if not path.is_file():
+                available = ", ".join(v.label for v in self.versions(row.name) if v.kind == "archived")
+                raise SkillNotFoundError(
+                    f"skill {row.name!r} has no version {version}; archived: {available or 'none'}"
+                )
+            old = parse_skill(_read_text(path, self.skills_dir), row.name)
+            return self._refine_row(row, old.description, old.triggers, old.body, force=True)
 
     # -- writing -----------------------------------------------------------------------------
 
     def create(self, name: str, description: str, triggers: Iterable[str] = (), body: str = "") -> Skill:
-        """Save a new skill at version 1; the name is normalised, an existing one is refused."""
+        """Save a new skill at version 1; the name is normalised, a taken one is refused."""
         key = normalize_name(name)
-        description = clean_description(description)
-        trigger_list = clean_triggers(triggers)
-        body = clean_body(body)
+        skill = _checked(Skill(key, clean_description(description), clean_triggers(triggers), clean_body(body)))
         with self._locked():
+            self._refresh(force=True)
             folder = self.skills_dir / key
-            if key in self._scan() or folder.exists() or folder.is_symlink():
+            if self.index.by_name(key) is not None or folder.exists() or folder.is_symlink():
                 raise SkillExistsError(
                     f"a skill named {key!r} already exists ({folder}); refine it or choose another name"
                 )
             now = time.time()
-            skill = Skill(
-                key, description, trigger_list, body, version=1, use_count=0, created=now, updated=now
-            )
-            return self._write(skill)
+            text = render_skill(replace(skill, created=now, updated=now))
+            return self._write(f"{key}/{SKILL_FILE}", text)
 
     def refine(
         self,
@@ -167,227 +318,351 @@ class SkillManager:
         triggers: Iterable[str] | None = None,
         body: str | None = None,
     ) -> Skill:
-        """Save a new version with the given fields changed; the old one goes to ``versions/``."""
+        """Patch the given fields into the file (old file archived); no change writes nothing."""
         if description is None and triggers is None and body is None:
             raise SkillError("refine needs at least one of description, triggers or body")
         with self._locked():
-            current = self._require(name, fresh=True)
-            return self._new_version(current, description, triggers, body)
+            row = self._require(name, force=True)
+            return self._refine_row(row, description, triggers, body)
 
-    def restore(self, name: str, version: int) -> Skill:
-        """Make a new version whose description, triggers and body equal those of ``version``."""
-        with self._locked():
-            current = self._require(name, fresh=True)
-            if isinstance(version, bool) or not isinstance(version, int):
-                raise SkillError(f"a version must be a whole number, not {version!r}")
-            if version == current.version:
-                old = current
-            else:
-                path = self.skills_dir / current.name / VERSIONS_DIR / f"v{version}.md"
-                if version < 1 or not path.is_file():
-                    available = ", ".join(str(v) for v in self._versions(current))
-                    raise SkillNotFoundError(
-                        f"skill {current.name!r} has no version {version}; available: {available}"
-                    )
-                try:
-                    old = parse_skill(self._read_file(path), path)
-                except SkillError as exc:
-                    raise SkillError(f"version {version} of {current.name!r} is unreadable: {exc}") from None
-            return self._new_version(current, old.description, old.triggers, old.body)
+    def propose(self, name: str, description: str, triggers: Iterable[str], body: str) -> Outcome:
+        """The curator's entry: create, refine, keep as pending (user-edited file) or refuse.
 
-    def record_use(self, name: str) -> Skill:
-        """Count one use; the version and ``updated`` stay (they track content, not use)."""
+        All of it runs under the lock, so concurrent proposals of one name from several
+        processes each end as a new skill, a new version, a pending version or "unchanged".
+        """
+        try:
+            key = normalize_name(name)
+            proposal = _checked(
+                Skill(key, clean_description(description), clean_triggers(triggers), clean_body(body))
+            )
+        except SkillError as exc:
+            return Outcome("refused", str(name)[:64], detail=str(exc))
         with self._locked():
-            current = self._require(name, fresh=True)
-            return self._write(replace(current, use_count=current.use_count + 1))
+            row = self._find(name, force=True)  # a namespaced name (source/name) finds its skill
+            if row is None:
+                skill = self.create(key, proposal.description, proposal.triggers, proposal.body)
+                return Outcome("created", skill.name, skill.version)
+            current = self._full(row)
+            if _same(current, proposal.description, proposal.triggers, proposal.body):
+                return Outcome("unchanged", row.name, row.version)
+            path = self.skills_dir / row.rel
+            text = _read_text(path, self.skills_dir)
+            if self.index.written_sha(row.rel) != _sha(text.encode("utf-8")):
+                label = self._save_pending(row, text, proposal)
+                return Outcome("pending", row.name, row.version,
+                               f"the file changed since Hermes last wrote it; proposal kept as {label}")
+            try:
+                skill = self._refine_row(row, proposal.description, proposal.triggers, proposal.body)
+            except PatchError as exc:
+                label = self._save_pending(row, text, proposal)
+                return Outcome("pending", row.name, row.version, f"{exc}; proposal kept as {label}")
+            return Outcome("refined", skill.name, skill.version)
+
+    def approve(self, name: str) -> Skill:
+        """Release a quarantined skill: this exact content is trusted (an edit re-checks it)."""
+        with self._locked():
+            row = self._require(name, force=True)
+            self.index.approve(row.rel, row.sha)
+            return self._full(self._require(row.name))
 
     def delete(self, name: str) -> None:
-        """Remove the skill's folder (with its history), or its legacy flat file."""
+        """Remove the skill's folder (with its history and bundled files), or its legacy flat file."""
         with self._locked():
-            current = self._require(name)
-            assert current.path is not None
-            folder = self.skills_dir / current.name
-            if current.path.parent == self.skills_dir:
-                current.path.unlink()
-            elif folder.is_symlink():
-                folder.unlink()
+            row = self._require(name, force=True)
+            path = self.skills_dir / row.rel
+            if row.rel.count("/") == 0:
+                path.unlink(missing_ok=True)
+            elif path.parent.is_symlink():
+                path.parent.unlink()
             else:
-                shutil.rmtree(folder)
-            self._cache.pop(current.path, None)
-            log.info("deleted skill %s", current.name)
+                shutil.rmtree(path.parent)
+            with self.index.write() as conn:
+                self.index.forget(conn, row.rel)
+                self.index.assign_names(conn, namespace)
+            log.info("deleted skill %s", row.name)
 
     def reload(self) -> None:
-        """Forget parsed files (and so warn again about bad ones); the next read re-reads all."""
+        """Re-check every file now (the Skills pane's reload)."""
         with self._lock:
-            self._cache.clear()
+            self._refresh(force=True)
 
-    # -- internals ---------------------------------------------------------------------------
+    # -- internals: reading ------------------------------------------------------------------
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
         """Thread lock plus an advisory file lock, so other managers and processes wait too."""
         with self._lock:
+            if self._lock_depth:  # re-entered (propose -> create): the flock is already held
+                yield
+                return
             private_dir(self.skills_dir)
             with open(private_file(self.skills_dir / LOCK_FILE), "a+b") as handle:
                 if fcntl is not None:
                     fcntl.flock(handle, fcntl.LOCK_EX)
-                yield
+                self._lock_depth += 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth -= 1
 
-    def _require(self, name: str, fresh: bool = False) -> Skill:
-        """The named skill or ``SkillNotFoundError``; ``fresh`` re-reads its file past the cache."""
-        key = _canonical(name)
-        skill = self._scan().get(key) if key else None
-        if skill is not None and fresh:
-            assert skill.path is not None
-            self._cache.pop(skill.path, None)
-            skill = self._load(skill.path, self.skills_dir.resolve())
-        if skill is None:
+    def _refresh(self, force: bool = False) -> None:
+        """Bring the index up to date with the files whose (mtime, size) changed."""
+        now = time.monotonic()
+        if not force and now - self._checked < REFRESH_SECONDS:
+            return
+        found = list(walk(self.skills_dir)) if self.skills_dir.is_dir() else []
+        cost = time.monotonic() - now
+        self._checked = now if cost > FREE_WALK_SECONDS else float("-inf")
+        known = self.index.stats()
+        changed = [f for f in found if known.get(f.rel) != (f.mtime_ns, f.size)]
+        gone = set(known) - {f.rel for f in found}
+        if not changed and not gone:
+            return
+        entries = [self._entry(f) for f in changed]
+        with self.index.write() as conn:
+            self.index.remove(conn, gone)
+            for entry in entries:
+                self.index.upsert(conn, entry)
+            self.index.assign_names(conn, namespace)
+
+    def _entry(self, found: Found) -> Entry:
+        """Read and judge one file; problems become a skipped entry with the reason (and a warning)."""
+        path = self.skills_dir / found.rel
+        try:
+            if found.problem:
+                raise SkillError(found.problem)
+            data = _read_bytes(path, self.skills_dir)
+            text = _decode(data)
+            parts = split_text(text)
+            frontmatter = load_frontmatter(parts.frontmatter)
+            base, notice = base_name(found, frontmatter.get("name"))
+            given = frontmatter.get("name")
+            if found.depth and isinstance(given, str) and given.strip() and given != base:
+                notice = "; ".join(filter(None, [notice, f"frontmatter name {given!r} differs; using {base!r}"]))
+            skill = parse_skill(text, base, path, found.mtime_ns / 1e9)
+            if skill.platforms and PLATFORM not in {PLATFORM_NAMES.get(p, p) for p in skill.platforms}:
+                raise SkillError(f"it is only for {', '.join(skill.platforms)} (this is {PLATFORM})")
+        except SkillError as exc:
+            log.warning("skipping skill file %s: %s", path, exc)
+            return Entry(found.rel, found.mtime_ns, found.size, found.depth, skipped=str(exc))
+        if notice:
+            log.info("skill %s: %s", path, notice)
+        version = skill.version if skill.learned else 1 + _archived_count(path.parent, found.depth)
+        flag = guard.verdict([skill.name, skill.description, " ".join(skill.triggers), skill.body])
+        if flag:
+            log.warning("skill %s quarantined by the guard: %s", path, flag)
+        return Entry(
+            found.rel, found.mtime_ns, found.size, found.depth, _sha(data), base, "", flag, notice,
+            skill.description, tuple(skill.triggers), tuple(skill.keywords), tuple(skill.platforms),
+            version, skill.created, skill.updated, skill.learned, skill.body, skill.use_count,
+        )
+
+    def _find(self, name: str, force: bool = False) -> Row | None:
+        """The indexed row for ``name`` (exact, or any spelling that normalises to it)."""
+        if not isinstance(name, str):
+            return None
+        self._refresh(force)
+        row = self.index.by_name(name.strip())
+        if row is None:
+            key = _canonical(name)
+            row = self.index.by_name(key) if key else None
+        if row is not None and self._stale(row):
+            self._refresh(force=True)
+            row = self.index.by_rel(row.rel)
+            return row if row is not None and row.name is not None else None
+        return row
+
+    def _stale(self, row: Row) -> bool:
+        """Did this one file change since it was indexed (cheap: one stat)?"""
+        try:
+            info = os.stat(self.skills_dir / row.rel)
+        except OSError:
+            return True
+        found = self.index.conn.execute("SELECT mtime_ns, size FROM files WHERE id = ?", (row.id,)).fetchone()
+        return found != (info.st_mtime_ns, info.st_size)
+
+    def _require(self, name: str, force: bool = False) -> Row:
+        row = self._find(name, force)
+        if row is None or row.name is None:
             raise SkillNotFoundError(f"no skill named {name!r}; list the skills to see their names")
-        return _copy(skill)
+        return row
 
-    def _versions(self, current: Skill) -> list[int]:
-        folder = self.skills_dir / current.name / VERSIONS_DIR
-        archived = []
-        if folder.is_dir():
-            for entry in folder.iterdir():
-                match = _VERSION_FILE.fullmatch(entry.name)
-                if match and int(match.group(1)) < current.version:
-                    archived.append(int(match.group(1)))
-        return sorted(archived) + [current.version]
+    def _skill(self, row: Row, body: str = "") -> Skill:
+        assert row.name is not None
+        return Skill(
+            name=row.name, description=row.description, triggers=list(row.triggers), body=body,
+            version=row.version, use_count=row.use_count, created=row.created, updated=row.updated,
+            path=self.skills_dir / row.rel, last_used=row.last_used, keywords=list(row.keywords),
+            platforms=list(row.platforms), quarantine=row.flag, learned=row.learned, notice=row.notice,
+        )
 
-    def _new_version(
+    def _full(self, row: Row) -> Skill:
+        """The skill with its body, read from the file now."""
+        path = self.skills_dir / row.rel
+        text = _read_text(path, self.skills_dir)
+        return self._skill(row, body=clean_body(split_text(text).body))
+
+    def _folder(self, row: Row) -> Path:
+        path = self.skills_dir / row.rel
+        return path.parent if path.name == SKILL_FILE else self.skills_dir / (row.name or path.stem)
+
+    def _version_path(self, row: Row, label: str) -> Path:
+        if label == "current":
+            return self.skills_dir / row.rel
+        if not (_VERSION_FILE.fullmatch(f"{label}.md") or _PENDING_FILE.fullmatch(f"{label}.md")):
+            raise SkillNotFoundError(f"{label!r} is not a version name (current, v<N> or pending-…)")
+        path = self._folder(row) / VERSIONS_DIR / f"{label}.md"
+        if not path.is_file():
+            raise SkillNotFoundError(f"skill {row.name!r} has no version {label!r}")
+        return path
+
+    # -- internals: writing ------------------------------------------------------------------
+
+    def _refine_row(
         self,
-        current: Skill,
+        row: Row,
         description: str | None,
         triggers: Iterable[str] | None,
         body: str | None,
+        force: bool = False,
     ) -> Skill:
-        assert current.path is not None
-        updated = replace(
-            current,
-            description=current.description if description is None else clean_description(description),
-            triggers=current.triggers if triggers is None else clean_triggers(triggers),
-            body=current.body if body is None else clean_body(body),
-            version=current.version + 1,
-            updated=time.time(),
-        )
-        archive = (f"v{current.version}.md", self._read_file(current.path).encode("utf-8"))
-        return self._write(updated, archive)
+        current = self._full(row)
+        new_description = current.description if description is None else clean_description(description)
+        new_triggers = current.triggers if triggers is None else clean_triggers(triggers)
+        new_body = current.body if body is None else clean_body(body)
+        if not force and _same(current, new_description, new_triggers, new_body):
+            return current  # a no-op refinement writes nothing and bumps nothing
+        _checked(replace(current, description=new_description, triggers=new_triggers, body=new_body))
+        path = self.skills_dir / row.rel
+        old_text = _read_text(path, self.skills_dir)
+        text = self._patched(old_text, current, new_description, new_triggers, new_body)
+        folder = self._folder(row)
+        rel = f"{folder.relative_to(self.skills_dir).as_posix()}/{SKILL_FILE}"
+        return self._write(rel, text, archive=(f"v{row.version}.md", old_text.encode("utf-8")),
+                           old_rel=row.rel if rel != row.rel else None)
 
-    def _write(self, skill: Skill, archive: tuple[str, bytes] | None = None) -> Skill:
-        """Write SKILL.md atomically (after archiving the old text if given); migrate legacy files."""
-        text = render_skill(skill)
+    def _patched(self, text: str, current: Skill, description: str, triggers: list[str], body: str) -> str:
+        top = {"description": description} if description != current.description else {}
+        meta: dict[str, str] = {}
+        if triggers != current.triggers:
+            meta["triggers"] = ", ".join(triggers)
+        if current.learned:
+            meta["version"] = str(current.version + 1)
+            meta["updated"] = format_time(time.time())
+        return patch_skill(text, top, meta, body if body != current.body else None)
+
+    def _save_pending(self, row: Row, text: str, proposal: Skill) -> str:
+        current = self._full(row)
+        try:
+            pending = self._patched(text, current, proposal.description, proposal.triggers, proposal.body)
+        except PatchError:
+            pending = render_skill(replace(proposal, name=_canonical(row.name or "") or "skill",
+                                           created=time.time(), updated=time.time()))
+        folder = self._folder(row) / VERSIONS_DIR
+        private_dir(folder)
+        label = f"pending-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{time.time_ns() % 10**9:09d}"
+        _atomic_write(folder / f"{label}.md", pending.encode("utf-8"))
+        log.info("skill %s: proposal kept as %s (the file is the user's)", row.name, label)
+        return label
+
+    def _write(self, rel: str, text: str, archive: tuple[str, bytes] | None = None,
+               old_rel: str | None = None) -> Skill:
+        """Write a SKILL.md atomically (after archiving the old text), then index it at once."""
         data = text.encode("utf-8")
         if len(data) > MAX_FILE_BYTES:
+            name = rel.rsplit("/", 2)[0]
             raise SkillError(
-                f"skill {skill.name!r} would be {len(data):,} bytes; the limit is {MAX_FILE_BYTES:,} "
+                f"skill {name!r} would be {len(data):,} bytes; the limit is {MAX_FILE_BYTES:,} "
                 "(keep the body to the steps that matter)"
             )
-        folder = self.skills_dir / skill.name
-        target = folder / SKILL_FILE
-        moving = skill.path is not None and skill.path != target  # a legacy flat file
-        if moving and (target.exists() or target.is_symlink()):
-            raise SkillError(
-                f"cannot move legacy skill file {skill.path} into {folder}: it already has a {SKILL_FILE}"
-            )
-        private_dir(folder)
+        target = self.skills_dir / rel
+        if old_rel is not None and (target.exists() or target.is_symlink()):
+            raise SkillError(f"cannot move legacy skill file {old_rel} into {target.parent}: it already has a {SKILL_FILE}")
+        private_dir(target.parent)
         if archive is not None:
-            private_dir(folder / VERSIONS_DIR)
-            _atomic_write(folder / VERSIONS_DIR / archive[0], archive[1])
+            private_dir(target.parent / VERSIONS_DIR)
+            _atomic_write(target.parent / VERSIONS_DIR / archive[0], archive[1])
         _atomic_write(target, data)
-        if moving:
-            assert skill.path is not None
-            skill.path.unlink(missing_ok=True)
-            self._cache.pop(skill.path, None)
-        # Not cached from here: the next read stats the new file and parses what is really there.
-        self._cache.pop(target, None)
-        return parse_skill(text, target)  # exactly what a later read returns (times in microseconds)
-
-    def _scan(self) -> dict[str, Skill]:
-        """Name -> skill for every usable file; call with ``self._lock`` held."""
-        try:
-            entries = sorted(os.scandir(self.skills_dir), key=lambda e: e.name)
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            log.warning("cannot read the skills folder %s: %s", self.skills_dir, exc)
-            return {}
-        root = self.skills_dir.resolve()
-        skills: dict[str, Skill] = {}
-        legacy: list[Path] = []
-        seen: set[Path] = set()
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            path = Path(entry.path)
-            if entry.is_dir():
-                skill_md = path / SKILL_FILE
-                if skill_md.exists() or skill_md.is_symlink():
-                    seen.add(skill_md)
-                    skill = self._load(skill_md, root)
-                    if skill is not None:
-                        skills[skill.name] = skill
-            elif entry.name.endswith(".md"):
-                legacy.append(path)
-        for path in legacy:
-            seen.add(path)
-            skill = self._load(path, root)
-            if skill is None:
-                continue
-            if skill.name in skills:
-                log.debug("legacy skill file %s is shadowed by %s", path, skills[skill.name].path)
-                continue
-            skills[skill.name] = skill
-        for gone in set(self._cache) - seen:
-            del self._cache[gone]
-        return skills
-
-    def _load(self, path: Path, root: Path) -> Skill | None:
-        """Parse one file, via the cache; an unusable file is warned about once per version."""
-        try:
-            real, info = _resolve(path)
-        except SkillError as exc:
-            return self._remember(path, ("unreadable", str(exc)), None, exc)
-        key = (str(real), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        cached = self._cache.get(path)
-        if cached is not None and cached.key == key:
-            return cached.skill
-        try:
-            return self._remember(path, key, parse_skill(_read_checked(real, info, root), path), None)
-        except SkillError as exc:
-            return self._remember(path, key, None, exc)
-
-    def _remember(
-        self, path: Path, key: tuple[object, ...], skill: Skill | None, problem: SkillError | None
-    ) -> Skill | None:
-        cached = self._cache.get(path)
-        if problem is not None and (cached is None or cached.key != key):
-            log.warning("skipping skill file %s: %s", path, problem)
-        self._cache[path] = _Cached(key, skill)
-        return skill
-
-    def _read_file(self, path: Path) -> str:
-        real, info = _resolve(path)
-        return _read_checked(real, info, self.skills_dir.resolve())
+        if old_rel is not None:
+            (self.skills_dir / old_rel).unlink(missing_ok=True)
+        info = os.stat(target)
+        depth = rel.count("/")
+        entry = self._entry(Found(rel, info.st_mtime_ns, info.st_size, depth))
+        with self.index.write() as conn:
+            if old_rel is not None:
+                self.index.move_usage(conn, old_rel, rel)
+                self.index.forget(conn, old_rel)
+            self.index.upsert(conn, entry)
+            self.index.set_written(conn, rel, _sha(data))
+            self.index.assign_names(conn, namespace)
+        row = self.index.by_rel(rel)
+        assert row is not None and row.name is not None
+        return self._full(row)
 
 
-# -- file helpers -----------------------------------------------------------------------------
+# -- helpers ------------------------------------------------------------------------------------
 
 
-def _resolve(path: Path) -> tuple[Path, os.stat_result]:
+def _checked(skill: Skill) -> Skill:
+    """Refuse what Hermes must not save: an empty body, or text the guard flags."""
+    if not skill.body:
+        raise SkillError("a skill needs a body: the steps to follow (markdown)")
+    flagged = guard.verdict([skill.name, skill.description, " ".join(skill.triggers), skill.body])
+    if flagged:
+        raise SkillGuardError(f"refused by the skill guard: {flagged}")
+    return skill
+
+
+def _same(current: Skill, description: str, triggers: list[str], body: str) -> bool:
+    return (current.description, current.triggers, current.body) == (description, triggers, body)
+
+
+def _clean_query(query: str) -> str:
+    return query.encode("utf-8", "replace").decode("utf-8")
+
+
+def _canonical(name: str) -> str | None:
+    parts = [p for p in name.strip().split("/") if p.strip()]
+    try:
+        return "/".join(normalize_name(p) for p in parts) or None
+    except SkillError:
+        return None
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _scandir(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        return list(os.scandir(folder))
+    except OSError:
+        return []
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _archived_count(folder: Path, depth: int) -> int:
+    if not depth:
+        return 0
+    return sum(1 for e in _scandir(folder / VERSIONS_DIR) if _VERSION_FILE.fullmatch(e.name))
+
+
+def _read_bytes(path: Path, root: Path) -> bytes:
+    """The file's bytes, refusing anything outside ``root``, special, oversized or binary."""
     try:
         real = path.resolve(strict=True)
-        return real, real.stat()
+        info = real.stat()
     except (OSError, RuntimeError) as exc:
-        raise SkillError(
-            f"cannot open it ({exc.__class__.__name__}: broken symlink or no permission?)"
-        ) from None
-
-
-def _read_checked(real: Path, info: os.stat_result, root: Path) -> str:
-    """The file's text, refusing anything outside ``root``, special, oversized, binary or non-UTF-8."""
-    if not real.is_relative_to(root):
-        raise SkillError(f"it resolves to {real}, outside the skills folder {root}")
+        raise SkillError(f"cannot open it ({exc.__class__.__name__}: broken symlink or no permission?)") from None
+    if not real.is_relative_to(root.resolve()):
+        raise SkillError(f"it resolves to {real}, outside the skills folder")
     if not stat.S_ISREG(info.st_mode):
         raise SkillError("it is not a regular file")
     too_big = SkillError(f"it is larger than {MAX_FILE_BYTES:,} bytes")
@@ -402,14 +677,22 @@ def _read_checked(real: Path, info: os.stat_result, root: Path) -> str:
         raise too_big
     if b"\x00" in data:
         raise SkillError("it looks binary (it contains NUL bytes)")
+    return data
+
+
+def _decode(data: bytes) -> str:
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise SkillError("it is not UTF-8 text") from None
 
 
+def _read_text(path: Path, root: Path) -> str:
+    return _decode(_read_bytes(path, root))
+
+
 def _atomic_write(target: Path, data: bytes) -> None:
-    """Readers see the old file or the new one, never a torn one, even after a crash."""
+    """Readers see the old file or the new one, never a torn one, even after a crash (mode 0600)."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -422,101 +705,6 @@ def _atomic_write(target: Path, data: bytes) -> None:
         raise
     dir_fd = os.open(target.parent, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)  # make the rename itself durable
+        os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
-
-
-def _copy(skill: Skill) -> Skill:
-    """Callers get their own lists and dicts, so mutating a result never touches the cache."""
-    return replace(
-        skill,
-        triggers=list(skill.triggers),
-        extra_fields=dict(skill.extra_fields),
-        extra_metadata=dict(skill.extra_metadata),
-    )
-
-
-def _canonical(name: str) -> str | None:
-    try:
-        return normalize_name(name)
-    except SkillError:
-        return None
-
-
-# -- search -----------------------------------------------------------------------------------
-
-_WEIGHTS = {"triggers": 4.0, "name": 3.0, "description": 2.0, "body": 1.0}
-_MAX_QUERY_CHARS = 2000
-_MAX_QUERY_TERMS = 32
-_TOKEN = re.compile(r"[^\W_]+")
-_STOP_WORDS = frozenset(
-    """a about after all also am an and any are as at be been being but by can could did do does doing
-    for from get got had has have he her him his how i if in into is it its just let lets like me might
-    more most must my need no not now of on onto or our out over please she should so some such than
-    that the their them then there these they this those through to too up us use using very want was
-    we were what when where which while who why will with would you your""".split()
-)
-_SUFFIXES = ("ation", "ment", "ness", "ing", "ed", "er", "ly")
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """Light English stemming: deploys/deployed/deploying/deployment -> deploy."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            if word[-1] == word[-2] and word[-1] not in "lsz":  # shipped -> ship
-                word = word[:-1]
-            break
-    if word.endswith("e") and len(word) > 3:  # configure/configuring -> configur
-        word = word[:-1]
-    return word
-
-
-def _terms(text: str) -> list[str]:
-    return [_stem(token) for token in _TOKEN.findall(text.lower()) if token not in _STOP_WORDS]
-
-
-def _query_terms(query: str) -> list[str]:
-    unique = dict.fromkeys(_terms(query[:_MAX_QUERY_CHARS]))
-    return list(unique)[:_MAX_QUERY_TERMS]
-
-
-@lru_cache(maxsize=4096)
-def _field_index(text: str) -> tuple[frozenset[str], tuple[str, ...]]:
-    """Term set (exact lookups) and sorted terms (prefix lookups) of one field's text."""
-    terms = frozenset(_terms(text))
-    return terms, tuple(sorted(terms))
-
-
-def _skill_fields(skill: Skill) -> dict[str, tuple[frozenset[str], tuple[str, ...]]]:
-    return {
-        "triggers": _field_index(" ".join(skill.triggers)),
-        "name": _field_index(skill.name),
-        "description": _field_index(skill.description),
-        "body": _field_index(skill.body),
-    }
-
-
-def _match(term: str, field: tuple[frozenset[str], tuple[str, ...]]) -> float:
-    """1 for the term itself, 0.5 when one is a prefix (>= 4 letters) of the other, else 0."""
-    terms, ordered = field
-    if term in terms:
-        return 1.0
-    if len(term) < 4:
-        return 0.0
-    at = bisect_left(ordered, term)
-    if at < len(ordered) and ordered[at].startswith(term):
-        return 0.5
-    if any(term[:k] in terms for k in range(4, len(term))):
-        return 0.5
-    return 0.0

@@ -1,35 +1,30 @@
-"""The ``Skill`` dataclass and its SKILL.md text form (agentskills.io layout).
+"""The ``Skill`` dataclass and the SKILL.md text form (agentskills.io layout).
 
-A skill lives in ``skills_dir/<name>/SKILL.md``. The frontmatter holds the agentskills fields
-``name`` and ``description``; Hermes' own fields sit under ``metadata`` as *strings*, because the
-reference validator (``skills-ref validate``) allows only ``name``, ``description``, ``license``,
-``compatibility``, ``allowed-tools`` and ``metadata`` at the top level and parses the frontmatter
-with strictyaml, where every value is a string anyway::
+A skill lives in ``<folder>/SKILL.md``: YAML frontmatter, then a markdown body. Hermes owns only a
+few keys — ``name`` and ``description`` at the top, and ``triggers``, ``version``, ``created`` and
+``updated`` under ``metadata`` as strings (the reference validator ``skills-ref validate`` parses
+with strictyaml, where every value is a string)::
 
     ---
     name: deploy-flask-to-railway
     description: Deploy a Flask app to Railway with gunicorn and a Procfile.
     metadata:
-      triggers: deploy, railway, flask, gunicorn
+      triggers: deploy, railway, ship to prod, gunicorn
       version: '2'
-      use_count: '5'
       created: '2025-06-01T09:30:00.000000+00:00'
       updated: '2025-06-03T17:02:11.250000+00:00'
     ---
 
-    1. ...
-
-Reading is lenient (hand-written SKILL.md without Hermes metadata, older flat ``skills/*.md``
-with top-level ``triggers``/``version``/``use_count``); writing is strict, so every file Hermes
-writes passes the reference validator. Times are float epoch seconds in memory and ISO 8601 UTC
-strings on disk.
+Reading is lenient, because most skills were written by other tools: a missing description falls
+back to ``summary`` and then to the body's first paragraph; ``tags`` (top level, ``metadata`` or
+hermes-agent's ``metadata.hermes``) feed search; ``platforms`` is kept so the library can honour it.
+Writing a *new* file is strict (it passes the validator); changing an existing file is a textual
+patch of Hermes' keys (``patch.py``), never a re-dump, so nothing else in it moves.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-import time
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,30 +32,23 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import frontmatter
 import yaml
-from frontmatter.default_handlers import YAMLHandler
-
-log = logging.getLogger(__name__)
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME_LENGTH = 64
 MAX_DESCRIPTION_LENGTH = 1024
-MAX_COMPATIBILITY_LENGTH = 500
-# Top-level keys the reference validator accepts besides name/description/metadata.
-SPEC_FIELDS = ("license", "compatibility", "allowed-tools")
-# Hermes' keys under ``metadata`` (older flat files may carry them at the top level).
-HERMES_KEYS = ("triggers", "version", "use_count", "created", "updated")
+# Hermes' keys under ``metadata``; ``use_count`` is only read, to migrate it into the database.
+HERMES_META_KEYS = ("triggers", "version", "created", "updated")
 
 _NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
-# The validator splits the file on the first two "---" anywhere, so no frontmatter value may
+# The validator splits the file on the first two "---" anywhere, so no value Hermes writes may
 # contain one; runs of 3+ hyphens become "--".
 _DASH_RUN = re.compile(r"-{3,}")
-# Control characters and lone surrogates would make a file unreadable (NUL looks binary,
-# surrogates cannot be encoded); newlines and tabs are kept in bodies only.
 _BODY_JUNK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufeff\ufffe\uffff]")
 _LINE_JUNK = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
+_FENCE = re.compile(r"^---[ \t]*\r?\n", re.M)
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class SkillError(ValueError):
@@ -69,7 +57,12 @@ class SkillError(ValueError):
 
 @dataclass
 class Skill:
-    """One skill. ``version`` counts refinements from 1; times are epoch seconds (UTC)."""
+    """One skill as the library sees it. Times are epoch seconds (UTC).
+
+    ``name`` is the lookup key: the folder name, or ``<source>/<name>`` when two folders share a
+    name. ``use_count``/``last_used`` come from the database, never from the file. ``quarantine``
+    is the guard's reason when the skill is held back (empty when it is usable).
+    """
 
     name: str
     description: str
@@ -80,13 +73,19 @@ class Skill:
     created: float = 0.0
     updated: float = 0.0
     path: Path | None = None
-    # Other agentskills top-level fields (license, compatibility, allowed-tools) and metadata
-    # keys written by other tools: kept so that rewriting a hand-made file loses nothing.
-    extra_fields: dict[str, str] = field(default_factory=dict)
-    extra_metadata: dict[str, str] = field(default_factory=dict)
+    last_used: float = 0.0
+    keywords: list[str] = field(default_factory=list)
+    platforms: list[str] = field(default_factory=list)
+    quarantine: str = ""
+    learned: bool = False  # written by Hermes (it has Hermes' version/created keys)
+    notice: str = ""  # what loading changed, e.g. a normalized name
+
+    @property
+    def folder(self) -> Path | None:
+        return self.path.parent if self.path is not None else None
 
 
-# -- cleaning: everything written goes through these, so output always validates ------------
+# -- cleaning: everything Hermes writes goes through these ------------------------------------------
 
 
 def normalize_name(text: str) -> str:
@@ -104,7 +103,7 @@ def normalize_name(text: str) -> str:
 
 
 def is_valid_name(name: str) -> bool:
-    """True if ``name`` is already in canonical form (what a skill folder must be called)."""
+    """True if ``name`` is already in canonical form (what a skill folder should be called)."""
     return len(name) <= MAX_NAME_LENGTH and _NAME_RE.fullmatch(name) is not None
 
 
@@ -147,213 +146,219 @@ def clean_body(text: str) -> str:
     return _BODY_JUNK.sub("", text).strip()
 
 
-# -- Skill -> SKILL.md ----------------------------------------------------------------------------
-
-
 def format_time(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="microseconds")
 
 
-def render_skill(skill: Skill) -> str:
-    """SKILL.md text for ``skill``; always passes ``skills-ref validate`` in a folder named ``skill.name``."""
-    if not is_valid_name(skill.name):
-        raise SkillError(f"{skill.name!r} is not a valid skill name; pass it through normalize_name() first")
-    meta: dict[str, Any] = {"name": skill.name, "description": clean_description(skill.description)}
-    for key in SPEC_FIELDS:
-        value = clean_line(skill.extra_fields.get(key, ""))
-        if value:
-            meta[key] = value[:MAX_COMPATIBILITY_LENGTH].rstrip() if key == "compatibility" else value
-    hermes = {
-        "triggers": ", ".join(clean_triggers(skill.triggers)),
-        "version": str(int(skill.version)),
-        "use_count": str(int(skill.use_count)),
-        "created": format_time(skill.created),
-        "updated": format_time(skill.updated),
-    }
-    extra = {clean_line(k): clean_line(v) for k, v in skill.extra_metadata.items() if k not in hermes}
-    meta["metadata"] = {**hermes, **{k: v for k, v in extra.items() if k}}
-    post = frontmatter.Post(clean_body(skill.body))
-    post.metadata.update(meta)
-    return frontmatter.dumps(post, sort_keys=False) + "\n"
+def yaml_scalar(value: str) -> str:
+    """``value`` as one YAML flow scalar (quoted when needed), the way PyYAML would write it."""
+    dumped = yaml.safe_dump({"k": value}, allow_unicode=True, width=10**9, sort_keys=False)
+    return dumped[len("k: "):].rstrip("\n").removesuffix("\n...")
+
+
+# -- the file's parts -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SkillText:
+    """A SKILL.md cut into exact pieces: ``head + body == text``.
+
+    ``head`` runs from the start through the closing ``---`` line; ``frontmatter`` is the YAML
+    between the fences. A file without frontmatter has an empty head.
+    """
+
+    head: str
+    frontmatter: str
+    body: str
+
+    @property
+    def has_frontmatter(self) -> bool:
+        return bool(self.head)
+
+
+def split_text(text: str) -> SkillText:
+    """Cut ``text`` at its frontmatter fences without changing a byte."""
+    start = 1 if text.startswith("\ufeff") else 0
+    opening = _FENCE.match(text, start)
+    if opening is None:
+        return SkillText("", "", text)
+    closing = _FENCE.search(text, opening.end())
+    if closing is None:
+        tail = text.rstrip()
+        if tail.endswith("\n---") and len(tail) > opening.end() - 1:
+            return SkillText(text, text[opening.end():len(tail) - 3], "")
+        raise SkillError("the frontmatter is not closed with a '---' line")
+    return SkillText(text[:closing.end()], text[opening.end():closing.start()], text[closing.end():])
+
+
+def load_frontmatter(frontmatter: str) -> dict[str, Any]:
+    """The frontmatter as a mapping ({} when empty); ``SkillError`` when it is not one."""
+    try:
+        data = yaml.load(frontmatter, Loader=_Loader)  # noqa: S506 - a safe loader
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise SkillError(f"the frontmatter is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SkillError("the frontmatter must be a YAML mapping (key: value lines)")
+    return {str(k): v for k, v in data.items()}
 
 
 # -- SKILL.md -> Skill ----------------------------------------------------------------------------
 
 
-def parse_skill(text: str, path: Path | None = None) -> Skill:
-    """Read a Hermes, hand-written or legacy flat skill file; raise ``SkillError`` if unusable.
-
-    For ``<folder>/SKILL.md`` the folder name is the skill's name (that is what the spec and
-    every lookup rely on); a different frontmatter ``name`` is logged and ignored. For any other
-    file (legacy ``skills/*.md``) the name is the frontmatter ``name`` or else the file stem.
-    """
-    data, body = _split(text)
-    raw_meta = data.get("metadata")
-    hermes_meta = raw_meta if isinstance(raw_meta, dict) else {}
-    fallback_time = _file_time(path)
+def parse_skill(text: str, name: str, path: Path | None = None, mtime: float = 0.0) -> Skill:
+    """Read any skill file leniently under the lookup ``name``; ``SkillError`` if unusable."""
+    parts = split_text(text)
+    data = load_frontmatter(parts.frontmatter)
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    hermes_agent = meta.get("hermes") if isinstance(meta.get("hermes"), dict) else {}
 
     def pick(key: str) -> Any:
-        return hermes_meta.get(key, data.get(key))
+        return meta.get(key, data.get(key))
 
-    skill = Skill(
-        name=_pick_name(data.get("name"), path),
-        description=clean_description(_required_text(data, "description")),
-        triggers=_parse_triggers(pick("triggers")),
-        body=clean_body(body),
-        version=max(1, _as_int(pick("version"), 1)),
-        use_count=max(0, _as_int(pick("use_count"), 0)),
-        created=_as_epoch(pick("created"), fallback_time),
-        updated=_as_epoch(pick("updated"), fallback_time),
+    body = clean_body(parts.body)
+    description = _first_text(data.get("description"), data.get("summary"), meta.get("description"))
+    if not description:
+        description = first_paragraph(body)
+    if not description:
+        raise SkillError("it has no description (no 'description' or 'summary' key and no text in the body)")
+    version = _as_int(pick("version"))
+    created = _as_epoch(pick("created"))
+    return Skill(
+        name=name,
+        description=clean_description(description),
+        triggers=_words(pick("triggers")),
+        body=body,
+        version=max(1, version or 1),
+        use_count=max(0, _as_int(pick("use_count")) or 0),
+        created=created or mtime,
+        updated=_as_epoch(pick("updated")) or created or mtime,
         path=path,
+        keywords=_words(data.get("tags")) + _words(meta.get("tags")) + _words(hermes_agent.get("tags"))
+        + _words(data.get("keywords")),
+        platforms=[p.lower() for p in _words(pick("platforms"))],
+        learned=version is not None and created is not None,
     )
-    for key, value in data.items():
-        key = str(key)
-        if key in SPEC_FIELDS:
-            text_value = _as_text(value)
-            if text_value:
-                skill.extra_fields[key] = text_value
-        elif key not in ("name", "description", "metadata", *HERMES_KEYS):
-            _keep_extra(skill, key, value)
-    for key, value in hermes_meta.items():
-        if str(key) not in HERMES_KEYS:
-            _keep_extra(skill, str(key), value)
-    return skill
 
 
-def _split(text: str) -> tuple[dict[Any, Any], str]:
-    """Frontmatter mapping and body; a file without frontmatter is all body."""
-    text = text.lstrip("\ufeff").strip()
-    handler = YAMLHandler()
-    if not handler.detect(text):
-        return {}, text
-    try:
-        fm, body = handler.split(text)
-    except ValueError:
-        raise SkillError("the frontmatter is not closed with a '---' line") from None
-    try:
-        data = handler.load(fm)
-    except (yaml.YAMLError, RecursionError) as exc:
-        raise SkillError(f"the frontmatter is not valid YAML: {str(exc).splitlines()[0]}") from None
-    if data is None:
-        return {}, body
-    if not isinstance(data, dict):
-        raise SkillError("the frontmatter must be a YAML mapping (key: value lines)")
-    return data, body
+def first_paragraph(body: str) -> str:
+    """The first prose paragraph of a markdown body (headings, fences and rules skipped)."""
+    lines: list[str] = []
+    in_fence = False
+    for line in body.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            in_fence = not in_fence
+            continue
+        if in_fence or stripped.startswith(("#", "<!--", "---", "===")) or not stripped:
+            if lines and not in_fence:
+                break
+            continue
+        lines.append(stripped)
+    return " ".join(lines)
 
 
-def _pick_name(raw: Any, path: Path | None) -> str:
-    given = raw if isinstance(raw, str) and raw.strip() else None
-    if path is not None and path.name == SKILL_FILE:
-        folder = path.parent.name
-        if not is_valid_name(folder):
-            raise SkillError(
-                f"folder {folder!r} is not a valid skill name (lowercase a-z, 0-9, single hyphens); rename it"
-            )
-        if given != folder:
-            log.warning(
-                "skill %s: frontmatter name %r does not match its folder; using %r", path, given, folder
-            )
-        return folder
-    if given is not None:
-        return normalize_name(given)
-    if path is not None:
-        return normalize_name(path.stem)
-    raise SkillError("the skill has no 'name' in its frontmatter")
+def _first_text(*values: Any) -> str:
+    for value in values:
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""
 
 
-def _required_text(data: dict[Any, Any], key: str) -> str:
-    value = data.get(key)
-    if value is None:
-        raise SkillError(f"the frontmatter has no {key!r}")
-    if not isinstance(value, str):
-        raise SkillError(f"the frontmatter {key!r} must be text")
-    return value
-
-
-def _parse_triggers(value: Any) -> list[str]:
+def _words(value: Any) -> list[str]:
     if isinstance(value, str):
         return clean_triggers(value)
     if isinstance(value, list):
-        return clean_triggers([str(v) for v in value if _is_scalar(v)])
+        return clean_triggers([str(v) for v in value if isinstance(v, (str, int, float))])
     return []
 
 
-def _as_int(value: Any, default: int) -> int:
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
     try:
         return int(str(value).strip())
     except ValueError:
-        return default
+        return None
 
 
-def _as_epoch(value: Any, default: float) -> float:
-    """ISO 8601 strings, YAML timestamps/dates, or epoch numbers; anything else -> default."""
+def _as_epoch(value: Any) -> float | None:
+    """ISO 8601 strings, YAML timestamps/dates, or epoch numbers; anything else -> None."""
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value.strip())
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             try:
                 value = float(value)
             except ValueError:
-                return default
+                return None
     if isinstance(value, datetime):
         value = (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp()
     elif isinstance(value, date):
         value = datetime(value.year, value.month, value.day, tzinfo=timezone.utc).timestamp()
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return default
+        return None
     try:
-        format_time(float(value))  # must be representable, or writing it back would fail
+        format_time(float(value))
     except (OverflowError, OSError, ValueError):
-        return default
+        return None
     return float(value)
 
 
-def _file_time(path: Path | None) -> float:
-    try:
-        return path.stat().st_mtime if path is not None else time.time()
-    except OSError:
-        return time.time()
+# -- Skill -> a new SKILL.md ------------------------------------------------------------------------
 
 
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, (str, int, float, bool, date))
+def render_skill(skill: Skill) -> str:
+    """SKILL.md text for a skill Hermes creates; passes ``skills-ref validate`` in a folder named ``skill.name``."""
+    if not is_valid_name(skill.name):
+        raise SkillError(f"{skill.name!r} is not a valid skill name; pass it through normalize_name() first")
+    lines = [
+        "---",
+        f"name: {skill.name}",
+        f"description: {yaml_scalar(clean_description(skill.description))}",
+        "metadata:",
+        *(f"  {key}: {yaml_scalar(value)}" for key, value in hermes_metadata(skill).items()),
+        "---",
+        "",
+        clean_body(skill.body),
+    ]
+    return "\n".join(lines) + "\n"
 
 
-def _as_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, list) and all(_is_scalar(v) for v in value):
-        return ", ".join(_as_text(v) for v in value)
-    if _is_scalar(value):
-        return str(value)
-    return ""
-
-
-def _keep_extra(skill: Skill, key: str, value: Any) -> None:
-    """Keep a foreign field as a metadata string; nested structures are dropped (not strings)."""
-    text_value = _as_text(value)
-    if isinstance(value, (dict, list)) and not text_value:
-        log.debug("skill %s: dropping nested field %r (metadata values must be strings)", skill.name, key)
-    else:
-        skill.extra_metadata[key] = text_value
+def hermes_metadata(skill: Skill) -> dict[str, str]:
+    """Hermes' own ``metadata`` keys for ``skill``, as the strings written to disk."""
+    meta = {
+        "triggers": ", ".join(clean_triggers(skill.triggers)),
+        "version": str(int(skill.version)),
+        "created": format_time(skill.created),
+        "updated": format_time(skill.updated),
+    }
+    if skill.use_count:  # only for files made elsewhere; the index migrates it once and keeps counting
+        meta["use_count"] = str(int(skill.use_count))
+    return meta
 
 
 __all__ = [
-    "HERMES_KEYS",
+    "HERMES_META_KEYS",
     "MAX_DESCRIPTION_LENGTH",
     "MAX_NAME_LENGTH",
     "SKILL_FILE",
     "Skill",
     "SkillError",
+    "SkillText",
     "clean_body",
     "clean_description",
     "clean_line",
     "clean_triggers",
+    "first_paragraph",
     "format_time",
+    "hermes_metadata",
     "is_valid_name",
+    "load_frontmatter",
     "normalize_name",
     "parse_skill",
     "render_skill",
+    "split_text",
+    "yaml_scalar",
 ]

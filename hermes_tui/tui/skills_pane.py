@@ -208,6 +208,8 @@ class SkillsPane(Widget):
             self._render_table(self._cursor_place())
 
     def _show_preview(self, skill: Skill | None) -> None:
+        if skill is not None and not skill.body:  # lists carry no bodies; read this one file
+            skill = self._manager.get(skill.name) or skill
         text = skill_markdown(skill) if skill else EMPTY_PREVIEW
         if text == self._previewed:
             return  # unchanged: skip the re-parse (and keep the reader's scroll position)

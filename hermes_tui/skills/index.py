@@ -1,0 +1,353 @@
+"""The skill index: one SQLite file beside the skills folder, shared by every Hermes process.
+
+It holds what the files cannot: use counts and last-used times (using a skill never writes its
+file), the hash of what Hermes last wrote (a file that changed since is the user's), guard
+approvals bound to a file's hash, the reasons files were skipped, and an FTS5 index of the
+skills (name, triggers, description, body; ``porter unicode61``) ranked by bm25 with field
+weights — the only ranker, used by search, paging, the per-turn hint and the Skills pane.
+Rows are refreshed from the files by (mtime, size), so a lookup never rescans the library.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes_tui.memory.store import enable_wal, immediate
+from hermes_tui.private import private_file
+
+BUSY_TIMEOUT_MS = 10_000
+# bm25 weights, in column order: name, triggers (with tags), description, body.
+WEIGHTS = (3.0, 4.0, 2.0, 1.0)
+MAX_QUERY_TERMS = 32
+MAX_QUERY_CHARS = 2000
+_WORD = re.compile(r"[^\W_]+")
+STOP_WORDS = frozenset(
+    """a about after all also am an and any are as at be been being but by can could did do does doing
+    for from get got had has have he her him his how i if in into is it its just let lets like me might
+    more most must my need no not now of on onto or our out over please she should so some such than
+    that the their them then there these they this those through to too up us use using very want was
+    we were what when where which while who why will with would you your""".split()
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    rel TEXT NOT NULL UNIQUE,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    sha TEXT NOT NULL DEFAULT '',
+    base TEXT,
+    name TEXT,
+    skipped TEXT NOT NULL DEFAULT '',
+    flag TEXT NOT NULL DEFAULT '',
+    notice TEXT NOT NULL DEFAULT '',
+    description TEXT NOT NULL DEFAULT '',
+    triggers TEXT NOT NULL DEFAULT '[]',
+    keywords TEXT NOT NULL DEFAULT '[]',
+    platforms TEXT NOT NULL DEFAULT '[]',
+    version INTEGER NOT NULL DEFAULT 1,
+    created REAL NOT NULL DEFAULT 0,
+    updated REAL NOT NULL DEFAULT 0,
+    learned INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS files_name ON files(name);
+CREATE INDEX IF NOT EXISTS files_base ON files(base);
+CREATE VIRTUAL TABLE IF NOT EXISTS skills_fts USING fts5(
+    name, triggers, description, body, tokenize = 'porter unicode61'
+);
+CREATE TABLE IF NOT EXISTS usage (rel TEXT PRIMARY KEY, use_count INTEGER NOT NULL, last_used REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS written (rel TEXT PRIMARY KEY, sha TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS approved (rel TEXT PRIMARY KEY, sha TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One indexed skill file (usable, quarantined, or skipped with a reason)."""
+
+    id: int
+    rel: str
+    name: str | None
+    skipped: str
+    flag: str
+    notice: str
+    description: str
+    triggers: list[str]
+    keywords: list[str]
+    platforms: list[str]
+    version: int
+    created: float
+    updated: float
+    learned: bool
+    use_count: int
+    last_used: float
+    sha: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a refresh writes for one file."""
+
+    rel: str
+    mtime_ns: int
+    size: int
+    depth: int
+    sha: str = ""
+    base: str | None = None
+    skipped: str = ""
+    flag: str = ""
+    notice: str = ""
+    description: str = ""
+    triggers: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    platforms: tuple[str, ...] = ()
+    version: int = 1
+    created: float = 0.0
+    updated: float = 0.0
+    learned: bool = False
+    body: str = ""
+    legacy_uses: int = 0
+
+
+_ROW_SQL = """
+SELECT f.id, f.rel, f.name, f.skipped, f.flag, f.notice, f.description, f.triggers, f.keywords, f.platforms,
+       f.version, f.created, f.updated, f.learned, coalesce(u.use_count, 0), coalesce(u.last_used, 0), f.sha
+  FROM files f LEFT JOIN usage u ON u.rel = f.rel"""
+USABLE = "f.name IS NOT NULL AND f.skipped = '' AND f.flag = ''"
+
+
+def _row(values: tuple[object, ...]) -> Row:
+    v = list(values)
+    for i in (7, 8, 9):
+        v[i] = json.loads(str(v[i]))
+    v[13] = bool(v[13])
+    return Row(*v)  # type: ignore[arg-type]
+
+
+def query_words(query: str) -> list[str]:
+    """The searchable words of a request: lowercased, stop words dropped, de-duplicated, capped."""
+    words = dict.fromkeys(w for w in _WORD.findall(query[:MAX_QUERY_CHARS].lower()) if w not in STOP_WORDS)
+    return list(words)[:MAX_QUERY_TERMS]
+
+
+def match_expression(query: str) -> str:
+    """A MATCH string of quoted terms joined by OR; '' when the query has no searchable word."""
+    return " OR ".join(f'"{w}"' for w in query_words(query))
+
+
+class SkillIndex:
+    """The database side of the library. Not thread-safe by itself: the manager serialises calls."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        private_file(self.path)  # SQLite gives the WAL and SHM files the same mode
+        self.conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+        self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        enable_wal(self.conn)
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        with immediate(self.conn):
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    self.conn.execute(statement)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        with immediate(self.conn):
+            yield self.conn
+
+    # -- refresh
+
+    def stats(self) -> dict[str, tuple[int, int]]:
+        """rel -> (mtime_ns, size) for every indexed file."""
+        return {rel: (m, s) for rel, m, s in self.conn.execute("SELECT rel, mtime_ns, size FROM files")}
+
+    def upsert(self, conn: sqlite3.Connection, entry: Entry) -> None:
+        old = conn.execute("SELECT id FROM files WHERE rel = ?", (entry.rel,)).fetchone()
+        if old is not None:
+            conn.execute("DELETE FROM skills_fts WHERE rowid = ?", old)
+        approved = conn.execute("SELECT sha FROM approved WHERE rel = ?", (entry.rel,)).fetchone()
+        flag = "" if approved is not None and approved[0] == entry.sha else entry.flag
+        values = (
+            entry.mtime_ns, entry.size, entry.depth, entry.sha, entry.base, entry.skipped, flag, entry.notice,
+            entry.description, json.dumps(list(entry.triggers)), json.dumps(list(entry.keywords)),
+            json.dumps(list(entry.platforms)), entry.version, entry.created, entry.updated, int(entry.learned),
+        )
+        columns = ("mtime_ns, size, depth, sha, base, skipped, flag, notice, description, triggers, keywords, "
+                   "platforms, version, created, updated, learned")
+        if old is None:
+            cur = conn.execute(
+                f"INSERT INTO files (rel, {columns}) VALUES (?, {', '.join('?' * len(values))})",
+                (entry.rel, *values),
+            )
+            row_id = cur.lastrowid
+        else:
+            sets = ", ".join(f"{c.strip()} = ?" for c in columns.split(","))
+            conn.execute(f"UPDATE files SET {sets} WHERE id = ?", (*values, old[0]))
+            row_id = old[0]
+        if entry.base is not None and not entry.skipped:
+            conn.execute(
+                "INSERT INTO skills_fts (rowid, name, triggers, description, body) VALUES (?, ?, ?, ?, ?)",
+                (row_id, entry.base.replace("-", " "), " ".join((*entry.triggers, *entry.keywords)),
+                 entry.description, entry.body),
+            )
+        if entry.legacy_uses > 0:  # migrate metadata.use_count once; the file is never written for it
+            conn.execute("INSERT OR IGNORE INTO usage (rel, use_count, last_used) VALUES (?, ?, 0)",
+                         (entry.rel, entry.legacy_uses))
+
+    def remove(self, conn: sqlite3.Connection, rels: Iterable[str]) -> None:
+        for rel in rels:
+            row = conn.execute("SELECT id FROM files WHERE rel = ?", (rel,)).fetchone()
+            if row is not None:
+                conn.execute("DELETE FROM skills_fts WHERE rowid = ?", row)
+                conn.execute("DELETE FROM files WHERE id = ?", row)
+
+    def assign_names(self, conn: sqlite3.Connection, namespace: Callable[[str, int], str]) -> None:
+        """Give every usable file its lookup name: the plain name, or ``source/name`` on a clash.
+
+        The shallowest file (then the first by path) keeps the plain name; none is dropped.
+        """
+        rows = conn.execute(
+            "SELECT id, rel, base, name, depth FROM files WHERE base IS NOT NULL AND skipped = '' "
+            "ORDER BY base, depth = 0, depth, rel"
+        ).fetchall()
+        taken: set[str] = set()
+        wanted: dict[int, str] = {}
+        for row_id, rel, base, _name, depth in rows:
+            name = base if base not in taken else f"{namespace(rel, depth)}/{base}"
+            while name in taken:
+                name = f"{name}-2"
+            taken.add(name)
+            wanted[row_id] = name
+        for row_id, _rel, _base, name, _depth in rows:
+            if wanted[row_id] != name:
+                conn.execute("UPDATE files SET name = ? WHERE id = ?", (wanted[row_id], row_id))
+        conn.execute("UPDATE files SET name = NULL WHERE (base IS NULL OR skipped != '') AND name IS NOT NULL")
+
+    # -- queries
+
+    def by_name(self, name: str) -> Row | None:
+        found = self.conn.execute(f"{_ROW_SQL} WHERE f.name = ?", (name,)).fetchone()
+        return _row(found) if found else None
+
+    def by_rel(self, rel: str) -> Row | None:
+        found = self.conn.execute(f"{_ROW_SQL} WHERE f.rel = ?", (rel,)).fetchone()
+        return _row(found) if found else None
+
+    def usable(self, limit: int = -1, offset: int = 0) -> list[Row]:
+        """Most used first, then most recently updated, then by name."""
+        rows = self.conn.execute(
+            f"{_ROW_SQL} WHERE {USABLE} ORDER BY coalesce(u.use_count, 0) DESC, f.updated DESC, f.name "
+            "LIMIT ? OFFSET ?",
+            (limit, offset),
+        )
+        return [_row(r) for r in rows]
+
+    def count_usable(self) -> int:
+        return self.conn.execute(f"SELECT count(*) FROM files f WHERE {USABLE}").fetchone()[0]
+
+    def for_prompt(self, limit: int) -> list[Row]:
+        """The system-prompt index: the most used, then the newest learned, then the newest."""
+        rows = self.conn.execute(
+            f"{_ROW_SQL} WHERE {USABLE} ORDER BY coalesce(u.use_count, 0) DESC, f.learned DESC, f.created DESC, "
+            "f.name LIMIT ?",
+            (limit,),
+        )
+        return [_row(r) for r in rows]
+
+    def held_back(self) -> list[Row]:
+        """Quarantined skills and skipped files, for the Skills pane and the web."""
+        rows = self.conn.execute(f"{_ROW_SQL} WHERE f.skipped != '' OR (f.flag != '' AND f.name IS NOT NULL) "
+                                 "ORDER BY f.rel")
+        return [_row(r) for r in rows]
+
+    def search(self, query: str, limit: int, offset: int = 0, *, described_only: bool = False) -> list[tuple[Row, float]]:
+        """Usable skills ranked by weighted bm25 (best first) with their scores (lower is better).
+
+        ``described_only`` ranks on name, triggers and description alone (the per-turn hint).
+        """
+        expression = match_expression(query)
+        if not expression or limit <= 0:
+            return []
+        if described_only:
+            expression = "{name triggers description} : (" + expression + ")"
+        rows = self.conn.execute(
+            f"""SELECT r.*, m.score FROM (
+                    SELECT rowid, bm25(skills_fts, {', '.join(map(str, WEIGHTS))}) AS score
+                      FROM skills_fts WHERE skills_fts MATCH ?) m
+                  JOIN ({_ROW_SQL} WHERE {USABLE}) r ON r.id = m.rowid
+                 ORDER BY m.score, r.name LIMIT ? OFFSET ?""",
+            (expression, limit, offset),
+        )
+        return [(_row(r[:-1]), r[-1]) for r in rows]
+
+    def described_terms(self, query: str, rowids: list[int]) -> dict[int, int]:
+        """For each skill in ``rowids``: how many distinct words of ``query`` its name, triggers or
+        description contain (after stemming). A relevance measure that, unlike bm25, does not
+        depend on how many skills the library holds."""
+        counts = dict.fromkeys(rowids, 0)
+        if not rowids:
+            return counts
+        marks = ", ".join("?" * len(rowids))
+        for word in query_words(query):
+            found = self.conn.execute(
+                f"SELECT rowid FROM skills_fts WHERE skills_fts MATCH ? AND rowid IN ({marks})",
+                ('{name triggers description} : "' + word + '"', *rowids),
+            )
+            for (rowid,) in found:
+                counts[rowid] += 1
+        return counts
+
+    def count_matches(self, query: str) -> int:
+        expression = match_expression(query)
+        if not expression:
+            return 0
+        return self.conn.execute(
+            f"SELECT count(*) FROM skills_fts JOIN files f ON f.id = skills_fts.rowid "
+            f"WHERE skills_fts MATCH ? AND {USABLE}",
+            (expression,),
+        ).fetchone()[0]
+
+    # -- bookkeeping
+
+    def record_use(self, rel: str) -> None:
+        with self.write() as conn:
+            conn.execute(
+                "INSERT INTO usage (rel, use_count, last_used) VALUES (?, 1, ?) "
+                "ON CONFLICT(rel) DO UPDATE SET use_count = use_count + 1, last_used = excluded.last_used",
+                (rel, time.time()),
+            )
+
+    def written_sha(self, rel: str) -> str | None:
+        row = self.conn.execute("SELECT sha FROM written WHERE rel = ?", (rel,)).fetchone()
+        return row[0] if row else None
+
+    def set_written(self, conn: sqlite3.Connection, rel: str, sha: str) -> None:
+        conn.execute("INSERT OR REPLACE INTO written (rel, sha) VALUES (?, ?)", (rel, sha))
+
+    def approve(self, rel: str, sha: str) -> None:
+        with self.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO approved (rel, sha) VALUES (?, ?)", (rel, sha))
+            conn.execute("UPDATE files SET flag = '' WHERE rel = ? AND sha = ?", (rel, sha))
+
+    def forget(self, conn: sqlite3.Connection, rel: str, *, keep_usage: bool = False) -> None:
+        """Drop everything known about ``rel`` (the skill was deleted or moved)."""
+        self.remove(conn, [rel])
+        tables = ("written", "approved") if keep_usage else ("written", "approved", "usage")
+        for table in tables:
+            conn.execute(f"DELETE FROM {table} WHERE rel = ?", (rel,))
+
+    def move_usage(self, conn: sqlite3.Connection, old: str, new: str) -> None:
+        conn.execute("UPDATE OR IGNORE usage SET rel = ? WHERE rel = ?", (new, old))
