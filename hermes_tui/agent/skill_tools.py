@@ -204,7 +204,7 @@ def _folder_lines(skill: Skill) -> list[str]:
         lines += [
             f"Bundled files ({len(files)}): {shown}{more}",
             f"Read them with read_skill_file(name={skill.name!r}, path=...). Run its scripts with run_bash, "
-            f"setting SKILL_DIR first: SKILL_DIR={shlex.quote(folder)} bash \"$SKILL_DIR/scripts/<script>\"",
+            f"setting SKILL_DIR first: export SKILL_DIR={shlex.quote(folder)}; bash \"$SKILL_DIR/scripts/<script>\"",
         ]
     return lines
 
