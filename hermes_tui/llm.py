@@ -434,7 +434,8 @@ def map_error(exc: Exception, config: Config) -> LLMError:
         status = 413  # Anthropic's 413 arrives as a BadRequestError (400) around the real status
     if status == 413:
         return LLMError(f"{where} refused the request as too large (413): {_provider_message(chain)}. "
-                        "Start a new session (/new) or leave big files out.", status=413)
+                        "Start a new session (/new) or leave big files out.", status=413,
+                        too_long=True)  # compacting the history is what can help
     if isinstance(exc, (lib.AuthenticationError, lib.PermissionDeniedError)) or status in (401, 403):
         variable = config.key_variable or "the API key"
         return LLMError(f"{where} rejected the API key ({status or 401}): check {variable}.", status=status)

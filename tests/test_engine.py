@@ -436,10 +436,17 @@ def test_cut_stream_says_after_how_much_text(stores, fake_llm_env: FakeLLMServer
 
 
 def test_413_reads_cleanly(stores, fake_llm_env: FakeLLMServer) -> None:
-    fake_llm_env.queue(Fault(413))
+    fake_llm_env.responder = lambda request: Fault(413)
     error = next(e for e in make_loop(stores).run_turn("hi") if isinstance(e, Error))
     assert "too large (413)" in error.message and "fake 413 error" in error.message
     assert "APIError" not in error.message and "Exception" not in error.message and "{" not in error.message
+
+
+def test_413_compacts_and_retries_once(stores, fake_llm_env: FakeLLMServer) -> None:
+    fake_llm_env.queue(Fault(413))
+    events = list(make_loop(stores).run_turn("hi"))
+    assert not [e for e in events if isinstance(e, Error)]
+    assert next(e for e in events if isinstance(e, TurnFinished)).stopped_reason == "done"
 
 
 def test_litellm_log_lines_never_reach_the_terminal(hermes_home: Path) -> None:
