@@ -1,6 +1,7 @@
 """hermes-web: the password-gated Flask dashboard on the same core as the TUI.
 
-``create_app(config=None)`` builds the app (``app.py``); ``serve.serve`` runs it under gunicorn (``hermes-web``).
+``create_app(config=None)`` builds the app (``app.py``); ``serve.serve`` runs it under gunicorn's asyncio
+worker behind ``bridge.WSGIBridge``, which hands the app only complete requests (``hermes-web``).
 """
 
 from hermes_tui.web.app import create_app
