@@ -912,6 +912,7 @@ WEAK_SETTINGS = [
     ("FLASK_SECRET_KEY", "a" * 16, "FLASK_SECRET_KEY is too weak: it is shorter than 32"),
     ("FLASK_SECRET_KEY", "a" * 64, "FLASK_SECRET_KEY is too weak: it is mostly one character"),
     ("FLASK_SECRET_KEY", "a" * 40 + "0123456789abcdefghijkl", "FLASK_SECRET_KEY is too weak: it is mostly one"),
+    ("HERMES_WEB_PASSWORD", "Your Own Passphrase Here", "HERMES_WEB_PASSWORD is too weak: it is on the list"),
 ]
 
 

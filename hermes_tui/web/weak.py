@@ -37,6 +37,7 @@ COMMON_PASSWORDS = frozenset({
     "1234qwerasdf", "asdfghjkl123", "asdfasdfasdf", "qweasdzxc123", "aaaaaaaaaaaa", "111111111111",
     "000000000000", "123123123123", "abcabcabcabc", "testtesttest", "test12345678", "testpassword",
     "dashboardpassword", "defaultpassword", "nopassword123", "apassword123", "alongpassphrase",
+    "yourownpassphrasehere",  # the README's example: copied examples are exactly what gets guessed
 })
 
 
