@@ -126,14 +126,23 @@ def list_dir(ctx: ToolContext, path: str = ".") -> ToolResult:
 
 def search_memory(ctx: ToolContext, query: str, limit: int = 10) -> ToolResult:
     hits = ctx.memory.search(query, limit=max(1, min(int(limit), 50)))
-    if not hits:
+    # A topical question (several words) is often best answered by a past session's summary.
+    sessions = ctx.memory.search_sessions(query, limit=3) if len(query.split()) > 1 else []
+    if not hits and not sessions:
         return ToolResult(True, f"No past messages match {query!r}.")
     lines = []
+    for s in sessions:
+        when = time.strftime("%Y-%m-%d", time.localtime(s.last_activity))
+        title = f" ({s.title})" if s.title else ""
+        lines.append(f"- session {s.session_id}{title}, summary, {when}: {_marked(s.snippet)}")
     for hit in hits:
         when = time.strftime("%Y-%m-%d", time.localtime(hit.created))
-        snippet = hit.snippet.replace(HIT_START, "**").replace(HIT_END, "**").replace("\n", " ")
-        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {snippet}")
+        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {_marked(hit.snippet)}")
     return ToolResult(True, "\n".join(lines))
+
+
+def _marked(snippet: str) -> str:
+    return snippet.replace(HIT_START, "**").replace(HIT_END, "**").replace("\n", " ")
 
 
 # -- the declared tool set ---------------------------------------------------------------------
@@ -168,7 +177,9 @@ FILE_TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "search_memory",
-        "Full-text search over every past conversation (all sessions). Use it before saying you don't know.",
+        "Full-text search over every past conversation (all sessions) and their summaries. Use it"
+        ' before saying you don\'t know. Syntax: "exact phrase", prefix*, a OR b, -exclude,'
+        " role:user|assistant|tool, tool:NAME.",
         schema({"query": STR, "limit": INT}, ["query"]), search_memory, summary_arg="query",
     ),
 )

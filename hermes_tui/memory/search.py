@@ -249,6 +249,8 @@ class SessionHit:
     score: float
 
 
+FEW_SESSIONS = 20
+"""Below this many sessions a word's share says nothing about whether it is noise."""
 SESSION_TITLE_WEIGHT = 2.0
 """A word in a session's title says more about it than one in its summary."""
 
@@ -267,7 +269,7 @@ def search_sessions(conn: sqlite3.Connection, query: Query, limit: int) -> list[
         (count,) = conn.execute(
             "SELECT count(*) FROM sessions_fts WHERE sessions_fts MATCH ?", (clause.fts(),)
         ).fetchone()
-        if count and (count < FREQUENT * total or len(query.clauses) == 1):
+        if count and (count < FREQUENT * total or total < FEW_SESSIONS or len(query.clauses) == 1):
             useful.append(clause)
     if not useful:
         return []
