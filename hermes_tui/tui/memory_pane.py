@@ -59,6 +59,10 @@ def hit_prompt(hit: SearchHit) -> Content:
     return Content.assemble(meta, "\n", highlight_snippet(hit.snippet))
 
 
+SEARCH_HELP = 'Type to search. "exact phrase"  deploy*  docker OR podman  -word  role:user  tool:read_file'
+"""The query syntax (hermes_tui/memory/query.py) in one line."""
+
+
 class MemoryPane(Widget):
     """Search box, status line and the list of hits; Enter opens the transcript at the hit."""
 
@@ -93,7 +97,7 @@ class MemoryPane(Widget):
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="Search every session: words, names, commands…", id="memory-query")
-        yield Static(Content("Type to search everything you and Hermes said."), id="memory-status")
+        yield Static(Content(SEARCH_HELP), id="memory-status")
         yield OptionList(id="memory-hits", markup=False)
 
     # -- public API
@@ -158,7 +162,7 @@ class MemoryPane(Widget):
         if error is not None:
             return Content.assemble(("Search failed: ", "$text-error"), error)
         if not query.strip():
-            return Content("Type to search everything you and Hermes said.")
+            return Content(SEARCH_HELP)
         if not self._hits:
             return Content.assemble("No matches for “", printable(query), "”")
         count = len(self._hits)
