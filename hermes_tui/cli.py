@@ -51,6 +51,9 @@ def tui_parser() -> argparse.ArgumentParser:
 
 
 def tui_main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["doctor"]:
+        return doctor_main(argv[1:])
     args = tui_parser().parse_args(argv)
     try:
         config = Config.load().with_overrides(provider=args.provider, model=args.model)
@@ -107,7 +110,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     llm.warm(config)  # the turn needs litellm: import it while the rest is set up
     from hermes_tui.agent.runtime import build_agent, headless_surface
     from hermes_tui.logs import setup_logging
-    from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.memory.store import MemoryStore, StoreError
     from hermes_tui.skills.manager import SkillManager
     setup_logging(config)
     out = _Output(sys.stdout, sys.stderr, as_json=args.json)
@@ -116,7 +119,11 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         out.notice(f"{name} denied: rerun with --yes to allow shell commands and file writes.")
         return HEADLESS_DENIAL.format(name=name)
 
-    memory = MemoryStore(config.db_path)
+    try:
+        memory = MemoryStore(config.db_path)
+    except StoreError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         agent = build_agent(config, memory, SkillManager(config.skills_dir),
                             headless_surface(None if args.yes else deny), session_id=args.session)
@@ -238,13 +245,40 @@ class _Output:
             self.stderr.flush()
 
 
+def doctor_main(argv: Sequence[str]) -> int:
+    """``hermes-tui doctor``: check the memory database; when damaged, back it up and rebuild a
+    new one from every readable row (hermes_tui/memory/doctor.py)."""
+    argparse.ArgumentParser(
+        prog="hermes-tui doctor",
+        description="Check the memory database; if it is damaged, move it aside and rebuild it "
+                    "from every readable row.",
+    ).parse_args(argv)
+    try:
+        config = Config.load()
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    from hermes_tui.memory.doctor import repair
+    from hermes_tui.memory.errors import StoreError
+
+    try:
+        report = repair(config.db_path)
+    except (StoreError, OSError) as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    for line in report.lines():
+        print(line)
+    return EXIT_OK if report.healthy or report.backup is not None else EXIT_ERROR
+
+
 def web_main(argv: Sequence[str] | None = None) -> int:
     """``hermes-web``: the dashboard under gunicorn (see hermes_tui.web.serve)."""
+    from hermes_tui.memory.errors import StoreError
     from hermes_tui.web.serve import serve
 
     try:
         serve(argv)
-    except ConfigError as exc:
+    except (ConfigError, StoreError) as exc:
         print(f"hermes-web: {exc}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import urllib.parse
 import sqlite3
 import threading
 import time
@@ -22,6 +24,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from hermes_tui.memory import search as ranking
+from hermes_tui.memory.errors import StoreError, check_header, describe
 from hermes_tui.memory.maintenance import FTS_TABLES, Maintenance
 from hermes_tui.memory.query import parse
 from hermes_tui.memory.search import SearchHit, SessionHit
@@ -35,7 +38,10 @@ from hermes_tui.memory.text import (
 )
 from hermes_tui.private import private_file
 
-__all__ = ["HIT_END", "HIT_START", "MemoryStore", "Message", "SearchHit", "SessionHit", "SessionInfo"]
+__all__ = [
+    "HIT_END", "HIT_START", "MemoryStore", "Message", "SearchHit", "SessionHit", "SessionInfo",
+    "StoreError",
+]
 
 log = logging.getLogger(__name__)
 
@@ -352,8 +358,14 @@ class _ConnectionPool:
     only ever used by one thread at a time (hence ``check_same_thread=False`` is safe).
     """
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection], max_idle: int = 4) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        describe: Callable[[sqlite3.Error], StoreError | None],
+        max_idle: int = 4,
+    ) -> None:
         self._connect = connect
+        self._describe = describe
         self._max_idle = max_idle
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -365,19 +377,33 @@ class _ConnectionPool:
             if self._closed:
                 raise RuntimeError("MemoryStore is closed")
             conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = self._connect()
         try:
+            if conn is None:
+                conn = self._connect()
             yield conn
+        except sqlite3.Error as exc:
+            # Damage, a full disk, a read-only file: one readable line instead of SQLite's code.
+            error = self._describe(exc)
+            if error is None or error is exc:
+                raise
+            raise error from exc
         finally:
-            if conn.in_transaction:  # e.g. a failed COMMIT: never lend out an open transaction
+            if conn is not None:
+                self._give_back(conn)
+
+    def _give_back(self, conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:  # e.g. a failed COMMIT: never lend out an open transaction
+            try:
                 conn.execute("ROLLBACK")
-            with self._lock:
-                keep = not self._closed and len(self._idle) < self._max_idle
-                if keep:
-                    self._idle.append(conn)
-            if not keep:
+            except sqlite3.Error:  # a damaged or vanished file: drop the connection
                 conn.close()
+                return
+        with self._lock:
+            keep = not self._closed and len(self._idle) < self._max_idle
+            if keep:
+                self._idle.append(conn)
+        if not keep:
+            conn.close()
 
     def close(self) -> None:
         with self._lock:
@@ -398,22 +424,44 @@ class MemoryStore:
     """
 
     def __init__(self, path: str | Path) -> None:
+        """Open (or create) the store; raises ``StoreError`` (one readable line) when the file
+        is damaged, truncated or cannot be created. A file this process may not write opens
+        read-only for browsing: ``read_only`` is True, ``notice`` says so, writes raise."""
         self.path = Path(path)
-        private_file(self.path)  # SQLite gives its -wal and -shm files the database file's mode
-        self._pool = _ConnectionPool(self._connect)
-        with self._pool.connection() as conn:
-            self._migrate(conn)
-        self._upkeep = Maintenance(self.path, self._pool.connection)
+        self.read_only = not _writable(self.path)
+        self.notice: str | None = None
+        if self.read_only:
+            self.notice = (f"memory database {self.path} is read-only: browsing works, new "
+                           "messages are not saved (make the file and its folder writable)")
+        else:
+            try:
+                private_file(self.path)  # SQLite gives its -wal and -shm files the file's mode
+            except OSError as exc:
+                raise StoreError(self.path, f"the file cannot be created ({exc.strerror})",
+                                 "check that its folder exists and is writable") from exc
+        check_header(self.path)
+        self._pool = _ConnectionPool(self._connect, lambda exc: describe(self.path, exc))
+        self._upkeep: Maintenance | None = None
+        try:
+            with self._pool.connection() as conn:
+                self._migrate(conn)
+        except BaseException:
+            self._pool.close()
+            raise
+        if not self.read_only:
+            self._upkeep = Maintenance(self.path, self._pool.connection)
 
     # -- lifecycle
 
     def close(self) -> None:
-        self._upkeep.close()
+        if self._upkeep is not None:
+            self._upkeep.close()
         self._pool.close()
 
     def maintain(self) -> None:
         """Do the pending index merges and a checkpoint now, rather than in the background."""
-        self._upkeep.run_once()
+        if self._upkeep is not None:
+            self._upkeep.run_once()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -423,14 +471,15 @@ class MemoryStore:
 
     def _connect(self) -> sqlite3.Connection:
         # isolation_level=None: no implicit transactions; writes open BEGIN IMMEDIATE themselves.
-        conn = sqlite3.connect(
-            self.path,
-            timeout=BUSY_TIMEOUT_MS / 1000,
-            isolation_level=None,
-            check_same_thread=False,
-        )
+        options = {"timeout": BUSY_TIMEOUT_MS / 1000, "isolation_level": None,
+                   "check_same_thread": False}
+        if self.read_only:
+            conn = _connect_read_only(self.path, options)
+        else:
+            conn = sqlite3.connect(self.path, **options)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        enable_wal(conn)
+        if not self.read_only:
+            enable_wal(conn)
         # The upkeep thread checkpoints, between appends rather than inside one.
         conn.execute("PRAGMA wal_autocheckpoint = 0")
         # NORMAL in WAL mode: commits survive an application crash without an fsync per message.
@@ -445,6 +494,9 @@ class MemoryStore:
     def _migrate(self, conn: sqlite3.Connection) -> None:
         if _user_version(conn) >= len(MIGRATIONS):
             return
+        if self.read_only:
+            raise StoreError(self.path, "the file is read-only and needs an upgrade to this version",
+                             "make it writable and open it once")
         with immediate(conn):
             version = _user_version(conn)  # another process may have migrated meanwhile
             db = Database(conn, recursive_triggers=False, execute_plugins=False)
@@ -456,9 +508,13 @@ class MemoryStore:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A short write transaction taking the write lock up front (waits, never fails fast)."""
+        if self.read_only:
+            raise StoreError(self.path, "the file is read-only", "make the file and its folder "
+                             "writable to save new messages")
         with self._pool.connection() as conn, immediate(conn):
             yield conn
-        self._upkeep.wrote()
+        if self._upkeep is not None:
+            self._upkeep.wrote()
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -715,6 +771,28 @@ def enable_wal(conn: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the file and create its -wal/-shm files beside it."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not path.exists():
+        return os.access(folder, os.W_OK)
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _connect_read_only(path: Path, options: dict[str, Any]) -> sqlite3.Connection:
+    """Read-only; a WAL file needs its -shm, which a read-only folder may not let SQLite make,
+    and then only ``immutable`` (no locking, no WAL) can read the file."""
+    uri = "file:" + urllib.parse.quote(str(path.resolve()))
+    try:
+        conn = sqlite3.connect(uri + "?mode=ro", uri=True, **options)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(uri + "?immutable=1", uri=True, **options)
 
 
 def _delete_with_dependents(

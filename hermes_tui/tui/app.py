@@ -116,6 +116,9 @@ class HermesApp(App[int]):
         except Exception as exc:  # noqa: BLE001 - a readable line; the panes will say it again
             log.exception("opening the stores failed")
             await self.chat.add_notice(f"Cannot open Hermes' data in {short_path(self.config.home)}: {exc}", "error")
+        else:
+            if self.memory.notice:  # e.g. a read-only store: browsing works, saving does not
+                await self.chat.add_notice(self.memory.notice, "error")
         warm_llm()
         if self._resume_at_start is not None:
             await self.resume(self._resume_at_start)

@@ -145,6 +145,9 @@ def serve(argv: Sequence[str] | None = None) -> None:
         port = int(raw) if raw else DEFAULT_PORT
     config = Config.load()
     check_config(config)
+    from hermes_tui.memory.store import MemoryStore
+
+    MemoryStore(config.db_path).close()  # a damaged or unusable store: StoreError, one line, now
     from hermes_tui.logs import setup_logging
 
     setup_logging(config)
