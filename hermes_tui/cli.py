@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import queue
+import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ EXIT_OK = 0
 EXIT_ERROR = 1  # a provider or input problem; one line on stderr says what
 EXIT_MAX_STEPS = 3  # the turn reached the step cap (MAX_STEPS model calls) without a final answer
 EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_SIGHUP = 128 + signal.SIGHUP  # 129: the terminal went away (headless: treated like Ctrl-C)
+EXIT_SIGTERM = 128 + signal.SIGTERM  # 143: asked to stop (kill, systemd, docker stop)
 HEADLESS_DENIAL = "Denied: headless mode cannot ask for approval. The user must rerun with --yes to allow {name}."
 
 
@@ -68,8 +71,8 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         return run_app(config, session_id=args.session)
     try:
         code = run_headless(config, args)
-    except KeyboardInterrupt:  # before or after the turn itself: nothing to cancel
-        code = EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # before or after the turn itself: nothing to cancel
+        code = _exit_code(exc)
     if argv is None:  # the process itself: end it now that everything is stored and written
         _exit_now(code)
     return code
@@ -94,6 +97,28 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
+class Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP in headless mode: handled exactly like Ctrl-C, with its own exit code."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.exit_code = 128 + signum
+
+
+def _exit_code(interrupt: KeyboardInterrupt) -> int:
+    return interrupt.exit_code if isinstance(interrupt, Signalled) else EXIT_INTERRUPTED
+
+
+def _raise_signalled(signum: int, _frame: object) -> None:
+    raise Signalled(signum)
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP raise ``Signalled`` in the main thread, where Ctrl-C is handled."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_signalled)
+
+
 def run_headless(config: Config, args: argparse.Namespace) -> int:
     """One turn without a screen: answer on stdout, activity on stderr; a learned skill before exit."""
     text = sys.stdin.read() if args.prompt == "-" else args.prompt
@@ -113,6 +138,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     from hermes_tui.memory.store import MemoryStore, StoreError
     from hermes_tui.skills.manager import SkillManager
     setup_logging(config)
+    _stop_on_signals()
     out = _Output(sys.stdout, sys.stderr, as_json=args.json)
 
     def deny(name: str, arguments: dict[str, Any]) -> str:
@@ -133,7 +159,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         return EXIT_ERROR
     try:
         code = _drive(agent, text, out)
-        if code != EXIT_INTERRUPTED and args.session is not None:
+        if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM) and args.session is not None:
             # A one-shot session is not summarized: its one prompt and answer are stored and
             # searchable as they are, and the user is not kept waiting for another model call.
             # Continuing it (--session) summarizes the whole session then.
@@ -150,7 +176,7 @@ def _drive(agent: AgentLoop, text: str, out: _Output) -> int:
     events = EventQueue()
     turn = start_turn(agent, text, events.put, on_end=events.end)
     code = EXIT_OK
-    interrupted = False
+    interrupted: int | None = None  # the exit code of the interruption (Ctrl-C, SIGTERM, SIGHUP)
     while True:
         try:
             event = events.get(timeout=0.1)
@@ -159,19 +185,20 @@ def _drive(agent: AgentLoop, text: str, out: _Output) -> int:
             out.emit(event)
         except queue.Empty:
             continue
-        except KeyboardInterrupt:  # may land anywhere in this loop, emit included
+        except KeyboardInterrupt as exc:  # may land anywhere in this loop, emit included
             turn.cancel()
-            interrupted = True
-            out.notice("cancelled")
+            interrupted = _exit_code(exc)
+            out.notice("cancelled" if interrupted == EXIT_INTERRUPTED else f"cancelled ({exc})")
             continue
         if isinstance(event, Error):
             code = EXIT_ERROR
         elif isinstance(event, TurnFinished):
-            interrupted = interrupted or event.stopped_reason == "cancelled"
+            if event.stopped_reason == "cancelled" and interrupted is None:
+                interrupted = EXIT_INTERRUPTED
             if event.stopped_reason == "max_steps" and code == EXIT_OK:
                 code = EXIT_MAX_STEPS
     turn.join(timeout=5)
-    return EXIT_INTERRUPTED if interrupted else code
+    return interrupted if interrupted is not None else code
 
 
 class _Output:

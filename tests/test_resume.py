@@ -1,0 +1,150 @@
+"""Crash safety: the real ``hermes-tui -p`` killed mid-tool or mid-stream, then resumed.
+
+Every resume runs against the fake server in strict mode, which refuses (as the real APIs do)
+a conversation with an unanswered tool call, so a resume only passes if the stored history
+was made sendable again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes_tui.agent.history import INTERRUPTED
+from hermes_tui.memory.store import MemoryStore
+from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+from tests.helpers import HERMES_TUI, run_cli
+
+LONG_TEXT = "".join(f"word{n} " for n in range(3000))
+WAIT = 60.0  # generous bound for liveness on a loaded machine
+
+
+class Running:
+    """``hermes-tui -p ... --json`` as a child process, its events read as they come."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([HERMES_TUI, "-p", *args, "--json"], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ))
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.text = ""
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.events.put(json.loads(line))
+
+    def wait_for(self, kind: str) -> dict[str, Any]:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            try:
+                event = self.events.get(timeout=0.2)
+            except queue.Empty:
+                assert self.proc.poll() is None, self.proc.stderr.read() if self.proc.stderr else ""
+                continue
+            if event["type"] == "text_delta":
+                self.text += event["text"]
+            if event["type"] == kind:
+                return event
+        raise AssertionError(f"no {kind} event within {WAIT} s")
+
+    def stream_for(self, seconds: float) -> str:
+        """Read text deltas for ``seconds``; returns all the text received so far."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.wait_for("text_delta")
+        return self.text
+
+    def finish(self, sig: int) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=WAIT)
+
+
+@pytest.fixture
+def strict(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> Iterator[FakeLLMServer]:
+    fake_llm_env.strict = True
+    yield fake_llm_env
+
+
+def stored(hermes_home: Path, session_id: int) -> list[dict[str, Any]]:
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    try:
+        return [m.to_llm() for m in memory.get_messages(session_id)]
+    finally:
+        memory.close()
+
+
+def resume(server: FakeLLMServer, session_id: int) -> str:
+    """Continue the session headless; it must be answered without a refusal. Returns what was sent."""
+    server.reset()
+    server.queue(Reply(text="Resumed fine."), Reply(text="summary"))
+    result = run_cli("-p", "Where were we?", "--session", str(session_id))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Resumed fine."
+    assert server.violations == [] and server.refused == []
+    return json.dumps(server.requests[0].messages)
+
+
+def test_kill_9_during_a_tool_then_resume(strict: FakeLLMServer, hermes_home: Path) -> None:
+    strict.queue(Reply(text="Running it.", tool_calls=[ToolCall("run_bash", {"command": "sleep 4"})]))
+    run = Running("Run the slow command.", "--yes")
+    session_id = run.wait_for("turn_started")["session_id"]
+    run.wait_for("tool_call_started")
+    run.finish(signal.SIGKILL)
+    messages = stored(hermes_home, session_id)
+    assert messages[-1]["role"] == "assistant" and messages[-1]["tool_calls"]  # the call, without its result
+    sent = resume(strict, session_id)
+    assert INTERRUPTED in sent and "Run the slow command." in sent
+
+
+def test_kill_9_during_a_stream_keeps_the_partial_answer(strict: FakeLLMServer, hermes_home: Path) -> None:
+    strict.queue(Reply(text=LONG_TEXT, chunk_size=6, chunk_delay=0.02))
+    run = Running("Tell me a long story.")
+    session_id = run.wait_for("turn_started")["session_id"]
+    run.wait_for("text_delta")
+    seen_before = run.stream_for(2.5)  # what had arrived 2.5 s before the kill must be saved
+    run.stream_for(2.5)
+    run.finish(signal.SIGKILL)
+    messages = stored(hermes_home, session_id)
+    assert messages[-1]["role"] == "assistant"
+    saved = messages[-1]["content"]
+    assert LONG_TEXT.startswith(saved) and len(saved) >= len(seen_before) > 0
+    sent = resume(strict, session_id)
+    assert saved[:200] in sent
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_act_like_ctrl_c(strict: FakeLLMServer, hermes_home: Path, sig: int, code: int) -> None:
+    strict.queue(Reply(text=LONG_TEXT, chunk_size=6, chunk_delay=0.02))
+    run = Running("Tell me a long story.")
+    session_id = run.wait_for("turn_started")["session_id"]
+    run.wait_for("text_delta")
+    run.stream_for(0.5)
+    assert run.finish(sig) == code
+    messages = stored(hermes_home, session_id)
+    assert messages[-1]["role"] == "assistant" and LONG_TEXT.startswith(messages[-1]["content"])
+    assert len(messages[-1]["content"]) >= len(run.text)  # everything shown was stored
+    assert len(strict.requests) == 1  # cancelled: no skill, no summary call
+    resume(strict, session_id)
+
+
+def test_sigterm_during_a_tool_stores_its_cancellation(strict: FakeLLMServer, hermes_home: Path) -> None:
+    strict.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "sleep 30"})]))
+    run = Running("Run the slow command.", "--yes")
+    session_id = run.wait_for("turn_started")["session_id"]
+    run.wait_for("tool_call_started")
+    assert run.finish(signal.SIGTERM) == 143
+    messages = stored(hermes_home, session_id)
+    assert messages[-1]["role"] == "tool" and "ancel" in messages[-1]["content"]
+    resume(strict, session_id)
