@@ -11,6 +11,7 @@ import json
 import os
 import queue
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -21,7 +22,11 @@ from typing import Any
 import pytest
 
 from hermes_tui.agent.history import INTERRUPTED
+from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.config import Config
+from hermes_tui.events import ToolCallStarted, TurnFinished
 from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import HERMES_TUI, run_cli
 
@@ -148,3 +153,56 @@ def test_sigterm_during_a_tool_stores_its_cancellation(strict: FakeLLMServer, he
     messages = stored(hermes_home, session_id)
     assert messages[-1]["role"] == "tool" and "ancel" in messages[-1]["content"]
     resume(strict, session_id)
+
+
+class FillingStore(MemoryStore):
+    """A real store whose file stops growing on demand: SQLite's ``max_page_count`` makes every
+    write that needs a new page fail with the same "database or disk is full" as a full disk."""
+
+    def __init__(self, path: Path) -> None:
+        self._connections: list[sqlite3.Connection] = []
+        self.full = False
+        super().__init__(path)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = super()._connect()
+        self._connections.append(conn)
+        if self.full:
+            self._cap(conn)
+        return conn
+
+    def _cap(self, conn: sqlite3.Connection) -> None:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages if self.full else 2**30}")
+
+    def fill(self, full: bool = True) -> None:
+        self.full = full
+        for conn in self._connections:
+            self._cap(conn)
+
+
+def test_full_disk_mid_turn_leaves_a_sendable_history(strict: FakeLLMServer, hermes_home: Path,
+                                                      workspace: Path) -> None:
+    (workspace / "big.txt").write_text("a fairly long line of text\n" * 2000)
+    config = Config.load()
+    memory = FillingStore(config.db_path)
+    skills = SkillManager(config.skills_dir)
+    try:
+        strict.queue(Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "big.txt"})]))
+        agent = AgentLoop(config, memory, skills)
+        with pytest.raises(Exception, match="(?i)full"):  # the store may phrase it its own way
+            for event in agent.run_turn("Read big.txt."):
+                if isinstance(event, ToolCallStarted):
+                    memory.fill()  # the call is stored; its 54 KB result will not fit
+        memory.fill(False)
+        assert stored(hermes_home, agent.session_id)[-1]["tool_calls"]  # a call without its result
+
+        strict.queue(Reply(text="Carrying on."))  # the same agent goes on: its view is repaired
+        assert list(agent.run_turn("Go on."))[-1] == TurnFinished("Carrying on.", 0, "done")
+        strict.queue(Reply(text="Resumed."))  # and so does a resumed one
+        again = AgentLoop(config, memory, skills, session_id=agent.session_id)
+        assert list(again.run_turn("And now?"))[-1] == TurnFinished("Resumed.", 0, "done")
+        assert strict.violations == [] and strict.refused == []
+        assert INTERRUPTED in json.dumps(strict.requests[-1].messages)
+    finally:
+        memory.close()
