@@ -264,3 +264,48 @@ def test_a_version_1_store_is_upgraded_and_reindexed(tmp_path: Path) -> None:
         assert ids(store.search("RED")) == [1]
         assert ids(store.search("東京")) == [1]
         assert [h.session_id for h in store.search_sessions("東京")] == [1]
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+def bm25_top(store: MemoryStore, expr: str, n: int = 20) -> list[int]:
+    with store._read() as conn:  # noqa: SLF001 - the reference ranking: every match scored
+        return [r[0] for r in conn.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?", (expr, n))]
+
+
+def varied(rng: random.Random, word: str, i: int) -> str:
+    """A message holding ``word`` 1-6 times among 5-60 other words."""
+    others = [f"w{rng.randrange(5000)}" for _ in range(rng.randint(5, 60))]
+    for _ in range(rng.randint(1, 6)):
+        others.insert(rng.randrange(len(others) + 1), word)
+    return f"entry {i} " + " ".join(others)
+
+
+def test_frequent_and_rare_word_best_match_in_top_3(store: MemoryStore) -> None:
+    rng = random.Random(3)
+    texts = [varied(rng, "report", i) for i in range(1500)]
+    for i in rng.sample(range(1500), 12):
+        texts[i] += " zyxtquartz" * rng.randint(1, 4)
+    add(store, texts)
+    best = bm25_top(store, '"report" AND "zyxtquartz"', 1)[0]
+    assert best in ids(store.search("report zyxtquartz"))[:3]
+
+
+def test_frequent_word_alone_mixes_recency_and_bm25(store: MemoryStore) -> None:
+    rng = random.Random(4)
+    written = add(store, [varied(rng, "report", i) for i in range(3000)])
+    reference = bm25_top(store, '"report"')
+
+    store.search("report")  # a word in every message: noted for the upkeep thread
+    store.maintain()
+    top = ids(store.search("report"))
+
+    assert len(top) == 20 and top[0] == written[-1]  # the newest leads
+    assert len(set(top) & set(reference)) >= 10
+    assert len(set(top) & set(written[-10:])) == 10  # and the ten newest are there
+    with store._read() as conn:  # noqa: SLF001
+        assert conn.execute("SELECT count(*) FROM frequent_top").fetchone()[0] == 40
+    store.purge_message(reference[0])  # forgetting removes it from the kept best too
+    assert reference[0] not in ids(store.search("report", limit=50))

@@ -19,7 +19,9 @@ query.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,13 +115,59 @@ class Density:
         return chosen
 
 
-def search(conn: sqlite3.Connection, query: Query, scope: Scope, limit: int) -> list[SearchHit]:
-    """Messages matching every clause of ``query``, else any clause; best first (see module)."""
+def search(
+    conn: sqlite3.Connection,
+    query: Query,
+    scope: Scope,
+    limit: int,
+    want_best: Callable[[str], None] | None = None,
+) -> list[SearchHit]:
+    """Messages matching every clause of ``query``, else any clause; best first (see module).
+
+    ``want_best`` is told about a word too frequent to rank now, so that the upkeep thread
+    keeps bm25's best messages for it (``frequent_top``), mixed in from then on.
+    """
     density = Density.of(conn, query)
     ranked = _rank_all(conn, query, density, scope)
+    if ranked and _frequent_alone(query, density):
+        term = query.clauses[0].fts()
+        if want_best is not None:
+            want_best(term)
+        ranked = _with_best(conn, term, ranked, scope)
     if not ranked and len(query.clauses) > 1:
         ranked = _rank_any(conn, query, density, scope, limit)
     return _hits(conn, ranked[:limit], query.highlights())
+
+
+def _frequent_alone(query: Query, density: Density) -> bool:
+    """One plain word, too frequent for bm25 to be read while searching."""
+    if len(query.clauses) != 1 or query.excluded or query.tools:
+        return False
+    (phrase,) = query.clauses[0].phrases if len(query.clauses[0].phrases) == 1 else (None,)
+    return phrase is not None and len(phrase.tokens) == 1 and not phrase.prefix and not (
+        density.scoring(query.clauses)
+    )
+
+
+def _with_best(
+    conn: sqlite3.Connection, term: str, newest: list[tuple[int, float]], scope: Scope
+) -> list[tuple[int, float]]:
+    """Newest matches and bm25's best (as last computed by the upkeep thread), alternating:
+    recent messages lead, and half of the first places go to the most relevant ones."""
+    extra, extra_args = scope.join()
+    best = conn.execute(
+        "SELECT t.rowid_, t.score FROM frequent_top t JOIN messages m ON m.id = t.rowid_"
+        f" WHERE t.term = ? AND t.rowid_ BETWEEN ? AND ?{extra} ORDER BY t.score, t.rowid_ DESC",
+        (term, scope.low, scope.high, *extra_args),
+    ).fetchall()
+    if not best:
+        return newest
+    scores = dict(best)
+    merged: dict[int, float] = {}
+    for pair in itertools.chain.from_iterable(itertools.zip_longest(newest, best)):
+        if pair is not None and pair[0] not in merged:
+            merged[pair[0]] = scores.get(pair[0], pair[1])
+    return list(merged.items())
 
 
 def _newest(conn: sqlite3.Connection, expr: str, scope: Scope, limit: int) -> list[int]:

@@ -330,12 +330,29 @@ def _v5_compactions(db: Database) -> None:
     db["compactions"].create_index(["session_id", "id"])
 
 
+def _v6_frequent_top(db: Database) -> None:
+    """bm25's best messages for words too frequent to rank while searching (search.py)."""
+    db.execute(
+        """
+        CREATE TABLE frequent_top (
+            term TEXT NOT NULL,
+            rowid_ INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+            score FLOAT NOT NULL,
+            PRIMARY KEY (term, rowid_)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute("CREATE INDEX frequent_top_rowid ON frequent_top (rowid_)")
+    db.execute("CREATE TABLE frequent_terms (term TEXT PRIMARY KEY, upto INTEGER NOT NULL)")
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _v1_core,
     _v2_clean_cjk_index,
     _v3_long_messages,
     _v4_background_merges,
     _v5_compactions,
+    _v6_frequent_top,
 ]
 """Ordered schema steps; step i brings ``PRAGMA user_version`` from i to i + 1.
 
@@ -715,7 +732,8 @@ class MemoryStore:
             scope = ranking.Scope.of(conn, session_id, parsed.roles)
             if scope is None:
                 return []
-            return ranking.search(conn, parsed, scope, limit)
+            want = self._upkeep.want_best if self._upkeep is not None else None
+            return ranking.search(conn, parsed, scope, limit, want)
 
 
     def search_sessions(self, query: str, limit: int = 5) -> list[SessionHit]:
