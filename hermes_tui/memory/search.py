@@ -30,6 +30,8 @@ from hermes_tui.memory.text import Highlight, snippet
 
 CANDIDATES = 1000
 """How many of the newest matches a search ranks by relevance."""
+EXACT_MATCHES = 10_000
+"""Up to this many matches (of a rare clause) are all ranked, not just the newest."""
 DENSITY_SAMPLE = 4000
 """Newest messages sampled to estimate the share of messages a clause occurs in."""
 FREQUENT = 0.5
@@ -211,8 +213,14 @@ def _ranked(scores: dict[int, float]) -> list[tuple[int, float]]:
 def _rank_all(
     conn: sqlite3.Connection, query: Query, density: Density, scope: Scope
 ) -> list[tuple[int, float]]:
-    """AND: the newest candidates matching everything, ranked by bm25 of the scoring clauses."""
-    candidates = _newest(conn, query.expression(), scope, CANDIDATES)
+    """AND: the newest candidates matching everything, ranked by bm25 of the scoring clauses.
+
+    When a clause is rare enough, every match is a candidate: a frequent word next to a rare
+    one ("the zorblax") must not hide the rare word's best, older match.
+    """
+    rarest = min((density.share[c] for c in query.clauses), default=1.0) * density.indexed
+    cap = EXACT_MATCHES if rarest <= EXACT_MATCHES // 2 else CANDIDATES
+    candidates = _newest(conn, query.expression(), scope, cap)
     scores = dict.fromkeys(candidates, 0.0)
     scoring = density.scoring(query.clauses)
     if candidates and scoring:
