@@ -85,6 +85,9 @@ def run_command(command: str, cwd: Path, timeout: float, cancel: threading.Event
             cwd=cwd, env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(read_end,),
         )
+    except BaseException:
+        os.close(write_end)
+        raise
     finally:
         os.close(read_end)
     output = BoundedOutput(OUTPUT_CAP)
