@@ -344,6 +344,16 @@ def test_cancel_reaches_the_file_tools(registry: ToolRegistry) -> None:
     assert (registry.workspace / "half.txt").stat().st_size == 0
 
 
+def _command_lines(marker: str) -> set[str]:
+    lines = set()
+    for pid in _descendants_with(marker):
+        try:
+            lines.add(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"))
+        except OSError:
+            pass
+    return lines
+
+
 def _descendants_with(marker: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -362,10 +372,11 @@ def test_run_bash_children_die_with_a_killed_hermes(fake_llm_env, hermes_home: P
     hermes = subprocess.Popen([HERMES_TUI, "-p", "run it", "--yes"], stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
     try:
+        sleeps = {f"sleep\0{marker}\0", f"sleep\0{marker}1\0"}  # exact command lines of the two sleeps
         deadline = time.monotonic() + 60
-        while len(_descendants_with(f"sleep {marker}")) < 2 and time.monotonic() < deadline:
+        while not sleeps <= _command_lines(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(_descendants_with(f"sleep {marker}")) == 2, "the command never started"
+        assert sleeps <= _command_lines(marker), "the command never started"
     finally:
         hermes.kill()  # SIGKILL: no handler of Hermes runs
         hermes.wait()
