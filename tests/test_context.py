@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,8 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.providers import provider
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import FakeLLMServer, Item, RecordedRequest, Reply, ToolCall
+from tests.test_web_app import chat, llm, login, make_app, ndjson, web_env  # noqa: F401
+from tests.test_tui_app import HermesApp, Pilot, notices, run, send, send_and_wait, server, text_of, wait_for  # noqa: F401
 from tests.helpers import assert_history_valid
 
 TURNS = 60
@@ -147,3 +150,46 @@ def test_limit_sources_and_trimming(fake_llm_env: FakeLLMServer, hermes_home: Pa
     cut = trimmed(text)
     assert cut.startswith("head") and cut.endswith("tail ") and "trimmed" in cut and len(cut) < 3000
     assert trimmed("short") == "short"
+
+
+def test_tui_compact_command_and_context_share(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_CONTEXT_TOKENS", "20000")
+    server.responder = fake_model
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "/compact")
+        assert notices(app)[-1].endswith("Nothing to compact yet: the conversation is empty.")
+        (Config.load().workspace / "big.txt").write_text("a line of text for the window\n" * 600)
+        await send_and_wait(app, pilot, FIRST)
+        await send_and_wait(app, pilot, "Turn 2: read big.txt again.")
+        before = text_of(app.query_one("#usage"))
+        share = int(re.search(r"context (\d+)%", before).group(1))
+        assert share > 20
+        await send(app, pilot, "/compact the deploy target")
+        await wait_for(pilot, lambda: any(n.startswith("ℹ Compacted") for n in notices(app)))
+        await wait_for(pilot, lambda: text_of(app.query_one("#usage")) != before)
+        after = int(re.search(r"context (\d+)%", text_of(app.query_one("#usage"))).group(1))
+        assert after < share
+        assert "focus on: the deploy target" in str(server.requests[-1].messages)
+
+    run(scenario)
+
+
+def test_web_compact_action_and_context_share(make_app: Any, llm: FakeLLMServer, workspace: Path) -> None:
+    llm.responder = fake_model
+    (workspace / "big.txt").write_text("a line of text for the window\n" * 600)
+    client = make_app().test_client()
+    token = login(client)
+    headers = {"X-CSRF-Token": token}
+    empty = client.post("/api/chat/compact", json={}, headers=headers)
+    assert empty.status_code == 200 and empty.get_json()["notices"] == ["Nothing to compact yet: the conversation is short."]
+    for text in (FIRST, "Turn 2: read big.txt again."):
+        events = ndjson(chat(client, token, text))
+    usage = [e for e in events if e["type"] == "usage"][-1]
+    assert usage["context_limit"] == provider("openai").context_window and usage["context_tokens"] > 10_000
+    assert client.post("/api/chat/compact", json={"focus": 5}, headers=headers).status_code == 400
+    assert client.post("/api/chat/compact", json={}).status_code in (400, 403)  # CSRF
+    done = client.post("/api/chat/compact", json={"focus": "the deploy target"}, headers=headers).get_json()
+    assert done["notices"][0].startswith("Compacted the conversation")
+    assert done["context_limit"] == usage["context_limit"] and done["context_tokens"] < usage["context_tokens"]
+    assert "focus on: the deploy target" in str(llm.requests[-1].messages)

@@ -77,6 +77,7 @@ class AgentLoop:
         self.context = ContextWindow(self.llm, config)
         self._fixed: tuple[str, int] | None = None  # (tool names, tokens of system prompt + tools)
         self._sent_tokens = 0
+        self.context_fill: tuple[int, int] | None = None  # (tokens, window) of the last request, for status bars
         if session_id is None:
             self.session_id = memory.new_session(source=source)
             # Each stored message keeps its store id as "_id" (never sent): compactions refer to them.
@@ -224,7 +225,8 @@ class AgentLoop:
         assert result is not None
         if result.usage:
             self._count(result.usage)
-        yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context.limit())
+        self.context_fill = (tokens, self.context.limit())
+        yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context_fill[1])
         return result
 
     def _compact(self, focus: str | None = None, manual: bool = False) -> Iterator[Event]:
@@ -244,8 +246,8 @@ class AgentLoop:
     def _context_usage(self) -> Usage:
         """A zero-token usage event that tells surfaces how full the window is now."""
         specs = self.tools.specs()
-        return Usage(context_tokens=self.context.tokens(self.history, self._fixed_tokens(specs)),
-                     context_limit=self.context.limit())
+        self.context_fill = (self.context.tokens(self.history, self._fixed_tokens(specs)), self.context.limit())
+        return Usage(context_tokens=self.context_fill[0], context_limit=self.context_fill[1])
 
     def _fixed_tokens(self, specs: list[dict[str, Any]]) -> int:
         """Tokens of the system prompt and the tool schemas (counted once per tool set)."""

@@ -144,7 +144,7 @@ class HermesApp(App[int]):
             if loop is None:
                 status.set_usage(0, 0, None)
             else:
-                status.set_usage(loop.prompt_tokens, loop.completion_tokens, loop.cost_usd)
+                status.set_usage(loop.prompt_tokens, loop.completion_tokens, loop.cost_usd, loop.context_fill)
 
     # -- panes
 

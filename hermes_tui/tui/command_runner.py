@@ -105,6 +105,16 @@ class CommandRunner:
         await self.app.chat.add_notice("Looking for a skill in the last turn…")
         self.app.chat.run_in_background(loop.learn_now(), "hermes-learn")
 
+    async def _compact(self, argument: str) -> None:
+        if await self.refuse_while_busy("/compact"):
+            return
+        loop = self.app.session.loop
+        if loop is None:
+            await self.app.chat.add_notice("Nothing to compact yet: the conversation is empty.")
+            return
+        await self.app.chat.add_notice("Compacting the conversation…")
+        self.app.chat.run_in_background(loop.compact(argument or None), "hermes-compact")
+
     async def _resume(self, argument: str) -> None:
         if not argument.isdigit():
             await self.app.chat.add_notice("Usage: /resume <id> (the Sessions pane, F5, lists the ids).", "error")

@@ -27,6 +27,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("skills", "[filter]", "open the Skills pane, optionally filtered"),
     SlashCommand("memory", "<query>", "search every past message in the Memory pane"),
     SlashCommand("learn", "", "distil the last turn into a skill now"),
+    SlashCommand("compact", "[focus]", "summarise older turns to free the context window (optional focus)"),
     SlashCommand("sessions", "", "open the Sessions pane"),
     SlashCommand("resume", "<id>", "continue an earlier session in the chat"),
     SlashCommand("exit", "", "save the session summary and quit"),

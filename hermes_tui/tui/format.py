@@ -56,10 +56,13 @@ def spinner_frame(now: float) -> str:
     return SPINNER[int(now * 10) % len(SPINNER)]
 
 
-def usage_text(prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> str:
-    """Session tokens and cost; an unpriced model shows ``cost —``, never a made-up $0.00."""
+def usage_text(prompt_tokens: int, completion_tokens: int, cost_usd: float | None,
+               context: tuple[int, int] | None = None) -> str:
+    """Session tokens and cost; an unpriced model shows ``cost —``, never a made-up $0.00.
+    ``context`` (tokens sent last, window) adds how full the context window is."""
     cost = "cost —" if cost_usd is None else f"${cost_usd:.4f}"
-    return f"{prompt_tokens:,} in · {completion_tokens:,} out · {cost}"
+    fill = f" · context {min(999, round(100 * context[0] / context[1]))}%" if context and context[1] else ""
+    return f"{prompt_tokens:,} in · {completion_tokens:,} out · {cost}{fill}"
 
 
 def widget_id(prefix: str, raw: str) -> str:

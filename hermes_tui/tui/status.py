@@ -74,8 +74,9 @@ class StatusLine(Horizontal):
             self._ticker.resume()
         self._render_activity()
 
-    def set_usage(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> None:
-        self.query_one("#usage", Static).update(usage_text(prompt_tokens, completion_tokens, cost_usd))
+    def set_usage(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None,
+                  context: tuple[int, int] | None = None) -> None:
+        self.query_one("#usage", Static).update(usage_text(prompt_tokens, completion_tokens, cost_usd, context))
 
     def _render_activity(self) -> None:
         if self.label is None:

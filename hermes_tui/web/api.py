@@ -125,6 +125,28 @@ def chat() -> Response:
     return response
 
 
+@bp.post("/chat/compact")
+def compact() -> Response:
+    """Compact this browser's conversation now (``{"focus": "..."}`` optional), like ``/compact``."""
+    body = request.get_json(silent=True)
+    focus = body.get("focus") if isinstance(body, dict) else None
+    if focus is not None and (not isinstance(focus, str) or len(focus) > MAX_QUERY_CHARS):
+        abort(400, f"focus must be text of at most {MAX_QUERY_CHARS} characters")
+    try:
+        turn = web().state.start_turn(session_key())
+    except Busy:
+        abort(409, "a turn is running in this session; wait for it or stop it")
+    except Saturated:
+        raise ServiceUnavailable("too many chat streams are open; try again shortly", retry_after=5) from None
+    try:
+        events = [e.to_dict() for e in turn.loop.compact(focus or None)]
+    finally:
+        turn.release()
+    usage = next((e for e in reversed(events) if e["type"] == "usage"), {})
+    return jsonify(notices=[e["message"] for e in events if e["type"] in ("notice", "error")],
+                   context_tokens=usage.get("context_tokens"), context_limit=usage.get("context_limit"))
+
+
 @bp.post("/chat/cancel")
 def cancel() -> Response:
     return jsonify(cancelled=web().state.cancel(session_key()))

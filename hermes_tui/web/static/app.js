@@ -158,6 +158,7 @@
     $("send").disabled = on;
     $("stop").hidden = !on;
     $("new-session").disabled = on;
+    $("compact").disabled = on;
   }
 
   class TurnView {
@@ -227,6 +228,34 @@
     }
   }
 
+  function showContext(usage) {
+    if (!usage.context_limit) return;
+    const share = Math.round((100 * usage.context_tokens) / usage.context_limit);
+    $("context").textContent = `context ${share}%`;
+  }
+
+  async function compactConversation(focus) {
+    const container = $("messages");
+    const view = new TurnView(container);
+    setRunning(true);
+    setStatus("compacting…");
+    try {
+      const response = await api("POST", "/api/chat/compact", { focus: focus || null });
+      const data = await response.json().catch(() => ({}));
+      if (!response.ok) {
+        view.note(data.error || `Error ${response.status}`, "error");
+        return;
+      }
+      data.notices.forEach((text) => view.note(text));
+      showContext(data);
+    } catch (e) {
+      if (e.message !== "logged out") view.note(`Connection lost: ${e.message}`, "error");
+    } finally {
+      setRunning(false);
+      setStatus("");
+    }
+  }
+
   async function readLines(response, onEvent) {
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
@@ -275,6 +304,9 @@
         view.note(`${event.created ? "Learned" : "Refined"} skill ${event.name} (v${event.version})`);
         loadSkills().catch(() => {});
         break;
+      case "usage":
+        showContext(event);
+        break;
       case "turn_finished":
         if (event.stopped_reason === "cancelled") view.note("Stopped.", "stopped");
         setStatus(event.tool_calls >= 3 ? "learning from this turn…" : "");
@@ -292,7 +324,9 @@
     const text = input.value.trim();
     if (!text || running) return;
     input.value = "";
-    sendMessage(text);
+    const command = /^\/compact(?:\s+([\s\S]*))?$/.exec(text);
+    if (command) compactConversation(command[1]);
+    else sendMessage(text);
   });
 
   $("chat-input").addEventListener("keydown", (event) => {
@@ -300,6 +334,10 @@
       event.preventDefault();
       $("chat-form").requestSubmit();
     }
+  });
+
+  $("compact").addEventListener("click", () => {
+    if (!running) compactConversation(null);
   });
 
   $("stop").addEventListener("click", async () => {
