@@ -97,6 +97,11 @@ def test_doctor_rebuilds_from_every_readable_row(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite3"
     sids = seeded(path)
     leaves = pages_of(path, "messages", "leaf")
+    with MemoryStore(path) as store:  # a later feature's table pointing at messages
+        with store._write() as conn:  # noqa: SLF001
+            conn.execute("CREATE TABLE marks (id INTEGER PRIMARY KEY,"
+                         " message_id INTEGER NOT NULL REFERENCES messages (id))")
+            conn.execute("INSERT INTO marks (message_id) SELECT id FROM messages")
     smash(path, leaves[len(leaves) // 2])  # one page of messages lost
     for page in pages_of(path, "messages_fts_data", "leaf")[:2]:  # and part of the index
         smash(path, page)
@@ -110,6 +115,8 @@ def test_doctor_rebuilds_from_every_readable_row(tmp_path: Path) -> None:
         assert sum(len(store.get_messages(s)) for s in sids) == report.saved_messages
         assert len(store.search("quokkas", limit=1000)) == report.saved_messages  # index rebuilt
         assert [h.session_id for h in store.search_sessions("quokkas")] == [sids[0]]
+        with store._read() as conn:  # noqa: SLF001 - marks of lost messages went with them
+            assert conn.execute("SELECT count(*) FROM marks").fetchone() == (report.saved_messages,)
     assert repair(path).healthy
     text = "\n".join(report.lines())
     assert str(report.backup) in text and f"saved 3 sessions and {report.saved_messages} messages" in text

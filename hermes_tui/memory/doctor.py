@@ -23,8 +23,8 @@ from hermes_tui.memory.text import index_text
 log = logging.getLogger(__name__)
 
 CHUNK = 500
-DERIVED = ("messages_fts", "sessions_fts", "long_messages")
-"""Tables the new store fills itself from the copied rows (index, excerpts)."""
+DERIVED = ("messages_fts", "sessions_fts", "long_messages", "frequent_top", "frequent_terms")
+"""Tables the new store fills itself from the copied rows (index, excerpts, ranking cache)."""
 
 
 @dataclass
@@ -140,6 +140,7 @@ def _copy(source: sqlite3.Connection, store: MemoryStore) -> tuple[int, int]:
                 continue
             counts[name] = _copy_table(source, target, name)
         _add_missing_sessions(target)
+        _drop_orphans(target)
     return counts.get("sessions", 0), counts.get("messages", 0)
 
 
@@ -194,6 +195,13 @@ def _probe_high(conn: sqlite3.Connection, table: str) -> int:
         return row[0] if row else 0
     except sqlite3.Error:
         return 0
+
+
+def _drop_orphans(target: sqlite3.Connection) -> None:
+    """Rows (of any other table) pointing at a message that was lost cannot be kept."""
+    for table, rowid, _parent, _fk in target.execute("PRAGMA foreign_key_check").fetchall():
+        if rowid is not None:
+            target.execute(f'DELETE FROM "{table}" WHERE rowid = ?', (rowid,))
 
 
 def _add_missing_sessions(target: sqlite3.Connection) -> None:
