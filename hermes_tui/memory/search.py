@@ -30,8 +30,8 @@ from hermes_tui.memory.text import Highlight, snippet
 
 CANDIDATES = 1000
 """How many of the newest matches a search ranks by relevance."""
-EXACT_MATCHES = 10_000
-"""Up to this many matches (of a rare clause) are all ranked, not just the newest."""
+EXACT_MATCHES = 5_000
+"""Up to this many matches of a rare clause next to a frequent one are all ranked."""
 DENSITY_SAMPLE = 4000
 """Newest messages sampled to estimate the share of messages a clause occurs in."""
 FREQUENT = 0.5
@@ -215,14 +215,15 @@ def _rank_all(
 ) -> list[tuple[int, float]]:
     """AND: the newest candidates matching everything, ranked by bm25 of the scoring clauses.
 
-    When a clause is rare enough, every match is a candidate: a frequent word next to a rare
-    one ("the zorblax") must not hide the rare word's best, older match.
+    When a rare clause stands beside a frequent one ("the zorblax"), every match is a
+    candidate: the frequent word must not hide the rare word's best, older match.
     """
+    scoring = density.scoring(query.clauses)
     rarest = min((density.share[c] for c in query.clauses), default=1.0) * density.indexed
-    cap = EXACT_MATCHES if rarest <= EXACT_MATCHES // 2 else CANDIDATES
+    mixed = scoring and len(scoring) < len(query.clauses)  # a rare clause beside a frequent one
+    cap = EXACT_MATCHES if mixed and rarest <= EXACT_MATCHES // 2 else CANDIDATES
     candidates = _newest(conn, query.expression(), scope, cap)
     scores = dict.fromkeys(candidates, 0.0)
-    scoring = density.scoring(query.clauses)
     if candidates and scoring:
         scores.update(_bm25(conn, scoring, candidates))
     return _ranked(scores)
