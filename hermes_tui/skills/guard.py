@@ -20,12 +20,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Rule:
+    """``pattern`` is only tried on lines holding one of ``keywords`` (lowercase substrings): every
+    pattern is line-local, and a 20 KB body must be checked in well under a millisecond."""
+
     kind: str  # what the user is told
+    keywords: tuple[str, ...]
     pattern: re.Pattern[str]
 
 
-def _rule(kind: str, *patterns: str) -> Rule:
-    return Rule(kind, re.compile("|".join(f"(?:{p})" for p in patterns), re.I | re.M))
+def _rule(kind: str, keywords: str, *patterns: str) -> Rule:
+    return Rule(kind, tuple(keywords.split()), re.compile("|".join(f"(?:{p})" for p in patterns), re.I | re.M))
 
 
 _SECRET_FILE = (
@@ -46,6 +50,7 @@ _SHELL = r"(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node)\b"
 RULES: tuple[Rule, ...] = (
     _rule(
         "tells the agent to override or ignore its rules",
+        "ignore disregard forget override bypass important urgent critical instruction tell inform mention alert notify without silently secretly covertly answering responding replying",
         r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+)?(?:of\s+)?(?:your\s+|the\s+)?"
         r"(?:previous|prior|above|earlier|all|any|your|system|safety|security|original)\b[^.\n]{0,30}"
         r"\b(?:instructions?|rules?|guidelines|prompts?|polic(?:y|ies)|restrictions|guardrails)\b",
@@ -58,6 +63,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "impersonates the system, the developer or the user",
+        "system developer im_start im_end [inst] <<sys>> now act message jailbreak dan god creator administrator",
         r"^\s*(?:#+\s*)?(?:system|developer)\s*(?:prompt|message|override)?\s*:",
         r"<\s*/?\s*(?:system|im_start|im_end|developer)\b[^>]*>|\[/?(?:system|inst)\]|<<sys>>",
         r"\byou\s+are\s+now\s+(?:a|an|the|dan|no\s+longer|free|unrestricted|in\s+(?:dan|developer|god)\s+mode)\b",
@@ -67,6 +73,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "reads credentials or .env files",
+        "env ssh id_ aws netrc credentials pgpass shadow kube docker gnupg wallet hermes memory.sqlite cookies login keychain echo print api password secret private",
         rf"\b(?:cat|less|more|head|tail|print|dump|base64|xxd|strings|read|type|get-content)\b[^\n|;]{{0,60}}{_SECRET_FILE}",
         rf"\bread_file\s*\(?\s*['\"]?[^'\"\n]{{0,40}}{_SECRET_FILE}",
         r"(?:^|[;|&`(]|\$\()\s*(?:env|printenv)\s*(?:$|[|>;&)`])",
@@ -76,6 +83,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "sends data to a URL",
+        "curl wget nc netcat socat telnet send post upload exfiltrate forward transmit email paste /dev/tcp",
         r"\|\s*(?:curl|wget|nc|ncat|netcat|socat|telnet)\b",
         rf"\b(?:curl|wget)\b[^\n]{{0,200}}(?:-T|--upload-file|-d|--data(?:-binary|-raw|-urlencode)?|-F\s*['\"]?\w+=|"
         rf"--post-file)[\s=]*['\"]?@?(?:~|\$HOME|/etc/|[^\s'\"]*{_SECRET_FILE})",
@@ -87,6 +95,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "pipes a download into a shell",
+        "curl wget iwr invoke-web irm invoke-rest",
         rf"\b{_FETCH}[^\n|;]*\|\s*{_STDIN_SHELL}",
         rf"{_SHELL}\s*(?:-c\s*)?[\"']?\s*<\(\s*{_FETCH}",
         rf"{_SHELL}\s+-c\s+[\"']?\$\(\s*{_FETCH}",
@@ -106,10 +115,12 @@ class Finding:
 
 def scan(parts: Iterable[str]) -> list[Finding]:
     """Every rule that matches any of ``parts`` (name, description, triggers, body), once each."""
-    text = "\n".join(parts)
+    lines = "\n".join(parts).splitlines()
+    lowered = [line.lower() for line in lines]
     findings: list[Finding] = []
     for rule in RULES:
-        match = rule.pattern.search(text)
+        chosen = [line for line, low in zip(lines, lowered, strict=True) if any(k in low for k in rule.keywords)]
+        match = rule.pattern.search("\n".join(chosen)) if chosen else None
         if match:
             excerpt = " ".join(match.group(0).split())
             findings.append(Finding(rule.kind, excerpt[:80] + ("…" if len(excerpt) > 80 else "")))

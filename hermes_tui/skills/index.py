@@ -283,14 +283,23 @@ class SkillIndex:
             return []
         if described_only:
             expression = "{name triggers description} : (" + expression + ")"
-        rows = self.conn.execute(
-            f"""SELECT r.*, m.score FROM (
-                    SELECT rowid, bm25(skills_fts, {', '.join(map(str, WEIGHTS))}) AS score
-                      FROM skills_fts WHERE skills_fts MATCH ?) m
-                  JOIN ({_ROW_SQL} WHERE {USABLE}) r ON r.id = m.rowid
-                 ORDER BY m.score, r.name LIMIT ? OFFSET ?""",
-            (expression, limit, offset),
-        )
+        # Rank inside FTS5 first and join only the best few (quarantined rows are rare, so a
+        # small overfetch covers them); fall back to ranking every match when it does not.
+        wanted = limit + offset
+        for cap in (2 * wanted + 20, -1):
+            rows = self.conn.execute(
+                f"""SELECT r.*, m.score FROM (
+                        SELECT rowid, bm25(skills_fts, {', '.join(map(str, WEIGHTS))}) AS score
+                          FROM skills_fts WHERE skills_fts MATCH ? ORDER BY score LIMIT ?) m
+                      JOIN ({_ROW_SQL} WHERE {USABLE}) r ON r.id = m.rowid
+                     ORDER BY m.score, r.name LIMIT ? OFFSET ?""",
+                (expression, cap, limit, offset),
+            ).fetchall()
+            if len(rows) == limit or cap == -1:
+                break
+            if self.conn.execute("SELECT count(*) FROM skills_fts WHERE skills_fts MATCH ?",
+                                 (expression,)).fetchone()[0] <= cap:
+                break
         return [(_row(r[:-1]), r[-1]) for r in rows]
 
     def described_terms(self, query: str, rowids: list[int]) -> dict[int, int]:
