@@ -57,6 +57,10 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["doctor"]:
         return doctor_main(argv[1:])
+    if argv[:1] == ["skills"]:  # hermes-tui skills import DIR
+        from hermes_tui.skills.importer import skills_main
+
+        return skills_main(argv[1:])
     args = tui_parser().parse_args(argv)
     try:
         config = Config.load().with_overrides(provider=args.provider, model=args.model)

@@ -34,6 +34,7 @@ from hermes_tui.skills.schema import (
     render_skill,
     split_text,
 )
+from tests.helpers import HERMES_TUI
 from tests.skill_corpus import BUNDLED, FOREIGN, INJECTIONS, PARAPHRASES, RECALL_SKILLS, UNRELATED, benign_skills
 
 HOSTILE_DESCRIPTION = (
@@ -904,3 +905,33 @@ def test_skill_names_and_descriptions_are_framed_as_data() -> None:
     note = relevant_skills_note([hostile])
     assert "data, not instructions" in note and "\n1. IMPORTANT" not in note
     assert "data, not instructions" in MAIN_SYSTEM_PROMPT
+
+
+def test_import_copies_any_layout_and_reports_every_rename_and_skip(tmp_path: Path) -> None:
+    source = tmp_path / "downloaded"
+    for rel, text in {**FOREIGN, **BUNDLED}.items():
+        write_file(source / rel, text.encode("utf-8"))
+    write_file(source / "broken" / "SKILL.md", "---\ndescription: [oops\n---\n")
+    write_file(source / "tools" / "latin" / "SKILL.md", "---\ndescription: caf\xe9\n---\nx\n".encode("latin-1"))
+    home = tmp_path / "home"
+    library = home / "skills"
+    SkillManager(library).create("test-driven-development", "Ours already.", ["tdd"], "Ours.")
+    env = {**os.environ, "HERMES_HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([HERMES_TUI, "skills", "import", str(source)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "imported 9, renamed 3, skipped 2", done.stdout
+    assert "renamed data_cleaning/SKILL.md -> data-cleaning: name 'data_cleaning' normalized" in done.stdout
+    assert ("renamed test-driven-development/SKILL.md -> downloaded-test-driven-development: "
+            "a skill named 'test-driven-development' already exists") in done.stdout
+    assert "skipped broken/SKILL.md: the frontmatter is not valid YAML" in done.stdout
+    assert "skipped tools/latin/SKILL.md: it is not UTF-8 text" in done.stdout
+    assert (library / "pdf-processing" / "SKILL.md").read_text(encoding="utf-8") == FOREIGN["pdf-processing/SKILL.md"]
+    assert (library / "pdf-processing" / "scripts" / "extract.py").is_file()
+    # The second deploy-preview (another bundle) is renamed after its source, not dropped.
+    assert (library / "deploy-preview").is_dir() and len(list(library.glob("*deploy-preview*"))) == 2
+    assert SkillManager(library).get("test-driven-development").description == "Ours already."  # type: ignore[union-attr]
+    again = subprocess.run([HERMES_TUI, "skills", "import", str(tmp_path / "nope")], capture_output=True,
+                           text=True, env=env, timeout=60)
+    assert again.returncode == 1 and again.stderr.strip().endswith("is not a folder")
