@@ -1,8 +1,15 @@
-"""SkillsPane: browse, filter, preview, use, edit and delete the skills Hermes wrote.
+"""SkillsPane: browse, filter, preview, use, edit, version and delete skills; see what is held back.
 
-Skill files are read in a thread worker (the manager stats every file on each read) and the
-table is rebuilt on the app thread. Table cells are Rich ``Text`` objects: a plain string
-cell would be parsed as markup, and descriptions are written by a model or a user.
+Typing always filters: letters never run actions, whichever table has focus (they are sent to the
+filter box). Actions use Enter, F-keys and ctrl keys the filter box does not use. Below the
+skills, a second table lists what the library does not offer — quarantined skills with the
+guard's reason (ctrl+t approves that exact content, F10 deletes) and skipped files with theirs.
+F7 shows a skill's versions and the diff of its newest pending proposal (F8 accepts it) or of its
+last change (F9 restores the version before it).
+
+Skill files are read in thread workers; tables are rebuilt on the app thread. Table cells are
+Rich ``Text`` objects: a plain string cell would be parsed as markup, and descriptions are written
+by a model or a stranger.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import time
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -22,7 +29,7 @@ from textual.widgets import DataTable, Input, Markdown, Static
 from textual.worker import get_current_worker
 
 from hermes_tui.memory.store import MemoryStore
-from hermes_tui.skills.manager import SkillError, SkillManager
+from hermes_tui.skills.manager import HeldBack, SkillError, SkillManager
 from hermes_tui.skills.schema import Skill
 from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.messages import EditSkill, UseSkill
@@ -36,6 +43,7 @@ USES_WIDTH = 4
 VERSION_WIDTH = 4
 DESCRIPTION_WIDTH_MIN = 12
 EMPTY_PREVIEW = "*No skill selected.*"
+FENCE = "`" * 3
 
 
 def skill_markdown(skill: Skill) -> str:
@@ -43,14 +51,20 @@ def skill_markdown(skill: Skill) -> str:
     updated = time.strftime("%Y-%m-%d", time.localtime(skill.updated))
     facts = f"version {skill.version} · used {skill.use_count}× · updated {updated}"
     lines = [f"## {skill.name}", "", skill.description, "", f"*{facts}*"]
+    if skill.notice:
+        lines += ["", f"*Note: {skill.notice}*"]
     if skill.triggers:
         lines += ["", "**Triggers:** " + ", ".join(skill.triggers)]
     lines += ["", "---", "", skill.body or "*This skill has no body.*"]
     return "\n".join(lines)
 
 
+def _code(text: str, kind: str = "text") -> list[str]:
+    return [f"{FENCE}{kind}", text.replace(FENCE, "~~~"), FENCE]
+
+
 class SkillsPane(Widget):
-    """Filter box, skills table and Markdown preview of the highlighted skill."""
+    """Filter box, skills table, held-back table and Markdown preview."""
 
     DEFAULT_CSS = """
     SkillsPane {
@@ -67,6 +81,15 @@ class SkillsPane(Widget):
         overflow-x: hidden;
         scrollbar-gutter: stable;
     }
+    SkillsPane > #skills-held {
+        height: auto;
+        max-height: 7;
+        overflow-x: hidden;
+        border-top: solid $warning 40%;
+    }
+    SkillsPane > #skills-held.-empty {
+        display: none;
+    }
     SkillsPane > #skills-preview {
         height: 1fr;
         border-top: solid $primary 40%;
@@ -74,12 +97,15 @@ class SkillsPane(Widget):
     """
 
     BINDINGS = [
-        Binding("u", "use", "Use"),
-        Binding("e", "edit", "Edit"),
-        Binding("d", "delete", "Delete"),
-        Binding("r", "reload", "Reload"),
-        Binding("slash", "focus_filter", "Filter"),
-        Binding("down", "focus_table", "Skills", show=False),
+        Binding("f6", "edit", "Edit"),
+        Binding("f7", "versions", "Versions"),
+        Binding("f8", "accept", "Accept"),
+        Binding("f9", "restore", "Restore"),
+        Binding("ctrl+t", "approve", "Approve"),
+        Binding("f10,shift+delete", "delete", "Delete"),
+        Binding("ctrl+r", "reload", "Reload"),
+        Binding("down", "move(1)", "Next", show=False),
+        Binding("up", "move(-1)", "Previous", show=False),
     ]
 
     def __init__(self, *, memory: MemoryStore, skills: SkillManager, **widget_kwargs: Any) -> None:
@@ -87,15 +113,19 @@ class SkillsPane(Widget):
         del memory  # every pane takes both stores; this one only needs the skills
         self._manager = skills
         self._skills: list[Skill] = []
+        self._held: list[HeldBack] = []
+        self._versions_shown = False
         self._query = ""
         self._previewed = EMPTY_PREVIEW
         self._table_width = 0
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="Filter skills: type what you want to do", id="skills-filter")
+        yield Input(placeholder="Filter skills: type what you want to do", id="skills-filter", select_on_focus=False)
         yield Static(id="skills-status")
         table: DataTable[Text] = DataTable(id="skills-table", cursor_type="row", zebra_stripes=True)
         yield table
+        held: DataTable[Text] = DataTable(id="skills-held", cursor_type="row", classes="-empty")
+        yield held
         with VerticalScroll(id="skills-preview"):
             yield Markdown(EMPTY_PREVIEW, id="skills-preview-body")
 
@@ -109,7 +139,7 @@ class SkillsPane(Widget):
         self._load(self.query_one("#skills-filter", Input).value)
 
     def focus_main(self) -> None:
-        self.query_one("#skills-table", DataTable).focus()
+        self.query_one("#skills-filter", Input).focus()
 
     def set_filter(self, text: str) -> None:
         """Show the skills matching ``text`` (the ``/skills filter`` command)."""
@@ -125,6 +155,13 @@ class SkillsPane(Widget):
         row = self.query_one("#skills-table", DataTable).cursor_row
         return self._skills[row] if 0 <= row < len(self._skills) else None
 
+    @property
+    def selected_held(self) -> HeldBack | None:
+        """The highlighted quarantined or skipped file, when that table has focus."""
+        table = self.query_one("#skills-held", DataTable)
+        row = table.cursor_row
+        return self._held[row] if table.has_focus and 0 <= row < len(self._held) else None
+
     # -- loading
 
     @work(thread=True, exclusive=True, group="skills-load")
@@ -135,13 +172,14 @@ class SkillsPane(Widget):
             if reload:
                 self._manager.reload()
             skills = self._manager.search(query, limit=SEARCH_LIMIT) if query.strip() else self._manager.list()
+            held = self._manager.held_back()
         except Exception as exc:  # the manager skips bad files; this only keeps the pane alive
             log.exception("listing skills failed")
-            skills, error = [], str(exc) or type(exc).__name__
+            skills, held, error = [], [], str(exc) or type(exc).__name__
         if not worker.is_cancelled:
-            self.app.call_from_thread(self._show, query, skills, error)
+            self.app.call_from_thread(self._show, query, skills, held, error)
 
-    def _show(self, query: str, skills: list[Skill], error: str | None) -> None:
+    def _show(self, query: str, skills: list[Skill], held: list[HeldBack], error: str | None) -> None:
         if not self.is_attached:
             return
         same_query = query == self._query
@@ -149,12 +187,14 @@ class SkillsPane(Widget):
         self._query = query
         self._skills = skills
         self._render_table(keep)
+        self._show_held(held)
         self._show_status(query, error)
         self._show_preview(self.selected)
         self.refresh_bindings()
 
     def _show_status(self, query: str, error: str | None) -> None:
         count = len(self._skills)
+        held = f" · {len(self._held)} held back (below)" if self._held else ""
         if error is not None:
             status = Content.assemble(("Could not read the skills: ", "$text-error"), error)
         elif query.strip() and not count:
@@ -162,9 +202,9 @@ class SkillsPane(Widget):
         elif query.strip():
             status = Content.assemble(f"{count} matching “", printable(query), "”, best first")
         elif not count:
-            status = Content("No skills yet: Hermes writes one after it solves a multi-step task.")
+            status = Content("No skills yet: Hermes writes one after it solves a multi-step task." + held)
         else:
-            status = Content(f"{count} skill{'s' if count != 1 else ''}, most used first")
+            status = Content(f"{count} skill{'s' if count != 1 else ''}, most used first{held}")
         self.query_one("#skills-status", Static).update(status)
 
     def _cursor_place(self) -> tuple[str, int] | None:
@@ -190,13 +230,29 @@ class SkillsPane(Widget):
                 Text(skill.name, no_wrap=True, overflow="ellipsis"),
                 Text(str(skill.use_count).rjust(USES_WIDTH)),
                 Text(f"v{skill.version}"),
-                Text(skill.description, no_wrap=True, overflow="ellipsis"),
+                Text(printable(skill.description), no_wrap=True, overflow="ellipsis"),
                 key=skill.name,
             )
         names = [s.name for s in self._skills]
         if keep is not None and names:
             name, row = keep
             table.move_cursor(row=names.index(name) if name in names else min(row, len(names) - 1))
+
+    def _show_held(self, held: list[HeldBack]) -> None:
+        """The held-back table: quarantined skills and skipped files, each with its reason."""
+        self._held = held
+        table = self.query_one("#skills-held", DataTable)
+        row = table.cursor_row
+        table.clear(columns=True)
+        table.add_column("Held back", key="what")
+        table.add_column("Why", key="why")
+        for item in held:
+            state = "quarantined" if item.quarantined else "skipped"
+            table.add_row(Text(printable(f"{item.name or item.path} ({state})"), no_wrap=True, overflow="ellipsis"),
+                          Text(printable(item.reason), no_wrap=True, overflow="ellipsis"))
+        table.set_class(not held, "-empty")
+        if held:
+            table.move_cursor(row=min(max(row, 0), len(held) - 1))
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._fit_columns)
@@ -207,15 +263,60 @@ class SkillsPane(Widget):
         if table.scrollable_content_region.width != self._table_width:
             self._render_table(self._cursor_place())
 
+    # -- the preview
+
     def _show_preview(self, skill: Skill | None) -> None:
         if skill is not None and not skill.body:  # lists carry no bodies; read this one file
             skill = self._manager.get(skill.name) or skill
-        text = skill_markdown(skill) if skill else EMPTY_PREVIEW
+        if skill is None:
+            text = EMPTY_PREVIEW
+        elif self._versions_shown:
+            text = self._versions_markdown(skill)
+        else:
+            text = skill_markdown(skill)
+        self._set_preview(text)
+
+    def _set_preview(self, text: str) -> None:
         if text == self._previewed:
             return  # unchanged: skip the re-parse (and keep the reader's scroll position)
         self._previewed = text
         self.query_one("#skills-preview-body", Markdown).update(text)
         self.query_one("#skills-preview", VerticalScroll).scroll_home(animate=False)
+
+    def _versions_markdown(self, skill: Skill) -> str:
+        """The version list, then the diff F8 or F9 would apply."""
+        try:
+            versions = self._manager.versions(skill.name)
+            pending = [v for v in versions if v.kind == "pending"]
+            archived = [v for v in versions if v.kind == "archived"]
+            lines = [f"## {skill.name}: versions", ""]
+            for v in versions:
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(v.time))
+                lines.append(f"- `{v.label}` ({v.kind}, {when})")
+            diff = ""
+            if pending:
+                diff = self._manager.diff(skill.name, "current", pending[-1].label)
+                lines += ["", f"**F8 accepts `{pending[-1].label}`** (the current file is archived first):"]
+            elif archived:
+                diff = self._manager.diff(skill.name, archived[-1].label, "current")
+                lines += ["", f"**Last change** (F9 restores `{archived[-1].label}` as a new version):"]
+            else:
+                lines += ["", "*No other version yet.*"]
+        except (SkillError, OSError) as exc:
+            return f"*Could not read the versions: {exc}*"
+        if diff:
+            lines += ["", *_code(diff, "diff")]
+        return "\n".join(lines)
+
+    def _show_held_preview(self, item: HeldBack) -> None:
+        state = "Quarantined by the skill guard" if item.quarantined else "Skipped"
+        lines = [f"## {item.name or item.path}", "", f"**{state}:** {item.reason}", "", f"File: `{item.path}`"]
+        if item.quarantined:
+            lines += ["", "ctrl+t approves this exact content; F10 deletes the skill."]
+            skill = self._manager.get(item.name or "")
+            if skill is not None:
+                lines += ["", "---", "", *_code(skill.body)]
+        self._set_preview("\n".join(lines))
 
     # -- events
 
@@ -225,7 +326,7 @@ class SkillsPane(Widget):
 
     @on(Input.Submitted, "#skills-filter")
     def _filter_submitted(self) -> None:
-        self.focus_main()
+        self.action_use()
 
     @on(DataTable.RowHighlighted, "#skills-table")
     def _row_highlighted(self) -> None:
@@ -236,7 +337,25 @@ class SkillsPane(Widget):
     def _row_selected(self) -> None:
         self.action_use()
 
+    @on(DataTable.RowHighlighted, "#skills-held")
+    def _held_highlighted(self) -> None:
+        if item := self.selected_held:
+            self._show_held_preview(item)
+        self.refresh_bindings()
+
+    def on_key(self, event: events.Key) -> None:
+        """Letters typed anywhere in the pane go to the filter (they are never commands)."""
+        box = self.query_one("#skills-filter", Input)
+        if event.is_printable and event.character and not box.has_focus:
+            box.focus()
+            box.insert_text_at_cursor(event.character)
+            event.stop()
+
     def on_descendant_focus(self) -> None:
+        if item := self.selected_held:
+            self._show_held_preview(item)
+        elif self.query_one("#skills-table", DataTable).has_focus:
+            self._show_preview(self.selected)
         self.refresh_bindings()
 
     def on_descendant_blur(self) -> None:
@@ -245,12 +364,14 @@ class SkillsPane(Widget):
     # -- actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Letter keys belong to the filter box while it has focus; skill actions need a skill."""
-        if action in ("use", "edit", "delete", "reload", "focus_filter"):
-            if self.query_one("#skills-filter", Input).has_focus:
-                return False
-        if action in ("use", "edit", "delete") and self.selected is None:
-            return None
+        """Skill actions need a highlighted skill; approve needs a quarantined one."""
+        held = self.selected_held
+        if action == "approve":
+            return True if held is not None and held.quarantined else None
+        if action == "delete":
+            return True if (held.quarantined if held is not None else self.selected is not None) else None
+        if action in ("use", "edit", "versions", "accept", "restore"):
+            return True if held is None and self.selected is not None else None
         return True
 
     def action_use(self) -> None:
@@ -262,10 +383,10 @@ class SkillsPane(Widget):
             self.post_message(EditSkill(skill.name))
 
     def action_delete(self) -> None:
-        skill = self.selected
-        if skill is None:
+        held = self.selected_held
+        name = held.name if held is not None else (self.selected.name if self.selected else None)
+        if name is None:
             return
-        name = skill.name
 
         def confirmed(yes: bool | None) -> None:
             if yes:
@@ -277,11 +398,72 @@ class SkillsPane(Widget):
     def action_reload(self) -> None:
         self._load(self._query, reload=True)
 
-    def action_focus_filter(self) -> None:
-        self.query_one("#skills-filter", Input).focus()
+    def action_move(self, step: int) -> None:
+        """Up/down move through the skills, from the filter box too."""
+        focused = next((t for t in self.query(DataTable) if t.has_focus), None)
+        table = focused or self.query_one("#skills-table", DataTable)
+        if table.row_count:
+            table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)))
 
-    def action_focus_table(self) -> None:
-        self.focus_main()
+    def action_versions(self) -> None:
+        self._versions_shown = not self._versions_shown
+        self._show_preview(self.selected)
+
+    def action_accept(self) -> None:
+        skill = self.selected
+        if skill is None:
+            return
+        pending = [v for v in self._manager.versions(skill.name) if v.kind == "pending"]
+        if not pending:
+            self.app.notify(f"{skill.name} has no pending proposal.", markup=False)
+            return
+        self._change(skill.name, "accept", pending[-1].label)
+
+    def action_restore(self) -> None:
+        skill = self.selected
+        if skill is None:
+            return
+        archived = [v for v in self._manager.versions(skill.name) if v.kind == "archived"]
+        if not archived or archived[-1].number is None:
+            self.app.notify(f"{skill.name} has no earlier version.", markup=False)
+            return
+        number = archived[-1].number
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._change(skill.name, "restore", number)
+
+        self.app.push_screen(ConfirmScreen(f"Restore v{number} of “{skill.name}” as a new version? "
+                                           "The current file is archived first."), confirmed)
+
+    def action_approve(self) -> None:
+        held = self.selected_held
+        if held is not None and held.quarantined and held.name:
+            self._change(held.name, "approve", None)
+
+    @work(thread=True, group="skills-change")
+    def _change(self, name: str, what: str, argument: object) -> None:
+        error: str | None = None
+        try:
+            if what == "accept":
+                self._manager.accept(name, str(argument))
+            elif what == "restore":
+                self._manager.restore(name, int(str(argument)))
+            else:
+                self._manager.approve(name)
+        except (SkillError, OSError) as exc:
+            error = str(exc)
+        self.app.call_from_thread(self._changed, name, what, error)
+
+    def _changed(self, name: str, what: str, error: str | None) -> None:
+        done = {"accept": "Accepted the proposal for", "restore": "Restored", "approve": "Approved"}[what]
+        if error is None:
+            self.app.notify(f"{done} {name}.", markup=False)
+        else:
+            self.app.notify(f"Could not change {name}: {error}", severity="error", markup=False)
+        self._previewed = ""
+        if self.is_attached:
+            self.refresh_data()
 
     @work(thread=True, group="skills-delete")
     def _delete(self, name: str) -> None:

@@ -7,12 +7,14 @@ page inserts it with ``textContent``) or, in fields named ``html``, markup that 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, request
 from werkzeug.exceptions import ServiceUnavailable
 
 from hermes_tui.memory.store import Message, SessionInfo
+from hermes_tui.skills.manager import SkillError, SkillManager, SkillNotFoundError
 from hermes_tui.skills.schema import Skill
 from hermes_tui.web.chat import TurnStream
 from hermes_tui.web.context import session_key, web
@@ -154,15 +156,71 @@ def cancel() -> Response:
 
 @bp.get("/skills")
 def list_skills() -> Response:
-    return jsonify(skills=[_skill(s) for s in web().state.skills.list()])
+    """Usable skills, and those held back (quarantined by the guard, or skipped) with the reason."""
+    skills = web().state.skills
+    held = [{"name": h.name, "path": h.path, "reason": h.reason, "quarantined": h.quarantined}
+            for h in skills.held_back()]
+    return jsonify(skills=[_skill(s) for s in skills.list()], held_back=held)
 
 
-@bp.get("/skills/<name>")
+@bp.get("/skills/<path:name>")
 def get_skill(name: str) -> Response:
     skill = web().state.skills.get(name)
     if skill is None:
         abort(404, "there is no skill by that name")
-    return jsonify(**_skill(skill), html=markdown_html(skill.body))
+    return jsonify(**_skill(skill), quarantine=skill.quarantine, notice=skill.notice,
+                   html=markdown_html(skill.body))
+
+
+@bp.get("/skills/<path:name>/versions")
+def skill_versions(name: str) -> Response:
+    """The versions, and the diff of the newest pending proposal (else of the last change)."""
+    skills = web().state.skills
+    try:
+        versions = skills.versions(name)
+    except SkillNotFoundError:
+        abort(404, "there is no skill by that name")
+    pending = [v.label for v in versions if v.kind == "pending"]
+    archived = [v.label for v in versions if v.kind == "archived"]
+    pair = ("current", pending[-1]) if pending else (archived[-1], "current") if archived else None
+    return jsonify(versions=[{"label": v.label, "kind": v.kind, "number": v.number, "time": v.time}
+                             for v in versions],
+                   diff_of=pair, diff=skills.diff(name, *pair) if pair else "")
+
+
+@bp.post("/skills/<path:name>/approve")
+def approve_skill(name: str) -> Response:
+    """Release a quarantined skill (this exact content; an edit is checked again)."""
+    return _skill_change(lambda skills: skills.approve(name))
+
+
+@bp.post("/skills/<path:name>/accept")
+def accept_skill(name: str) -> Response:
+    data = request.get_json(silent=True)
+    label = data.get("label") if isinstance(data, dict) else None
+    if not isinstance(label, str):
+        abort(400, 'send JSON {"label": "pending-..."}')
+    return _skill_change(lambda skills: skills.accept(name, label))
+
+
+@bp.delete("/skills/<path:name>")
+def delete_skill(name: str) -> Response:
+    skills = web().state.skills
+    try:
+        skills.delete(name)
+    except SkillNotFoundError:
+        abort(404, "there is no skill by that name")
+    return jsonify(deleted=name)
+
+
+def _skill_change(change: Callable[[SkillManager], Skill]) -> Response:
+    try:
+        skill = change(web().state.skills)
+    except SkillNotFoundError:
+        abort(404, "there is no skill or version by that name")
+    except SkillError as exc:
+        abort(409, str(exc))
+    return jsonify(**_skill(skill))
 
 
 @bp.get("/memory/search")

@@ -365,14 +365,59 @@
       item.append(button);
       list.append(item);
     }
+    // Held back: quarantined by the skill guard (approve or delete), or skipped, with the reason.
+    const held = $("skill-held");
+    held.replaceChildren();
+    for (const h of data.held_back || []) {
+      const item = el("li", h.quarantined ? "quarantined" : "skipped");
+      item.append(el("span", "title", `${h.name || h.path} (${h.quarantined ? "quarantined" : "skipped"})`),
+                  el("span", "meta", h.reason));
+      if (h.quarantined) {
+        item.append(skillButton("Approve", () => apiJson("POST", skillUrl(h.name, "/approve"))),
+                    skillButton("Delete", () => apiJson("DELETE", skillUrl(h.name, ""))));
+      }
+      held.append(item);
+    }
+  }
+
+  function skillUrl(name, tail) {
+    return `/api/skills/${name.split("/").map(encodeURIComponent).join("/")}${tail}`;
+  }
+
+  function skillButton(label, action) {
+    const button = el("button", "skill-action", label);
+    button.type = "button";
+    button.addEventListener("click", async () => {
+      try {
+        await action();
+      } catch (e) {
+        setStatus(e.message);
+      }
+      await loadSkills();
+    });
+    return button;
   }
 
   async function openSkill(name) {
-    const s = await apiJson("GET", `/api/skills/${encodeURIComponent(name)}`);
+    const s = await apiJson("GET", skillUrl(name, ""));
     $("skill-name").textContent = s.name;
     $("skill-meta").textContent = `v${s.version} · used ${s.use_count}× · ${s.triggers.join(", ")}`;
     $("skill-description").textContent = s.description;
     setSanitizedHtml($("skill-body"), s.html);
+    const v = await apiJson("GET", skillUrl(name, "/versions"));
+    const actions = $("skill-actions");
+    actions.replaceChildren(el("span", "", `versions: ${v.versions.map((x) => x.label).join(", ")}`));
+    const pending = v.versions.filter((x) => x.kind === "pending");
+    if (pending.length) {
+      const label = pending[pending.length - 1].label;
+      actions.append(skillButton(`Accept ${label}`, async () => {
+        await apiJson("POST", skillUrl(name, "/accept"), { label });
+        await openSkill(name);
+      }));
+    }
+    actions.hidden = false;
+    $("skill-diff").textContent = v.diff;  // plain text: a diff of untrusted files
+    $("skill-diff").hidden = !v.diff;
     $("skill-detail").hidden = false;
   }
 
