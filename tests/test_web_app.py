@@ -218,7 +218,8 @@ def test_every_route_but_login_and_static_requires_login(app: Flask) -> None:
             checked.add(f"{method} {rule.rule}")
     assert {"GET /", "POST /logout", "GET /api/sessions", "GET /api/sessions/<int:session_id>",
             "POST /api/sessions", "POST /api/chat", "POST /api/chat/cancel", "GET /api/skills",
-            "GET /api/skills/<name>", "GET /api/memory/search"} <= checked
+            "GET /api/skills/<path:name>", "GET /api/skills/<path:name>/versions", "POST /api/skills/<path:name>/approve",
+            "POST /api/skills/<path:name>/accept", "DELETE /api/skills/<path:name>", "GET /api/memory/search"} <= checked
     # Unknown URLs do not reveal whether they exist.
     assert client.get("/api/does-not-exist").status_code == 401
     assert client.get("/nowhere").status_code == 302
