@@ -16,6 +16,7 @@ from hermes_tui.logs import log_folder, setup_logging
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.envfile import update_env_file
+from hermes_tui.web.webdb import WebDB
 
 
 def mode(path: Path) -> int:
@@ -42,6 +43,7 @@ def test_everything_created_is_private(existed: bool, tmp_path: Path, monkeypatc
     if not existed:
         assert [mode(p) for p in (tmp_path / "a", tmp_path / "a" / "b", home)] == [0o700] * 3
 
+    WebDB(config.db_path)  # the web may be first to create the shared file
     memory = MemoryStore(config.db_path)
     memory.add_message(memory.new_session(), "user", "private words")
     skills = SkillManager(config.skills_dir)
@@ -71,3 +73,16 @@ def test_an_old_world_readable_database_is_tightened(tmp_path: Path) -> None:
     os.chmod(db, 0o644)
     MemoryStore(db).close()
     assert mode(db) == 0o600
+
+
+def test_journal_files_left_readable_by_an_older_run_are_tightened(tmp_path: Path) -> None:
+    db = tmp_path / "memory.sqlite3"
+    MemoryStore(db).close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").write_bytes(b"")
+        os.chmod(f"{db}{suffix}", 0o644)
+    store = MemoryStore(db)
+    try:
+        assert [mode(Path(f"{db}{s}")) for s in ("", "-wal", "-shm")] == [0o600] * 3
+    finally:
+        store.close()

@@ -36,7 +36,7 @@ from hermes_tui.memory.text import (
     SNIPPET_SCAN,
     index_text,
 )
-from hermes_tui.private import private_file
+from hermes_tui.private import private_database
 
 __all__ = [
     "HIT_END", "HIT_START", "MemoryStore", "Message", "SearchHit", "SessionHit", "SessionInfo",
@@ -452,7 +452,7 @@ class MemoryStore:
                            "messages are not saved (make the file and its folder writable)")
         else:
             try:
-                private_file(self.path)  # SQLite gives its -wal and -shm files the file's mode
+                private_database(self.path)  # SQLite gives its -wal and -shm files the file's mode
             except OSError as exc:
                 raise StoreError(self.path, f"the file cannot be created ({exc.strerror})",
                                  "check that its folder exists and is writable") from exc

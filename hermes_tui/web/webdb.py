@@ -17,6 +17,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from hermes_tui.memory.store import enable_wal, immediate
+from hermes_tui.private import private_database
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -26,7 +27,7 @@ class WebDB:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_database(self.path)  # it may be the first to create the shared database file
         conn = self._connect()
         try:
             enable_wal(conn)  # persistent in the file: once is enough
