@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
 from hermes_tui.config import Config, ConfigError
-from hermes_tui.tui import commands
+from hermes_tui.tui import actions, commands
 from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
 from hermes_tui.tui.chat import ChatPane
 from hermes_tui.tui.format import short_path
@@ -48,26 +47,19 @@ STYLESHEET = Path(__file__).parent.parent / "hermes.tcss"
 SUMMARY_TIMEOUT = 3.0  # seconds a session summary may take when leaving a session
 QUIT_GRACE = 4.0  # the most quitting waits for the summary (an unreachable provider never hangs it)
 CANCEL_GRACE = 2.0  # how long quitting waits for a cancelled turn to wind down
-PANES = {"chat": ("Chat", "F2"), "skills": ("Skills", "F3"), "memory": ("Memory", "F4"), "sessions": ("Sessions", "F5")}
+PANES = {name: (title, actions.PANE_KEYS[name][0].upper()) for name, title in actions.PANE_TITLES.items()}
+QUIT_CONFIRM = 2.0  # seconds within which a second ctrl+c quits
 
 
 class HermesApp(App[int]):
     CSS_PATH = STYLESHEET
     TITLE = "Hermes"
-    # F-keys reach the app in every common terminal and in tmux; alt+digit is the fallback where
-    # F-keys are taken (macOS needs "Option as Meta"). Priority: alt+1 would otherwise type "1".
-    BINDINGS = [
-        Binding("f2,alt+1", "show_pane('chat')", "Chat", priority=True),
-        Binding("f3,alt+2", "show_pane('skills')", "Skills", priority=True),
-        Binding("f4,alt+3", "show_pane('memory')", "Memory", priority=True),
-        Binding("f5,alt+4", "show_pane('sessions')", "Sessions", priority=True),
-        Binding("f1", "command('help')", "Help", show=False),
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-    ]
+    BINDINGS = actions.bindings("app")  # declared once, in actions.ACTIONS
 
     def __init__(self, config: Config, stores: Stores, *, session_id: int | None = None,
                  clock: Clock | None = None) -> None:
         super().__init__()
+        actions.restore_alt_digits()
         self.config = config
         self.stores = stores
         self.clock: Clock = clock or time.monotonic
@@ -78,6 +70,7 @@ class HermesApp(App[int]):
         self._resume_at_start = session_id
         self._summaries: list[threading.Thread] = []
         self._quitting = False
+        self._quit_armed_until = 0.0
 
     @property
     def command_runner(self) -> CommandRunner:
@@ -186,30 +179,36 @@ class HermesApp(App[int]):
     # -- the prompt
 
     async def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
+        """The prompt is already empty (it empties on Enter); the text is run, sent, queued, or
+        given back to the prompt, never dropped."""
         text = event.text
+        self.history.add(text)
         invocation = commands.parse(text)
         if invocation is not None:
-            self.history.add(text)
-            event.prompt.clear()
-            await self.command_runner.run(invocation)
+            await self.command_runner.run(invocation, text)
             return
-        await self.send(text)
+        await self.send(commands.as_message(text))
 
     async def send(self, text: str) -> None:
-        """Start a turn; the text stays in the prompt when it cannot start (busy, no key)."""
+        """Start a turn; while one runs the message is queued; without a key it goes back to the prompt."""
         if self.chat.busy:
-            self.notify("Hermes is still working: wait for the answer, or press Esc to cancel it.")
+            self.chat.queue(text)
             return
         try:
             self.config.require_api_key()
         except ConfigError as exc:
+            self.chat.prompt.give_back(text)
             self.notify(str(exc), severity="warning", markup=False)
             self.open_setup()
             return
-        self.history.add(text)
         loop = self.session.ensure_loop()
         self.show_header()
-        await self.chat.start_turn(loop, commands.as_message(text))
+        await self.chat.start_turn(loop, text)
+
+    async def on_chat_pane_turn_ended(self, message: ChatPane.TurnEnded) -> None:
+        chat = message.control
+        if chat.is_attached and not chat.busy and not self._quitting and (text := chat.next_queued()) is not None:
+            await self.send(text)
 
     # -- chat pane reports
 
@@ -233,6 +232,30 @@ class HermesApp(App[int]):
         yield from super().get_system_commands(screen)
         for command in commands.COMMANDS:
             yield SystemCommand(command.title, command.help, self.command_runner.palette_callback(command))
+        for action in actions.ACTIONS:
+            if action.palette:
+                yield SystemCommand(f"{action.label} ({action.key_text})", action.help,
+                                    lambda action=action.action: self.run_action(action))
+
+    def action_interrupt(self) -> None:
+        """ctrl+c: copy a selection; else cancel the running turn; else a second press quits."""
+        selected = self.screen.get_selected_text() or self._prompt_selection()
+        if selected:
+            self.copy_to_clipboard(selected)
+            self.notify("Copied the selection.", timeout=2)
+            return
+        if self.screen is self.screen_stack[0] and self.chat.cancel_turn():
+            self.approvals.deny_pending()
+            return
+        if self.clock() < self._quit_armed_until:
+            self.action_quit()
+            return
+        self._quit_armed_until = self.clock() + QUIT_CONFIRM
+        self.notify("Press ctrl+c again to quit (ctrl+q quits too).", timeout=QUIT_CONFIRM)
+
+    def _prompt_selection(self) -> str:
+        prompt = self.chat.prompt
+        return prompt.selected_text if prompt.has_focus else ""
 
     # -- sessions
 

@@ -21,6 +21,11 @@ DENIED = "The user denied this {name} call. Do not retry it; ask the user how to
 CANCELLED = "Cancelled by the user before it ran."
 
 
+def refused(result: str) -> bool:
+    """Whether a stored tool result says the call was denied or cancelled (shown ✗ on resume)."""
+    return result.startswith((DENIED.split("{", 1)[0], CANCELLED))
+
+
 class ApprovalRequest(Message):
     """Posted by the worker thread (``post_message`` is thread-safe); the app calls ``show``."""
 

@@ -84,7 +84,7 @@ class ToolCallView(Vertical):
             mark = (spinner_frame(self.clock()), "$accent")
             timing: str | None = elapsed(self.clock() - self.started)
         elif self.restored:
-            mark, timing = ("•", "$text-muted"), None
+            mark, timing = ("•", "$text-muted") if self.ok else ("✗", "$error bold"), None
         else:
             mark = ("✓", "$success bold") if self.ok else ("✗", "$error bold")
             timing = duration(self.seconds or 0.0)
@@ -121,7 +121,8 @@ class ToolCallView(Vertical):
         self._tick()
         await self.mount(self._output())
 
-    def restore(self, result: str) -> None:
-        """Before mounting: a call from a stored session (its duration and outcome were not kept)."""
+    def restore(self, result: str, ok: bool = True) -> None:
+        """Before mounting: a call from a stored session (its duration was not kept; a denied or
+        cancelled call shows ✗)."""
         self.restored = True
-        self._settle(result, True)
+        self._settle(result, ok)

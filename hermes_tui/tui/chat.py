@@ -13,12 +13,14 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
+from textual.widgets import Static
 
-from hermes_tui.tui.format import widget_id
+from hermes_tui.textsafe import StreamCleaner, printable, printable_data
+from hermes_tui.tui import actions
+from hermes_tui.tui.format import one_line, widget_id
 from hermes_tui.tui.history import PromptHistory
 from hermes_tui.tui.inbox import EventInbox, EventsReady
 from hermes_tui.tui.prompt import PromptArea
@@ -55,8 +57,18 @@ UPDATE_SHARE = 4  # wait at least 4x the last append's cost: appends take <= ~1/
 PLACEHOLDER = "Message Hermes · Enter sends · ctrl+j new line · / commands · ↑ history"
 
 
+class QueuedMessages(Static):
+    """The messages typed while a turn runs, waiting to be sent (shown above the prompt)."""
+
+    def show(self, texts: list[str]) -> None:
+        self.display = bool(texts)
+        lines = [f"⧗ queued: {one_line(printable(text), 200)}" for text in texts]
+        lines.append("sent when the answer ends · Esc takes the last one back")
+        self.update("\n".join(lines))
+
+
 class ChatPane(Widget):
-    BINDINGS = [Binding("escape", "cancel_turn", "Cancel turn")]
+    BINDINGS = actions.bindings("chat")
 
     class Activity(Message):
         """What the agent does now (None: idle); ``since`` starts an elapsed-time counter."""
@@ -75,6 +87,17 @@ class ChatPane(Widget):
     class FlushDue(Message):
         """Time to hand the pending answer text to the Markdown stream."""
 
+    class TurnEnded(Message):
+        """The turn is over: the app sends the next queued message, if any."""
+
+        def __init__(self, chat: ChatPane) -> None:
+            super().__init__()
+            self.chat = chat
+
+        @property
+        def control(self) -> ChatPane:
+            return self.chat
+
     def __init__(self, history: PromptHistory, clock: Clock, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.history = history
@@ -87,13 +110,17 @@ class ChatPane(Widget):
         self._pending_text: list[str] = []
         self._flush_timer: Timer | None = None
         self._tools: dict[str, ToolCallView] = {}
+        self._cleaner = StreamCleaner()
+        self.queued: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="conversation")
+        yield QueuedMessages(id="queued", markup=False)
         yield PromptArea(self.history, id="prompt", placeholder=PLACEHOLDER)
 
     def on_mount(self) -> None:
         self.conversation.anchor()  # follow the stream until the user scrolls up
+        self.query_one(QueuedMessages).show([])
 
     @property
     def conversation(self) -> VerticalScroll:
@@ -109,10 +136,9 @@ class ChatPane(Widget):
     # -- turns
 
     async def start_turn(self, loop: AgentLoop, text: str) -> None:
-        """Show the message and run the turn in the background; the prompt is cleared."""
+        """Show the message and run the turn in the background."""
         self.busy = True
         self._turn_loop = loop
-        self.prompt.clear()
         self.conversation.anchor()
         from hermes_tui.tui.blocks import UserMessage
 
@@ -149,15 +175,34 @@ class ChatPane(Widget):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_turn":
-            return self.busy or self.prompt.suggesting
+            return self.busy or self.prompt.suggesting or bool(self.queued)
         return True
 
     def action_cancel_turn(self) -> None:
-        """Esc: close the command suggestions if open, else cancel the turn."""
+        """Esc: close the command suggestions if open, else take the last queued message back
+        into the prompt, else cancel the turn."""
         if self.prompt.suggesting:
             self.prompt.close_suggestions()
+        elif self.queued:
+            self.prompt.give_back(self.queued.pop())
+            self.query_one(QueuedMessages).show(self.queued)
         else:
             self.cancel_turn()
+
+    # -- messages typed while a turn runs
+
+    def queue(self, text: str) -> None:
+        self.queued.append(text)
+        self.query_one(QueuedMessages).show(self.queued)
+        self.refresh_bindings()
+
+    def next_queued(self) -> str | None:
+        """The oldest queued message, removed from the queue (None when there is none)."""
+        if not self.queued:
+            return None
+        text = self.queued.pop(0)
+        self.query_one(QueuedMessages).show(self.queued)
+        return text
 
     # -- events from the inbox
 
@@ -180,13 +225,21 @@ class ChatPane(Widget):
         self.set_timer(DRAIN_INTERVAL, lambda: self.post_message(EventsReady()))
 
     async def _show(self, event: Event) -> None:
-        """Dispatch on the event's ``type`` (the vocabulary every surface shares)."""
+        """Dispatch on the event's ``type`` (the vocabulary every surface shares).
+
+        The chat's output boundary: every text an event carries (answer, tool arguments and
+        results, notices, skill names) is made inert here (``hermes_tui.textsafe``) before any
+        widget sees it; streamed text goes through a ``StreamCleaner`` so a sequence split
+        across deltas is removed whole.
+        """
         handler = getattr(self, f"_show_{event.type}", None)
         if handler is not None:  # turn_started needs nothing here
-            await handler(event)
+            await handler(event if event.type == "text_delta" else printable_data(event))
 
     async def _show_text_delta(self, event: TextDelta) -> None:
-        await self._write(event.text)
+        text = self._cleaner.feed(event.text)
+        if text:
+            await self._write(text)
 
     async def _show_tool_call_started(self, event: ToolCallStarted) -> None:
         from hermes_tui.tui.blocks import ToolCallView
@@ -235,6 +288,7 @@ class ChatPane(Widget):
         self._turn_loop = None
         self.post_message(self.Activity(None))  # the prompt takes the next message; a curator may still run
         self.refresh_bindings()
+        self.post_message(self.TurnEnded(self))
 
     def _tool_widget_id(self, call_id: str) -> str:
         base = candidate = widget_id("tool", call_id)
@@ -284,6 +338,8 @@ class ChatPane(Widget):
             await self._stream.write(text)
 
     async def _end_block(self) -> None:
+        if held := self._cleaner.flush():
+            self._pending_text.append(held)
         await self._flush()
         stream, self._stream, self._block = self._stream, None, None
         if stream is not None:
@@ -316,7 +372,10 @@ class ChatPane(Widget):
         from hermes_tui.tui.answer import AnswerText
         from hermes_tui.tui.blocks import ToolCallView, UserMessage
 
-        results = {m.tool_call_id: m.content or "" for m in messages if m.role == "tool" and m.tool_call_id}
+        from hermes_tui.tui.approval import refused
+
+        # Stored text is as hostile as live text: it passes the same sanitizer.
+        results = {m.tool_call_id: printable(m.content or "") for m in messages if m.role == "tool" and m.tool_call_id}
         shown = [m for m in messages if m.role in ("user", "assistant")]
         hidden = len(shown) - RESTORED_MESSAGES
         if hidden > 0:
@@ -324,16 +383,18 @@ class ChatPane(Widget):
         widgets: list[Widget] = []
         for message in shown[-RESTORED_MESSAGES:]:
             if message.role == "user":
-                widgets.append(UserMessage(message.content or ""))
+                widgets.append(UserMessage(printable(message.content or "")))
                 continue
             if message.content:
-                widgets.append(AnswerText(message.content, classes="answer"))
+                widgets.append(AnswerText(printable(message.content), classes="answer"))
             for call in message.tool_calls or []:
                 call_id = str(call.get("id", ""))
                 function = call.get("function", {})
-                view = ToolCallView(call_id, function.get("name", "?"), _arguments(function.get("arguments")),
+                view = ToolCallView(call_id, printable(str(function.get("name", "?"))),
+                                    printable_data(_arguments(function.get("arguments"))),
                                     self.clock, id=self._tool_widget_id(call_id) + f"-r{len(widgets)}")
-                view.restore(results.get(call_id, "(no result stored)"))
+                result = results.get(call_id, "(no result stored)")
+                view.restore(result, ok=not refused(result))
                 widgets.append(view)
         await self.conversation.mount_all(widgets)
         self.conversation.anchor()

@@ -6,34 +6,26 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import ConfigError
-from hermes_tui.tui import commands
+from hermes_tui.tui import actions, commands
 
 if TYPE_CHECKING:
     from hermes_tui.tui.app import HermesApp
 
-KEYS: list[tuple[str, str]] = [
-    ("Enter", "send the message"),
-    ("ctrl+j", "new line (also alt+enter / shift+enter where the terminal reports them, or end a line with \\)"),
-    ("↑ ↓", "previous / next prompt, from the first / last line of the prompt"),
-    ("Tab", "complete a /command"),
-    ("Esc", "cancel the running turn"),
-    ("F2 F3 F4 F5  or  alt+1 … alt+4", "Chat, Skills, Memory, Sessions"),
-    ("F1", "this help"),
-    ("ctrl+p", "command palette"),
-    ("ctrl+c", "copy the text selected with the mouse"),
-    ("ctrl+q", "quit (the session summary is saved first; twice quits at once)"),
-]
 
 
 class CommandRunner:
     def __init__(self, app: HermesApp) -> None:
         self.app = app
 
-    async def run(self, invocation: commands.Invocation) -> None:
+    async def run(self, invocation: commands.Invocation, typed: str = "") -> None:
+        """Run a command; an unknown one goes back to the prompt (``typed``) with a hint."""
         handler = getattr(self, f"_{invocation.name}", None) if invocation.command else None
         if handler is None:
+            if typed:
+                self.app.chat.prompt.give_back(typed)
             await self.app.chat.add_notice(
-                f"Unknown command /{invocation.name}: /help lists the commands.", "error")
+                f"Unknown command /{invocation.name}: kept in the prompt. /help lists the commands; "
+                "start with // to send a line that begins with / as a message.", "error")
             return
         await handler(invocation.argument)
 
@@ -57,7 +49,8 @@ class CommandRunner:
 
     async def _help(self, argument: str) -> None:
         await self.app.show_pane("chat")
-        await self.app.chat.add_help(commands.help_markdown(KEYS))
+        keys = [(action.key_text, action.help) for action in actions.ACTIONS if action.scope != "approval"]
+        await self.app.chat.add_help(commands.help_markdown(keys))
 
     async def _new(self, argument: str) -> None:
         if await self.refuse_while_busy("/new"):

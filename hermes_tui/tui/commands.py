@@ -46,11 +46,18 @@ class Invocation:
 
 
 def parse(text: str) -> Invocation | None:
-    """A command line (``/name rest``), or None for a chat message (``//x`` sends ``/x`` as text)."""
+    """A command line (``/name rest``), or None for a chat message.
+
+    ``//x`` sends ``/x`` as text, and so does a line whose first word looks like a path
+    (``/var/log/syslog shows errors, why?``): a command name never holds ``/``, ``.`` or ``~``.
+    An unknown name that is not a path is still an invocation: the runner keeps it in the prompt.
+    """
     stripped = text.strip()
     if not stripped.startswith("/") or stripped.startswith("//"):
         return None
-    name, _, argument = stripped[1:].partition(" ")
+    name, argument = ([*stripped[1:].split(None, 1), ""])[:2] if stripped[1:] else ("", "")
+    if name.lower() not in BY_NAME and any(mark in name for mark in "/.~"):
+        return None
     return Invocation(name.lower(), argument.strip())
 
 
@@ -68,10 +75,14 @@ def completions(text: str) -> list[SlashCommand]:
     return [command for command in COMMANDS if command.name.startswith(prefix)]
 
 
+SLASH_ESCAPE = "start a message with `//` to send a line that begins with `/` (`//etc` sends `/etc`); " \
+    "a first word that looks like a path (`/var/log/syslog …`) is sent as a message too"
+
+
 def help_markdown(keys: list[tuple[str, str]]) -> str:
-    """The /help text: every command, then the keys (``keys`` as (key, what it does))."""
+    """The /help text: every command, then the keys (``keys`` as (keys, Markdown help))."""
     lines = ["**Commands**", ""]
     lines += [f"- `{c.title}` — {c.help}" for c in COMMANDS]
-    lines += ["", "**Keys**", ""]
+    lines += [f"- {SLASH_ESCAPE}", "", "**Keys**", ""]
     lines += [f"- `{key}` — {what}" for key, what in keys]
     return "\n".join(lines)

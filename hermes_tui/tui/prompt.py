@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING
 
 from textual import events
 from textual.actions import SkipAction
-from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
 
-from hermes_tui.tui import commands
+from hermes_tui.tui import actions, commands
 from hermes_tui.tui.history import PromptHistory
 
 if TYPE_CHECKING:
@@ -25,13 +24,7 @@ if TYPE_CHECKING:
 class PromptArea(TextArea):
     """Enter sends (``Submitted``); ↑/↓ on the first/last line browse the saved history."""
 
-    BINDINGS = [
-        Binding("enter", "submit", "Send"),
-        Binding("ctrl+j,alt+enter,shift+enter", "newline", "Newline"),
-        Binding("tab", "complete", "Complete", show=False),
-        Binding("up", "history_previous", "Previous prompt", show=False),
-        Binding("down", "history_next", "Next prompt", show=False),
-    ]
+    BINDINGS = actions.bindings("prompt")
 
     class Submitted(Message):
         def __init__(self, prompt: PromptArea, text: str) -> None:
@@ -80,6 +73,13 @@ class PromptArea(TextArea):
         self.text = text
         self.move_cursor(self.document.end)
 
+    def give_back(self, text: str) -> None:
+        """Put text that could not be used back, ahead of whatever was typed since: nothing is lost."""
+        if self.text.strip():
+            self.replace(text + "\n", (0, 0), (0, 0), maintain_selection_offset=True)
+        else:
+            self.load(text)
+
     # -- actions
 
     def action_submit(self) -> None:
@@ -91,8 +91,23 @@ class PromptArea(TextArea):
         if (name := self._chosen()) is not None and commands.parse(self.text) is not None:
             self._complete(name)  # Enter on a partial command completes it
             return
-        if self.text.strip():
-            self.post_message(self.Submitted(self, self.text))
+        text = self.text
+        if text.strip():
+            # Emptied now, not when the app handles the message: keys typed right after Enter
+            # (already queued behind it) land in an empty prompt instead of being merged or lost.
+            self.clear()
+            self.post_message(self.Submitted(self, text))
+
+    def action_scroll_chat(self, direction: str) -> None:
+        """PageUp/PageDown in the prompt scroll the conversation by a screen."""
+        chat = self.parent
+        conversation = getattr(chat, "conversation", None)
+        if conversation is None:
+            raise SkipAction()
+        if direction == "up":
+            conversation.scroll_page_up(animate=False)
+        else:
+            conversation.scroll_page_down(animate=False)
 
     def action_newline(self) -> None:
         self.replace("\n", *self.selection, maintain_selection_offset=False)

@@ -7,14 +7,14 @@ where a Markdown widget per message took ~40 ms each to mount. Each message is o
 messages. Assistant text is Rich Markdown, parsed in the loading thread; to bound the work on
 the app thread only the ``MARKDOWN_WINDOW`` messages on either side of the target are rendered
 as Markdown, the rest as plain text. User text is always shown literally, never as markup.
-``role_label``, ``clock`` and ``tool_calls_summary`` are shared with the other panes.
+``role_label``, ``clock`` and ``tool_calls_summary`` are shared with the other panes; ``printable``
+(re-exported from ``hermes_tui.textsafe``) is the one sanitizer for text drawn on the terminal.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +35,7 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from hermes_tui.memory.store import MemoryStore, Message, SessionInfo
+from hermes_tui.textsafe import printable
 from hermes_tui.tui.format import one_line, short_args
 from hermes_tui.tui.messages import ResumeSession
 
@@ -44,20 +45,6 @@ ROLE_LABELS = {"user": "You", "assistant": "Hermes", "tool": "Tool", "system": "
 ARGUMENTS_CHARS = 120
 RESULT_CHARS = 160
 MARKDOWN_WINDOW = 100
-
-_ESCAPE_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` safe to draw: terminal escape sequences and control characters removed.
-
-    Stored messages hold raw tool output (coloured compiler output, whatever a web page said),
-    and neither Rich nor Textual strips ESC, so a sequence in it would reach the real terminal
-    (garbling the screen, or worse: OSC 52 sets the clipboard). Newlines and tabs are kept.
-    """
-    return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text.replace("\r\n", "\n")))
-
 
 def role_label(role: str) -> str:
     return ROLE_LABELS.get(role, role.capitalize())

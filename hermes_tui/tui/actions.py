@@ -1,0 +1,101 @@
+"""Every key of the app, declared once: its keys, footer label, help text and palette entry.
+
+The widgets' ``BINDINGS``, the footer, the /help card, the command palette and the README's key
+table all derive from ``ACTIONS`` (a test checks the README against it).
+
+Keys are chosen to reach the app through tmux's default configuration, macOS Terminal and SSH:
+F-keys, ctrl+letters that the terminal does not keep, and alt+digit. Terminals send alt+digit as
+``ESC digit``; Textual maps those bytes to the characters macOS' Option layer types (``ESC 2`` to
+``™``), so ``restore_alt_digits`` gives them back their meaning as alt+digit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Action:
+    scope: str  # who binds it: "app", "chat" (the chat pane), "prompt", "approval" (the dialog)
+    action: str  # the Textual action string
+    keys: tuple[str, ...]  # Textual key names; the first is the main one
+    label: str  # the footer's word
+    help: str  # the /help and palette text (Markdown)
+    show: bool = True  # in the footer
+    priority: bool = False  # before the focused widget sees the key
+    palette: bool = False  # offered in the command palette (app actions only)
+    bound: bool = True  # False: Textual binds it already; listed for help only
+
+    @property
+    def key_text(self) -> str:
+        """The keys as people write them: ``F2 / alt+1``."""
+        return " / ".join(_display(key) for key in self.keys)
+
+    def binding(self) -> Binding:
+        return Binding(",".join(self.keys), self.action, self.label, show=self.show, priority=self.priority)
+
+
+def _display(key: str) -> str:
+    names = {"enter": "Enter", "escape": "Esc", "tab": "Tab", "up": "↑", "down": "↓",
+             "pageup": "PgUp", "pagedown": "PgDn"}
+    if key in names:
+        return names[key]
+    if key.startswith("f") and key[1:].isdigit():
+        return key.upper()
+    return key
+
+
+PANE_KEYS = {"chat": ("f2", "alt+1"), "skills": ("f3", "alt+2"), "memory": ("f4", "alt+3"),
+             "sessions": ("f5", "alt+4")}
+PANE_TITLES = {"chat": "Chat", "skills": "Skills", "memory": "Memory", "sessions": "Sessions"}
+
+ACTIONS: tuple[Action, ...] = (
+    *(Action("app", f"show_pane('{name}')", keys, PANE_TITLES[name], f"show the {PANE_TITLES[name]} pane",
+             priority=True, palette=True) for name, keys in PANE_KEYS.items()),
+    Action("app", "command('help')", ("f1",), "Help", "the commands and keys (this card)", show=False),
+    Action("app", "interrupt", ("ctrl+c",), "Cancel",
+           "copy the selected text; else cancel the running turn; else press twice to quit",
+           show=False, priority=True),
+    Action("app", "quit", ("ctrl+q",), "Quit",
+           "quit (the session summary is saved first; twice quits at once)", priority=True, palette=True),
+    Action("app", "command_palette", ("ctrl+p",), "Palette", "the command palette", bound=False),
+    Action("chat", "cancel_turn", ("escape",), "Cancel turn",
+           "close the suggestions, else take back the last queued message, else cancel the running turn"),
+    Action("prompt", "submit", ("enter",), "Send",
+           "send the message (while Hermes works it is queued and sent when the answer ends)"),
+    Action("prompt", "newline", ("ctrl+j", "alt+enter", "shift+enter"), "Newline",
+           "new line (`ctrl+j` works everywhere, also inside tmux; or end the line with `\\`)"),
+    Action("prompt", "complete", ("tab",), "Complete", "complete a /command", show=False),
+    Action("prompt", "history_previous", ("up",), "Previous", "previous prompt (from the first line)", show=False),
+    Action("prompt", "history_next", ("down",), "Next", "next prompt (from the last line)", show=False),
+    Action("prompt", "scroll_chat('up')", ("pageup",), "Scroll up", "scroll the conversation up a page",
+           show=False),
+    Action("prompt", "scroll_chat('down')", ("pagedown",), "Scroll down", "scroll the conversation down a page",
+           show=False),
+)
+
+
+def bindings(scope: str) -> list[Binding]:
+    """The Textual bindings of one scope, for a widget's ``BINDINGS``."""
+    return [action.binding() for action in ACTIONS if action.scope == scope and action.bound]
+
+
+def in_scope(scope: str) -> list[Action]:
+    return [action for action in ACTIONS if action.scope == scope]
+
+
+ALT_DIGITS = "1234567890"
+
+
+def restore_alt_digits() -> None:
+    """Make Textual's parser report ``ESC <digit>`` as alt+digit (see the module docstring).
+
+    Textual's table maps these sequences to WezTerm-on-macOS Option characters; without the
+    entries the parser reads them as an escape-prefixed key, which is alt+digit.
+    """
+    from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
+
+    for digit in ALT_DIGITS:
+        ANSI_SEQUENCES_KEYS.pop(f"\x1b{digit}", None)  # type: ignore[attr-defined]

@@ -1,0 +1,126 @@
+"""No lost input: the prompt empties on Enter, messages typed during a turn queue, a path-like
+``/line`` is a message and an unknown command stays in the prompt.
+
+Keys go in as raw terminal bytes through Textual's own input parser, all at once (no pauses
+between them), exactly as a fast typist or a paste-happy terminal delivers them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from textual._xterm_parser import XTermParser
+from textual.pilot import Pilot
+
+from hermes_tui.tui.answer import AnswerText, HelpText
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.blocks import UserMessage
+from tests.fakes.server import FakeLLMServer, Reply
+from tests.test_tui_app import LONG_TEXT, conversation, notices, run, send, server, text_of, wait_for
+
+__all__ = ["server"]
+
+
+def keys_from_bytes(data: str) -> list:
+    """The events Textual's terminal parser makes of ``data`` (a lone ESC needs the escape delay)."""
+    parser = XTermParser()
+    found = list(parser.feed(data))
+    deadline = time.monotonic() + 1.0
+    while parser._timeout_time is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+        found += list(parser.tick())
+    return found
+
+
+def rendered_text(markdown: object) -> str:
+    """What a Markdown widget shows, block by block."""
+    from textual.widgets._markdown import MarkdownBlock
+
+    return "\n".join(block._content.plain for block in markdown.query(MarkdownBlock)  # type: ignore[attr-defined]
+                     if getattr(block, "_content", None) is not None)
+
+
+def type_bytes(app: HermesApp, data: str) -> None:
+    """Deliver raw terminal bytes to the app the way its driver does, with no pause between keys."""
+    for event in keys_from_bytes(data):
+        event.set_sender(app)
+        app._driver.send_message(event)  # type: ignore[union-attr]
+
+
+def test_text_typed_right_after_enter_is_neither_merged_nor_lost(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "/model gpt-4o-mini\rXYZ")
+        await wait_for(pilot, lambda: app.chat.prompt.text == "XYZ")
+        await pilot.pause()
+        assert app.config.model == "gpt-4o-mini"  # not "gpt-4o-miniXYZ"
+        assert app.chat.prompt.text == "XYZ"
+
+    run(scenario)
+
+
+def test_a_message_typed_during_a_turn_is_queued_then_sent(server: FakeLLMServer) -> None:
+    server.queue(Reply(text=LONG_TEXT, chunk_size=20, chunk_delay=0.01), Reply(text="Second answer."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "first question\rsecond question\r")
+        await wait_for(pilot, lambda: app.chat.queued == ["second question"])
+        assert app.chat.busy
+        queued = app.chat.query_one("#queued")
+        assert queued.display and "⧗ queued: second question" in text_of(queued)
+        assert app.chat.prompt.text == ""
+        await wait_for(pilot, lambda: len(server.requests) == 2 and not app.chat.busy, timeout=30)
+        await pilot.pause()
+        assert [text_of(w) for w in conversation(app, UserMessage)] == ["first question", "second question"]
+        assert conversation(app, AnswerText)[-1].source == "Second answer."
+        assert server.requests[1].body["messages"][-1]["content"].startswith("second question")
+        assert not app.chat.query_one("#queued").display
+
+    run(scenario)
+
+
+def test_escape_takes_a_queued_message_back_before_it_cancels(server: FakeLLMServer) -> None:
+    server.queue(Reply(text=LONG_TEXT, chunk_size=5, chunk_delay=0.03))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "first\rsecond\r")
+        await wait_for(pilot, lambda: app.chat.queued == ["second"])
+        await pilot.press("escape")  # the queued message comes back into the prompt
+        assert app.chat.queued == [] and app.chat.prompt.text == "second"
+        assert app.chat.busy  # the turn goes on
+        await pilot.press("escape")  # now Esc cancels the turn
+        await wait_for(pilot, lambda: not app.chat.busy, timeout=10)
+        await asyncio.sleep(0.3)
+        assert len(server.requests) == 1 and app.chat.prompt.text == "second"
+
+    run(scenario)
+
+
+def test_a_line_starting_with_a_path_is_a_message(server: FakeLLMServer) -> None:
+    server.queue(Reply(text="Let me look."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "/var/log/syslog shows errors, why?\r")
+        await wait_for(pilot, lambda: server.requests and not app.chat.busy)
+        last = server.requests[0].body["messages"][-1]["content"]
+        assert last.startswith("/var/log/syslog shows errors, why?")
+        assert not any("Unknown command" in n for n in notices(app))
+
+    run(scenario)
+
+
+def test_double_slash_sends_a_literal_slash_and_help_says_so(server: FakeLLMServer) -> None:
+    server.queue(Reply(text="ok"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "/help")
+        help_card = conversation(app, HelpText)[0]
+        assert "`//`" in help_card.source
+        rendered = rendered_text(help_card)
+        assert "//etc sends /etc" in rendered and "end the line with \\" in rendered  # no lost backslash
+        assert "`" not in rendered and "**" not in rendered  # Markdown rendered, not shown raw
+        type_bytes(app, "//etc is a folder\r")
+        await wait_for(pilot, lambda: server.requests and not app.chat.busy)
+        assert server.requests[0].body["messages"][-1]["content"].startswith("/etc is a folder")
+
+    run(scenario)

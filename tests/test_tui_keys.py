@@ -1,0 +1,125 @@
+"""Keys as terminals really send them: raw bytes through Textual's input parser, not key names.
+
+Also: the action table is the single source of the bindings, /help and the README's key table.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from hermes_tui.tui import actions, commands
+from hermes_tui.tui.answer import AnswerText, HelpText
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.chat import ChatPane
+from hermes_tui.tui.prompt import PromptArea
+from tests.fakes.server import FakeLLMServer, Reply
+from tests.test_tui_app import LONG_TEXT, conversation, notices, run, send, send_and_wait, server, wait_for
+from tests.test_tui_input import keys_from_bytes, type_bytes
+
+__all__ = ["server"]
+README = Path(__file__).parent.parent / "README.md"
+
+def test_the_parser_reports_alt_digit_and_f_keys(server: FakeLLMServer) -> None:
+    actions.restore_alt_digits()
+    assert [k.key for k in keys_from_bytes("\x1b2")] == ["alt+2"]  # not "trade_mark_sign" (™)
+    assert [k.key for k in keys_from_bytes("\x1bOQ\x1bOR\x1bOS\x1b[15~")] == ["f2", "f3", "f4", "f5"]
+    assert [k.key for k in keys_from_bytes("\x1b[5~\x1b[6~\x03")] == ["pageup", "pagedown", "ctrl+c"]
+    assert [k.character for k in keys_from_bytes("£™")] == ["£", "™"]  # typed characters still type
+
+
+# What tmux (default config), macOS Terminal, xterm and SSH send: alt+digit is ESC digit; F3 is
+# ESC O R (xterm) or ESC [ 1 3 ~ (rxvt, some tmux TERMs); F4 ESC O S; F5 ESC [ 1 5 ~.
+@pytest.mark.parametrize(("data", "pane"), [
+    ("\x1b2", "skills"), ("\x1b3", "memory"), ("\x1b4", "sessions"),
+    ("\x1bOR", "skills"), ("\x1b[13~", "skills"), ("\x1bOS", "memory"), ("\x1b[15~", "sessions"),
+])
+def test_pane_keys_from_raw_bytes(server: FakeLLMServer, data: str, pane: str) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, data)
+        await wait_for(pilot, lambda: app.active_pane == pane)
+        type_bytes(app, "\x1b1")  # alt+1 back to the chat
+        await wait_for(pilot, lambda: app.active_pane == "chat")
+        await pilot.pause()
+        assert app.chat.prompt.text == ""  # nothing typed into the prompt (no "™£¢¡")
+
+    run(scenario)
+
+
+def test_ctrl_c_cancels_a_turn_then_asks_before_quitting(server: FakeLLMServer) -> None:
+    server.queue(Reply(text=LONG_TEXT, chunk_size=5, chunk_delay=0.03))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "write a lot")
+        await wait_for(pilot, lambda: conversation(app, AnswerText))
+        type_bytes(app, "\x03")
+        await wait_for(pilot, lambda: not app.chat.busy, timeout=10)
+        assert any("Cancelled" in n for n in notices(app))
+        assert app.return_code is None  # cancelling never quits
+        type_bytes(app, "\x03")
+        await pilot.pause()
+        assert app.return_code is None
+        assert any("ctrl+c again" in str(n.message) for n in app._notifications)
+        type_bytes(app, "\x03")
+        await wait_for(pilot, lambda: app.return_code is not None)
+
+    run(scenario)
+
+
+def test_page_keys_scroll_the_chat_from_the_prompt(server: FakeLLMServer) -> None:
+    server.queue(Reply(text="\n\n".join(f"Paragraph {n} of the answer." for n in range(120))))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "long")
+        view = app.chat.conversation
+        await wait_for(pilot, lambda: view.max_scroll_y > 50)
+        await pilot.pause()
+        bottom = view.scroll_y
+        assert app.chat.prompt.has_focus
+        type_bytes(app, "\x1b[5~")  # PageUp
+        await pilot.pause()
+        assert bottom - view.scroll_y >= view.scrollable_content_region.height - 2  # a screen, not a message
+        type_bytes(app, "\x1b[6~")  # PageDown
+        await pilot.pause()
+        assert view.scroll_y == bottom
+
+    run(scenario)
+
+
+def test_bindings_come_from_the_action_table() -> None:
+    def keys(bindings: list) -> set[str]:
+        return {key for binding in bindings for key in binding.key.split(",")}
+
+    for scope, owner in (("app", HermesApp), ("chat", ChatPane), ("prompt", PromptArea)):
+        declared = {key for a in actions.in_scope(scope) if a.bound for key in a.keys}
+        assert keys(owner.BINDINGS) == declared, scope
+    every = [key for a in actions.ACTIONS if a.scope in ("app",) for key in a.keys]
+    assert len(every) == len(set(every))  # no key declared twice
+
+
+def test_help_lists_every_action_and_command(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "\x1bOP")  # F1
+        await wait_for(pilot, lambda: conversation(app, HelpText))
+        source = conversation(app, HelpText)[0].source
+        for action in actions.ACTIONS:
+            if action.scope != "approval":
+                assert f"`{action.key_text}`" in source and action.help in source
+        for command in commands.COMMANDS:
+            assert f"`{command.title}`" in source
+
+    run(scenario)
+
+
+def test_the_readme_key_table_and_command_list_match_the_app() -> None:
+    readme = README.read_text()
+    section = readme.split("## The terminal app", 1)[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| `([^|]+)` \| ", section, re.M))
+    expected = {a.key_text.replace(" / ", "` / `") for a in actions.ACTIONS}
+    assert rows >= expected, expected - rows
+    command_list = section.split("Slash commands:", 1)[1].split("\n\n", 1)[0].split("Start a message", 1)[0]
+    listed = set(re.findall(r"`(/[a-z]+)", command_list))
+    assert listed == {f"/{c.name}" for c in commands.COMMANDS}
