@@ -213,7 +213,12 @@ class _Output:
     """
 
     def __init__(self, stdout: TextIO, stderr: TextIO, *, as_json: bool) -> None:
+        from hermes_tui.textsafe import StreamCleaner
+
         self.stdout, self.stderr, self.as_json = stdout, stderr, as_json
+        # On a terminal, untrusted text is made inert (hermes_tui.textsafe); a pipe gets it verbatim.
+        self._clean_text = StreamCleaner() if _is_tty(stdout) else None
+        self._clean_err = _is_tty(stderr)
         self._tail = ""  # the last two characters written to stdout
         self._block_ended = False  # something other than text happened since the last text
         self._lock = threading.RLock()  # the approver reports from the turn's thread
@@ -224,11 +229,17 @@ class _Output:
 
     def emit(self, event: Event) -> None:
         with self._lock:
+            if self._clean_text is not None and not isinstance(event, TextDelta) and (held := self._clean_text.flush()):
+                self._write_text(held)  # the end of a text block: what was held back is complete
             self._emit(event)
             if not isinstance(event, TextDelta):
                 self._block_ended = True
 
     def _write_text(self, text: str) -> None:
+        if self._clean_text is not None:
+            text = self._clean_text.feed(text)
+            if not text:
+                return
         if self._block_ended and self._tail:
             trailing_newlines = len(self._tail) - len(self._tail.rstrip("\n"))
             text = "\n" * (2 - trailing_newlines) + text
@@ -271,6 +282,10 @@ class _Output:
             self._err(message)
 
     def _err(self, line: str) -> None:
+        if self._clean_err:
+            from hermes_tui.textsafe import printable
+
+            line = printable(line)
         with self._lock:
             self.stderr.write(line + "\n")
             self.stderr.flush()
@@ -300,6 +315,13 @@ def doctor_main(argv: Sequence[str]) -> int:
     for line in report.lines():
         print(line)
     return EXIT_OK if report.healthy or report.backup is not None else EXIT_ERROR
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def web_main(argv: Sequence[str] | None = None) -> int:

@@ -24,6 +24,7 @@ from textual.widgets import Markdown
 from hermes_tui.config import Config
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
+from hermes_tui.tui import commands
 from hermes_tui.tui.answer import AnswerText, HelpText
 from hermes_tui.tui.app import HermesApp, build_app
 from hermes_tui.tui.approval_screen import ApprovalScreen
@@ -71,7 +72,7 @@ def run(scenario: Scenario, *, session_id: int | None = None) -> HermesApp:
     return app
 
 
-async def wait_for(pilot: Pilot, condition: Callable[[], object], timeout: float = 15.0) -> None:
+async def wait_for(pilot: Pilot, condition: Callable[[], object], timeout: float = 45.0) -> None:
     """Poll with plain sleeps (``pilot.pause`` needs a screen, which an exiting app no longer has)."""
     deadline = time.monotonic() + timeout
     while not condition():
@@ -290,7 +291,7 @@ def test_approval_modal_allows_or_denies(server: FakeLLMServer, workspace: Path,
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "write it")
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        assert "echo hi > out.txt" in text_of(app.screen.query_one("#approval-details"))
+        assert "echo hi > out.txt" in text_of(app.screen.query_one("#approval-text"))
         assert app.status.label == "waiting for your approval of run_bash"
         await pilot.press(key)
         await wait_for(pilot, lambda: not app.chat.busy)
@@ -310,7 +311,7 @@ def test_allow_for_this_session_asks_once(server: FakeLLMServer, workspace: Path
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "write two files")
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        details = text_of(app.screen.query_one("#approval-details"))
+        details = text_of(app.screen.query_one("#approval-text"))
         assert "first line" in details and "a.txt" in text_of(app.screen.query_one("#approval-question"))
         await pilot.press("a")
         await wait_for(pilot, lambda: not app.chat.busy)
@@ -405,7 +406,7 @@ def test_slash_completion_and_tab(server: FakeLLMServer) -> None:
         assert app.chat.prompt.text == "/sessions"
         app.chat.prompt.load("")
         await pilot.press("slash")
-        assert suggestions.display and len(suggestions.options) == 9
+        assert suggestions.display and len(suggestions.options) == len(commands.COMMANDS)
         await pilot.press("escape")
         assert not suggestions.display
 

@@ -44,7 +44,7 @@ def server(stable_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeL
         yield fake
 
 
-async def until(condition: Callable[[], object], timeout: float = 15.0) -> None:
+async def until(condition: Callable[[], object], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting for the app"
@@ -105,6 +105,33 @@ def test_approval_modal(snap_compare, server: FakeLLMServer) -> None:
 
     async def run_before(pilot: Pilot) -> None:
         await send(app, pilot, "rebuild the dist folder")
+        await until(lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_approval_of_a_long_command(snap_compare, server: FakeLLMServer) -> None:
+    command = "\n".join(f"echo step {n} >> log.txt" for n in range(1, 43))
+    server.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": command}, id="call_long")]))
+    app = build_app(Config.load(), clock=fixed_clock)
+
+    async def run_before(pilot: Pilot) -> None:
+        await send(app, pilot, "log 42 steps")
+        await until(lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_approval_of_a_write_shows_the_diff(snap_compare, server: FakeLLMServer, workspace: Path) -> None:
+    (workspace / "app.py").write_text("import os\n\n\ndef main():\n    print('hello')\n")
+    new = "import os\nimport sys\n\n\ndef main():\n    print('hello, world', file=sys.stderr)\n"
+    server.queue(Reply(tool_calls=[ToolCall("write_file", {"path": "app.py", "content": new}, id="call_w")]))
+    app = build_app(Config.load(), clock=fixed_clock)
+
+    async def run_before(pilot: Pilot) -> None:
+        await send(app, pilot, "print to stderr")
         await until(lambda: isinstance(app.screen, ApprovalScreen))
         await pilot.pause()
 

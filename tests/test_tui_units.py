@@ -62,7 +62,8 @@ def test_slash_command_parsing_and_completion() -> None:
     assert commands.parse("hello /model") is None
     assert commands.parse("//etc/hosts") is None and commands.as_message("//etc/hosts") == "/etc/hosts"
     assert commands.parse("/nope").command is None
-    assert [c.name for c in commands.completions("/s")] == ["skills", "sessions"]
+    assert [c.name for c in commands.completions("/s")] == ["skills", "sessions", "setup"]
+    assert commands.parse("/var/log/syslog shows errors") is None  # a path is a message
     assert commands.completions("/model x") == [] and commands.completions("hi") == []
     assert len(commands.completions("/")) == len(commands.COMMANDS)
     assert "/memory <query>" in commands.help_markdown([("ctrl+j", "new line")])

@@ -74,6 +74,15 @@ ACTIONS: tuple[Action, ...] = (
            show=False),
     Action("prompt", "scroll_chat('down')", ("pagedown",), "Scroll down", "scroll the conversation down a page",
            show=False),
+    Action("sessions", "open", ("o",), "Open", "Sessions pane: open the transcript (Enter too)"),
+    Action("sessions", "resume", ("r",), "Resume", "Sessions pane: continue the session in the chat"),
+    Action("sessions", "forget", ("x",), "Forget", "Sessions pane: delete the session for good (asks first)"),
+    Action("approval", "choose('once')", ("y",), "Once", "approval: allow this call once"),
+    Action("approval", "choose('exact')", ("c",), "This call",
+           "approval: allow this exact command (or writes to this file) for the session"),
+    Action("approval", "choose('session')", ("a",), "All",
+           "approval: allow every call of this tool (all shell, all writes) for the session"),
+    Action("approval", "choose('deny')", ("n", "escape"), "Deny", "approval: deny; the model is told so"),
 )
 
 

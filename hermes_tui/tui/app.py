@@ -33,12 +33,13 @@ from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.session import ChatSession, close_in_background
 from hermes_tui.tui.status import HeaderBar, PaneBar, StatusLine
 from hermes_tui.tui.stores import Stores
+from hermes_tui.tui.usage import UsageLedger, totals
 
 if TYPE_CHECKING:
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
-    from hermes_tui.tui.messages import EditSkill, OpenTranscript, ResumeSession, UseSkill
+    from hermes_tui.tui.messages import EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,10 @@ class HermesApp(App[int]):
         self.stores = stores
         self.clock: Clock = clock or time.monotonic
         self.history = PromptHistory(config.home / HISTORY_FILE)
-        self.approvals = ApprovalBridge(self, short_path(config.workspace))
+        self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
+                                        on_answered=self._approval_answered)
         self.session = ChatSession(config, stores, self.approvals)
+        self.usage = UsageLedger(config.db_path)
         self._command_runner: CommandRunner | None = None
         self._resume_at_start = session_id
         self._summaries: list[threading.Thread] = []
@@ -132,12 +135,12 @@ class HermesApp(App[int]):
         self.query_one("#header", HeaderBar).show(self.config, self.session.session_id)
 
     def show_usage(self) -> None:
-        loop = self.session.loop
+        """The session's tokens and cost, from every run of it (restored on /resume)."""
+        total = totals(self.usage.of(self.session.session_id))
         for status in self.query(StatusLine):  # none while the app shuts down
-            if loop is None:
-                status.set_usage(0, 0, None)
-            else:
-                status.set_usage(loop.prompt_tokens, loop.completion_tokens, loop.cost_usd, loop.context_fill)
+            loop = self.session.loop
+            status.set_usage(total.prompt_tokens, total.completion_tokens, total.cost_usd,
+                             loop.context_fill if loop is not None else None)
 
     # -- panes
 
@@ -216,7 +219,12 @@ class HermesApp(App[int]):
         for status in self.query(StatusLine):  # none while the app shuts down
             status.set_activity(message.label, message.since)
 
-    def on_chat_pane_usage_changed(self) -> None:
+    def on_chat_pane_usage_changed(self, message: ChatPane.UsageChanged) -> None:
+        session_id = self.session.session_id
+        if session_id is not None:
+            usage = message.usage
+            self.usage.add(session_id, f"{self.config.provider}:{self.config.model}", usage.prompt_tokens,
+                           usage.completion_tokens, int(getattr(usage, "cached_tokens", 0) or 0), usage.cost_usd)
         self.show_usage()
 
     def on_chat_pane_skills_changed(self) -> None:
@@ -282,13 +290,55 @@ class HermesApp(App[int]):
         if previous is not None:
             self._summaries.append(close_in_background(previous, SUMMARY_TIMEOUT))
         self.approvals.reset()
+        self.usage.load(session_id)
         await self.chat.clear()
         await self.chat.show_messages(self.memory.get_messages(session_id))
         await self.chat.add_notice(f"Resumed session {session_id}: your next message continues it.")
         self.show_header()
         self.show_usage()
 
+    # -- forgetting a session (/forget, the Sessions pane's x)
+
+    def ask_to_forget(self, session_id: int) -> None:
+        from hermes_tui.tui.confirm import ConfirmScreen
+
+        current = " (the current one: the chat starts afresh)" if session_id == self.session.session_id else ""
+        question = (f"Forget session {session_id}{current} for good? Its messages are deleted from memory, "
+                    "the search index and the database file. This cannot be undone.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self._forget(session_id), group="forget")
+
+        self.push_screen(ConfirmScreen(question, confirm_label="Forget"), answered)
+
+    async def _forget(self, session_id: int) -> None:
+        if session_id == self.session.session_id:
+            if self.chat.busy:
+                await self.chat.add_notice("Forgetting the session has to wait for the running turn.", "error")
+                return
+            self.session.detach()  # no summary: the session is going away
+            self.approvals.reset()
+            await self.chat.clear()
+            self.show_header()
+        try:
+            count = await asyncio.to_thread(self.memory.delete_session, session_id)
+        except KeyError:
+            await self.chat.add_notice(f"There is no session {session_id}.", "error")
+            return
+        except Exception as exc:  # noqa: BLE001 - one readable line; details in the log
+            log.exception("forgetting session %s failed", session_id)
+            await self.chat.add_notice(f"Could not forget session {session_id}: {exc}", "error")
+            return
+        self.show_usage()
+        await self.chat.add_notice(f"Forgot session {session_id} ({count} messages).")
+        if pane := self.mounted_pane("sessions"):
+            pane.refresh_data()
+
     # -- messages from the panes
+
+    def on_forget_session(self, message: ForgetSession) -> None:
+        self.ask_to_forget(message.session_id)
 
     async def on_resume_session(self, message: ResumeSession) -> None:
         await self.resume(message.session_id)
@@ -325,6 +375,11 @@ class HermesApp(App[int]):
     def on_approval_request(self, request: ApprovalRequest) -> None:
         self.approvals.show(request)
 
+    def _approval_answered(self, name: str, choice: str) -> None:
+        """The tool's timer starts now: waiting for the user is not the tool's time."""
+        if self.query("#chat-pane"):
+            self.chat.approval_answered(name)
+
     # -- first-run setup
 
     def open_setup(self) -> None:
@@ -341,6 +396,18 @@ class HermesApp(App[int]):
         self.show_header()
         await self.chat.add_notice(f"Saved. Hermes now uses {config.provider}:{config.model}.")
         self.chat.focus_main()
+        if config.api_base:
+            self.run_worker(self._check_endpoint(config.api_base), group="endpoint")
+
+    async def _check_endpoint(self, url: str) -> None:
+        """Test the saved endpoint off the event loop and say what was found."""
+        from hermes_tui.tui.setup_screen import connection_problem
+
+        problem = await asyncio.to_thread(connection_problem, url)
+        if problem is None:
+            await self.chat.add_notice(f"The endpoint {url} answers.")
+        else:
+            await self.chat.add_notice(f"{problem} Fix it with /setup.", "error")
 
     # -- quitting
 

@@ -1,11 +1,16 @@
 """Approvals: the bridge that lets the turn's worker thread wait for an answer while the app
 thread shows the question (``approval_screen.ApprovalScreen``, loaded on the first question).
+
+Four answers: once; this exact call for the session (the same command, or writes to the same
+path); every call of this tool for the session ("all shell"); deny.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App, ScreenStackError
@@ -16,7 +21,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ONCE, SESSION, DENY = "once", "session", "deny"
+ONCE, EXACT, SESSION, DENY = "once", "exact", "session", "deny"
+ALLOWING = (ONCE, EXACT, SESSION)
 DENIED = "The user denied this {name} call. Do not retry it; ask the user how to proceed."
 CANCELLED = "Cancelled by the user before it ran."
 
@@ -24,6 +30,14 @@ CANCELLED = "Cancelled by the user before it ran."
 def refused(result: str) -> bool:
     """Whether a stored tool result says the call was denied or cancelled (shown ✗ on resume)."""
     return result.startswith((DENIED.split("{", 1)[0], CANCELLED))
+
+
+def call_key(name: str, arguments: dict[str, Any]) -> str:
+    """What "this exact call" means: the command for run_bash, the path for write_file."""
+    main = {"run_bash": "command", "write_file": "path"}.get(name)
+    if main is not None and isinstance(arguments.get(main), str):
+        return arguments[main]
+    return json.dumps(arguments, sort_keys=True, default=str)
 
 
 class ApprovalRequest(Message):
@@ -39,20 +53,25 @@ class ApprovalRequest(Message):
 
 class ApprovalBridge:
     """The ``Approver`` given to the AgentLoop. Called on the turn's worker thread, it blocks that
-    thread while the app thread shows ``ApprovalScreen``; "allow for this session" is remembered
-    per tool until ``reset``. ``stop`` releases a waiting thread whatever the screen does.
+    thread while the app thread shows ``ApprovalScreen``; the session-wide answers are remembered
+    (per tool, or per exact call) until ``reset``. ``stop`` releases a waiting thread whatever the
+    screen does. ``on_answered`` (app thread) hears each answer: the chat starts the tool's timer.
     """
 
-    def __init__(self, app: App[Any], workspace: str) -> None:
+    def __init__(self, app: App[Any], workspace: str, root: str | None = None,
+                 on_answered: Callable[[str, str], None] | None = None) -> None:
         self.app = app
         self.workspace = workspace
-        self.allowed: set[str] = set()
+        self.root = root  # the workspace folder, for write_file's diff
+        self.on_answered = on_answered
+        self.allowed: set[str] = set()  # tools allowed for the session
+        self.allowed_calls: set[tuple[str, str]] = set()  # (tool, call_key) allowed for the session
         self._screen: ApprovalScreen | None = None
         self._pending: ApprovalRequest | None = None
         self._stopping = threading.Event()
 
     def __call__(self, name: str, arguments: dict[str, Any]) -> bool | str:
-        if name in self.allowed:
+        if name in self.allowed or (name, call_key(name, arguments)) in self.allowed_calls:
             return True
         request = ApprovalRequest(name, arguments)
         if self._stopping.is_set() or not self.app.post_message(request):
@@ -62,8 +81,10 @@ class ApprovalBridge:
                 return CANCELLED
         if request.choice == SESSION:
             self.allowed.add(name)
+        elif request.choice == EXACT:
+            self.allowed_calls.add((name, call_key(name, arguments)))
         log.info("approval for %s: %s", name, request.choice)
-        return True if request.choice in (ONCE, SESSION) else DENIED.format(name=name)
+        return True if request.choice in ALLOWING else DENIED.format(name=name)
 
     def show(self, request: ApprovalRequest) -> None:
         """App thread: ask, and hand the answer back to the waiting worker."""
@@ -72,6 +93,8 @@ class ApprovalBridge:
             if not request.answered.is_set():
                 request.choice = choice or DENY
                 request.answered.set()
+                if self.on_answered is not None:
+                    self.on_answered(request.name, request.choice)
 
         if self._stopping.is_set():
             answer(DENY)
@@ -79,7 +102,7 @@ class ApprovalBridge:
         from hermes_tui.tui.approval_screen import ApprovalScreen
 
         self._pending = request
-        self._screen = ApprovalScreen(request.name, request.arguments, self.workspace)
+        self._screen = ApprovalScreen(request.name, request.arguments, self.workspace, self.root)
         self.app.push_screen(self._screen, answer)
 
     def deny_pending(self) -> None:
@@ -108,3 +131,4 @@ class ApprovalBridge:
     def reset(self) -> None:
         """A new session starts: forget "allow for this session"."""
         self.allowed.clear()
+        self.allowed_calls.clear()

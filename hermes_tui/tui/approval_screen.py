@@ -1,39 +1,126 @@
-"""The question asked before run_bash / write_file: the command, or the path and the start of
-the content; allow once (y), allow for this session (a), deny (n or Esc)."""
+"""The question asked before run_bash / write_file. It shows everything that will run or be
+written: the whole command (scrollable both ways, focusable, with its line count), or for a write
+a diff against the file as it is now ("new file, N lines" when there is none). Nothing is cut.
+
+Answers (keys from ``actions.ACTIONS``): once (y); this exact call for the session (c); every
+call of this tool for the session (a); deny (n or Esc).
+"""
 
 from __future__ import annotations
 
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Footer, Static
 
-from hermes_tui.tui.approval import DENY
+from hermes_tui.textsafe import printable
+from hermes_tui.tui import actions
+from hermes_tui.tui.approval import DENY, EXACT, ONCE, SESSION
+from hermes_tui.tui.format import plural
 
-PREVIEW_LINES = 12
+DIFF_LIMIT = 2_000_000  # bytes of an existing file compared for the diff; larger ones are only named
+CHOICE_LABELS = {  # (this exact call, every call of the tool): both for the rest of the session
+    "run_bash": ("This command · session", "All shell · session"),
+    "write_file": ("This file · session", "All writes · session"),
+}
 
 
-def describe(name: str, arguments: dict[str, Any], workspace: str) -> tuple[str, str]:
-    """(question, details) for a call: the command, or the path and the start of the content."""
+@dataclass(frozen=True)
+class Approval:
+    """What the dialog shows for one call."""
+
+    question: str
+    summary: str  # the line count, or what the write does
+    body: Content  # the command, the diff or the new content, whole
+    warning: str = ""  # control characters that are not drawn
+
+
+def lines_of(text: str) -> list[str]:
+    return text.split("\n") if text else []
+
+
+def hidden_controls(raw: str) -> str:
+    """A warning when the raw text holds characters the dialog does not draw."""
+    shown = printable(raw)
+    if shown == raw.replace("\r\n", "\n"):
+        return ""
+    return (f"⚠ {plural(len(raw) - len(shown), 'control character')} (terminal escapes or similar) are not "
+            "drawn here; they are part of the call as it would run.")
+
+
+def describe(name: str, arguments: dict[str, Any], workspace: str, root: str | None = None) -> Approval:
+    """The dialog's text for a call."""
     if name == "run_bash":
-        return f"Run this command in {workspace}?", str(arguments.get("command", ""))
+        command = str(arguments.get("command", ""))
+        count = len(lines_of(command))
+        return Approval(f"Run this command in {workspace}?", f"{plural(count, 'line')} · nothing cut: ↑ ↓ PgUp PgDn scroll",
+                        Content(printable(command)), hidden_controls(command))
     if name == "write_file":
-        content = str(arguments.get("content", ""))
-        lines = content.splitlines()
-        preview = "\n".join(lines[:PREVIEW_LINES])
-        if len(lines) > PREVIEW_LINES:
-            preview += f"\n… ({len(lines) - PREVIEW_LINES} more lines)"
-        size = f"{len(content.encode()):,} bytes"
-        return f"Write {arguments.get('path', '?')} ({size}) in {workspace}?", preview or "(empty file)"
-    return f"Allow {name}?", "\n".join(f"{k}: {v}" for k, v in arguments.items())
+        return _describe_write(str(arguments.get("path", "?")), str(arguments.get("content", "")), workspace, root)
+    listing = "\n".join(f"{key}: {value}" for key, value in arguments.items())
+    return Approval(f"Allow {printable(name)}?", plural(len(arguments), "argument"), Content(printable(listing)),
+                    hidden_controls(listing))
+
+
+def _describe_write(path: str, content: str, workspace: str, root: str | None) -> Approval:
+    question = f"Write {printable(path)} in {workspace}?"
+    warning = hidden_controls(content)
+    current, reason = _current(path, root)
+    new_lines = lines_of(printable(content))
+    if current is None:
+        summary = f"new file, {plural(len(new_lines), 'line')}" + (f" ({reason})" if reason else "")
+        return Approval(question, summary, Content(printable(content)) if content else Content("(empty file)"),
+                        warning)
+    old_lines = lines_of(printable(current))
+    diff = list(difflib.unified_diff(old_lines, new_lines, "now", "after", lineterm="", n=3))
+    if not diff:
+        return Approval(question, "no change: the file already has this content",
+                        Content(printable(content)), warning)
+    added = sum(1 for line in diff[2:] if line.startswith("+"))
+    removed = sum(1 for line in diff[2:] if line.startswith("-"))
+    summary = f"replaces an existing file: +{plural(added, 'line')} −{removed:,} · {len(new_lines):,} lines after"
+    return Approval(question, summary, _diff_content(diff[2:]), warning)
+
+
+def _current(path: str, root: str | None) -> tuple[str | None, str]:
+    """The file's text now (None when it does not exist or must not be shown) and why not."""
+    if root is None:
+        return None, ""
+    target = Path(path) if Path(path).is_absolute() else Path(root) / path
+    try:
+        from hermes_tui.agent.paths import check_not_secret
+    except ImportError:  # pragma: no cover - the tools module always ships it
+        check_not_secret = None  # type: ignore[assignment]
+    if check_not_secret is not None and (refused := check_not_secret(target)):
+        return None, f"the tool will refuse it: {refused}"
+    try:
+        if not target.is_file():
+            return None, ""
+        if target.stat().st_size > DIFF_LIMIT:
+            return None, "an existing file too large to compare"
+        return target.read_text(errors="replace"), ""
+    except OSError as exc:
+        return None, f"the existing file cannot be read: {exc.strerror or exc}"
+
+
+def _diff_content(lines: list[str]) -> Content:
+    styles = {"+": "$text-success", "-": "$text-error", "@": "$text-accent"}
+    parts: list[tuple[str, str] | str] = []
+    for index, line in enumerate(lines):
+        if index:
+            parts.append("\n")
+        parts.append((line, styles.get(line[:1], "")))
+    return Content.assemble(*parts)
 
 
 class ApprovalScreen(ModalScreen[str]):
-    """Dismisses with "once", "session" or "deny" (Esc denies)."""
+    """Dismisses with "once", "exact", "session" or "deny" (Esc denies)."""
 
     # Here rather than in hermes.tcss: parsed when first shown, not at start-up.
     DEFAULT_CSS = """
@@ -42,59 +129,79 @@ class ApprovalScreen(ModalScreen[str]):
         background: $background 60%;
     }
     #approval-dialog {
-        width: 84;
-        max-width: 95%;
+        width: 100;
+        max-width: 96%;
         height: auto;
-        max-height: 90%;
-        padding: 1 2;
+        max-height: 95%;
+        padding: 0 2;
         border: thick $warning 70%;
         background: $surface;
     }
     #approval-question {
-        margin: 1 0;
+        margin-top: 1;
+    }
+    #approval-summary, #approval-warning {
+        color: $text-muted;
+    }
+    #approval-warning {
+        color: $text-warning;
     }
     #approval-details {
         height: auto;
-        max-height: 16;
-        padding: 0 1;
+        max-height: 55vh;
+        min-height: 3;
+        margin-top: 1;
         background: $panel;
+        scrollbar-gutter: stable;
+        &:focus {
+            background-tint: $foreground 4%;
+        }
+    }
+    #approval-text {
+        width: auto;
+        padding: 0 1;
         color: $foreground;
-        overflow-y: auto;
     }
     #approval-buttons {
         height: auto;
-        margin-top: 1;
+        margin: 1 0;
         align-horizontal: right;
     }
     #approval-buttons Button {
         margin-left: 1;
+        min-width: 10;
     }
     """
 
-    BINDINGS = [
-        Binding("y", "choose('once')", "Allow once"),
-        Binding("a", "choose('session')", "Allow for this session"),
-        Binding("n,escape", "choose('deny')", "Deny"),
-    ]
+    BINDINGS = actions.bindings("approval")
 
-    def __init__(self, name: str, arguments: dict[str, Any], workspace: str) -> None:
+    def __init__(self, name: str, arguments: dict[str, Any], workspace: str, root: str | None = None) -> None:
         super().__init__(classes="approval")
         self.tool_name = name
-        self.question, self.details = describe(name, arguments, workspace)
+        self.approval = describe(name, arguments, workspace, root)
 
     def compose(self) -> ComposeResult:
+        exact, every = CHOICE_LABELS.get(self.tool_name, ("This call · session",
+                                                          f"All {printable(self.tool_name)} · session"))
         with Vertical(id="approval-dialog"):
-            yield Static(Content.assemble(("Approval needed · ", "$text-warning bold"), (self.tool_name, "bold")),
-                         id="approval-title")
-            yield Static(self.question, markup=False, id="approval-question")
-            yield Static(self.details, markup=False, id="approval-details")
+            yield Static(Content.assemble(("Approval needed · ", "$text-warning bold"),
+                                          (printable(self.tool_name), "bold")), id="approval-title")
+            yield Static(self.approval.question, markup=False, id="approval-question")
+            yield Static(Content(self.approval.summary), id="approval-summary")
+            if self.approval.warning:
+                yield Static(Content(self.approval.warning), id="approval-warning")
+            with ScrollableContainer(id="approval-details", can_focus=True):
+                yield Static(self.approval.body, id="approval-text")
             with Horizontal(id="approval-buttons"):
-                yield Button(Content("Allow once (y)"), id="once", variant="primary")
-                yield Button(Content("Allow for this session (a)"), id="session")
-                yield Button(Content("Deny (n/Esc)"), id="deny", variant="error")
+                yield Button(Content("Once (y)"), id=ONCE, variant="primary")
+                yield Button(Content(f"{exact} (c)"), id=EXACT)
+                yield Button(Content(f"{every} (a)"), id=SESSION)
+                yield Button(Content("Deny (n/Esc)"), id=DENY, variant="error")
+        yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#deny", Button).focus()  # a stray Enter never runs anything
+        # The text has the focus: arrows and PgUp/PgDn read it all; a stray Enter runs nothing.
+        self.query_one("#approval-details").focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

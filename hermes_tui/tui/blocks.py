@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Collapsible, Static
 
-from hermes_tui.tui.format import duration, elapsed, short_args, spinner_frame
+from hermes_tui.tui.format import duration, elapsed, plural, short_args, spinner_frame
 
 Clock = Callable[[], float]
 RESULT_CHARS = 8_000  # what a result view shows; the model got the full (capped) text anyway
@@ -63,6 +63,8 @@ class ToolCallView(Vertical):
         self.clock = clock
         self.started = clock()
         self.ok: bool | None = None  # None while running
+        self.waiting = False  # an approval is being asked: no time is counted
+        self.answered = False  # the approval was answered: the time counts from then
         self.seconds: float | None = None
         self._result: str | None = None
         self.restored = False
@@ -82,7 +84,7 @@ class ToolCallView(Vertical):
     def _head(self) -> Content:
         if self.ok is None:
             mark = (spinner_frame(self.clock()), "$accent")
-            timing: str | None = elapsed(self.clock() - self.started)
+            timing: str | None = "waiting for your approval" if self.waiting else elapsed(self.clock() - self.started)
         elif self.restored:
             mark, timing = ("•", "$text-muted") if self.ok else ("✗", "$error bold"), None
         else:
@@ -98,10 +100,16 @@ class ToolCallView(Vertical):
     def _output(self) -> Collapsible:
         result = self._result or ""
         lines = line_count(result)
-        size = f" · {lines} line{'s' if lines != 1 else ''}" if lines else " · empty"
+        size = f" · {plural(lines, 'line')}" if lines else " · empty"
         body = Static(clip_result(result) or "(no output)", markup=False, classes="tool-result")
         return Collapsible(body, title=("output" if self.ok else "error") + size, collapsed=True,
                            classes="tool-output")
+
+    def start_timer(self) -> None:
+        """The approval was given (or refused): the call's time starts now."""
+        self.waiting = False
+        self.answered = True
+        self.started = self.clock()
 
     @property
     def finished(self) -> bool:

@@ -79,7 +79,11 @@ class ChatPane(Widget):
             self.since = since
 
     class UsageChanged(Message):
-        """The session's token counts or cost changed."""
+        """A model call's token counts and cost (``usage``: the ``Usage`` event)."""
+
+        def __init__(self, usage: Usage) -> None:
+            super().__init__()
+            self.usage = usage
 
     class SkillsChanged(Message):
         """A skill was created or refined."""
@@ -251,7 +255,18 @@ class ChatPane(Widget):
         self.post_message(self.Activity(f"running {event.name}", since=view.started))
 
     async def _show_approval_needed(self, event: ApprovalNeeded) -> None:
+        view = self._tools.get(event.id)
+        if view is not None and not view.answered:
+            view.waiting = True
         self.post_message(self.Activity(f"waiting for your approval of {event.name}"))
+
+    def approval_answered(self, name: str) -> None:
+        """The user answered an approval for ``name``: its view's timer starts from now."""
+        running = [v for v in self._tools.values() if v.tool_name == name and not v.finished and not v.answered]
+        if running:
+            view = running[0]
+            view.start_timer()
+            self.post_message(self.Activity(f"running {name}", since=view.started))
 
     async def _show_tool_call_finished(self, event: ToolCallFinished) -> None:
         view = self._tools.get(event.id)
@@ -260,7 +275,7 @@ class ChatPane(Widget):
         self.post_message(self.Activity("thinking…"))
 
     async def _show_usage(self, event: Usage) -> None:
-        self.post_message(self.UsageChanged())
+        self.post_message(self.UsageChanged(event))
 
     async def _show_notice(self, event: Notice) -> None:
         await self.add_notice(event.message)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import ConfigError
 from hermes_tui.tui import actions, commands
+from hermes_tui.tui.format import short_path
 
 if TYPE_CHECKING:
     from hermes_tui.tui.app import HermesApp
@@ -113,6 +116,88 @@ class CommandRunner:
             await self.app.chat.add_notice("Usage: /resume <id> (the Sessions pane, F5, lists the ids).", "error")
             return
         await self.app.resume(int(argument))
+
+    async def _retry(self, argument: str) -> None:
+        if await self.refuse_while_busy("/retry"):
+            return
+        text = self.app.session.retract_last_turn()
+        if text is None:
+            await self.app.chat.add_notice("Nothing to retry yet: send a message first.")
+            return
+        await self.app.chat.add_notice("Retrying your last message; the previous answer is left out.")
+        await self.app.send(text)
+
+    async def _cost(self, argument: str) -> None:
+        from hermes_tui.tui.session_tools import cost_markdown
+
+        rows = self.app.usage.of(self.app.session.session_id)
+        await self.app.chat.add_help(cost_markdown(rows))
+
+    async def _copy(self, argument: str) -> None:
+        from hermes_tui.tui.session_tools import code_blocks, last_answer, osc52_likely, write_private
+
+        app = self.app
+        session_id = app.session.session_id
+        answer = last_answer(app.memory.get_messages(session_id)) if session_id is not None else None
+        if answer is None:
+            await app.chat.add_notice("Nothing to copy yet: there is no answer in this session.")
+            return
+        what, text = "the last answer", answer
+        if argument:
+            blocks = code_blocks(answer)
+            if not argument.isdigit() or not 1 <= int(argument) <= len(blocks):
+                await app.chat.add_notice(f"Usage: /copy [N]: the last answer has {len(blocks)} code block(s).",
+                                          "error")
+                return
+            what, text = f"code block {argument}", blocks[int(argument) - 1]
+        app.copy_to_clipboard(text)  # OSC 52: the terminal may or may not honour it
+        if osc52_likely(os.environ):
+            app.notify(f"Copied {what} ({len(text):,} characters) to the clipboard (OSC 52).", timeout=4)
+            return
+        try:
+            path = write_private(app.config.home / "clipboard.txt", text)
+        except OSError as exc:
+            app.notify(f"Sent {what} by OSC 52; saving a copy failed: {exc}", severity="warning", markup=False)
+            return
+        app.notify(f"This terminal may ignore OSC 52: {what} is saved in {short_path(path)}.", timeout=8,
+                   markup=False)
+
+    async def _export(self, argument: str) -> None:
+        from hermes_tui.tui.session_tools import export_markdown, write_private
+
+        app = self.app
+        session_id = app.session.session_id
+        info = app.memory.get_session(session_id) if session_id is not None else None
+        if info is None:
+            await app.chat.add_notice("Nothing to export yet: send a message first.")
+            return
+        name = argument.strip() or str(app.config.home / "exports" / f"session-{session_id}.md")
+        path = Path(os.path.expanduser(name))
+        if not path.is_absolute():
+            path = app.config.workspace / path
+        text = export_markdown(session_id, info.title or info.first_user_line or "", app.memory.get_messages(session_id))
+        try:
+            write_private(path, text)
+        except OSError as exc:
+            await app.chat.add_notice(f"Could not write {short_path(path)}: {exc.strerror or exc}", "error")
+            return
+        await app.chat.add_notice(f"Exported session {session_id} to {short_path(path)}.")
+
+    async def _setup(self, argument: str) -> None:
+        self.app.open_setup()
+
+    async def _forget(self, argument: str) -> None:
+        app = self.app
+        if argument and not argument.isdigit():
+            await app.chat.add_notice("Usage: /forget [id] (the Sessions pane, F5, lists the ids).", "error")
+            return
+        session_id = int(argument) if argument else app.session.session_id
+        if session_id is None:
+            await app.chat.add_notice("Nothing to forget: this session has no messages yet.")
+            return
+        if session_id == app.session.session_id and await self.refuse_while_busy("/forget"):
+            return
+        app.ask_to_forget(session_id)
 
     async def _exit(self, argument: str) -> None:
         self.app.action_quit()

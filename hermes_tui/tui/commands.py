@@ -30,6 +30,12 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("compact", "[focus]", "summarise older turns to free the context window (optional focus)"),
     SlashCommand("sessions", "", "open the Sessions pane"),
     SlashCommand("resume", "<id>", "continue an earlier session in the chat"),
+    SlashCommand("retry", "", "send your last message again; the last answer is left out of what is sent"),
+    SlashCommand("cost", "", "tokens in, out and cached, and the cost, per model for this session"),
+    SlashCommand("copy", "[N]", "copy the last answer, or its Nth code block (OSC 52, else a file)"),
+    SlashCommand("export", "[path]", "write this session as a Markdown transcript"),
+    SlashCommand("setup", "", "provider, key, model and endpoint (checks the endpoint)"),
+    SlashCommand("forget", "[id]", "delete a session for good (this one by default); asks first"),
     SlashCommand("exit", "", "save the session summary and quit"),
 )
 BY_NAME = {command.name: command for command in COMMANDS}

@@ -41,6 +41,11 @@ def short_args(name: str, arguments: dict[str, Any], width: int = 60) -> str:
     return one_line(" ".join(parts), width)
 
 
+def plural(count: int, word: str) -> str:
+    """``1 line``, ``2 lines``, ``1,200 lines``."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def elapsed(seconds: float) -> str:
     """Whole seconds while something runs: ``3 s``, ``2 m 05 s``."""
     whole = max(int(seconds), 0)

@@ -30,6 +30,14 @@ class OpenTranscript(Message):
         self.message_id = message_id
 
 
+class ForgetSession(Message):
+    """Ask, then delete a session for good (Sessions pane ``x``)."""
+
+    def __init__(self, session_id: int) -> None:
+        super().__init__()
+        self.session_id = session_id
+
+
 class EditSkill(Message):
     """Suspend the app, open $EDITOR on the skill's SKILL.md, then reload the skills."""
 

@@ -64,6 +64,19 @@ class ChatSession:
         self.loop = self._make(session_id)
         return self.loop
 
+    def retract_last_turn(self) -> str | None:
+        """Take the last user message and everything after it out of what is sent next (the
+        memory keeps them); return that message's text, or None when there is none."""
+        loop = self.loop
+        if loop is None:
+            return None
+        starts = [i for i, message in enumerate(loop.history) if message.get("role") == "user"]
+        stored = [m for m in self.stores.memory.get_messages(loop.session_id) if m.role == "user"]
+        if not starts or not stored:
+            return None
+        del loop.history[starts[-1]:]
+        return stored[-1].content or ""
+
     def set_config(self, config: Config) -> None:
         """Adopt a new configuration (after the setup saved a key); keeps the session going."""
         self.config = config

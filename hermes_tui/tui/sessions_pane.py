@@ -12,7 +12,6 @@ from typing import Any
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widget import Widget
@@ -21,8 +20,9 @@ from textual.worker import get_current_worker
 
 from hermes_tui.memory.store import MemoryStore, Message, SessionInfo
 from hermes_tui.skills.manager import SkillManager
+from hermes_tui.tui import actions
 from hermes_tui.tui.format import one_line
-from hermes_tui.tui.messages import OpenTranscript, ResumeSession
+from hermes_tui.tui.messages import ForgetSession, OpenTranscript, ResumeSession
 from hermes_tui.tui.transcript import clock, printable, role_label, tool_calls_summary
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,8 @@ def preview_content(info: SessionInfo, messages: list[Message]) -> Content:
 
 
 class SessionsPane(Widget):
-    """Table of sessions and a preview; Enter/``o`` opens the transcript, ``r`` resumes."""
+    """Table of sessions (with their ids) and a preview; Enter/``o`` opens the transcript, ``r`` resumes,
+    ``x`` forgets (after a confirmation)."""
 
     DEFAULT_CSS = """
     SessionsPane {
@@ -86,10 +87,7 @@ class SessionsPane(Widget):
     }
     """
 
-    BINDINGS = [
-        Binding("o", "open", "Open"),
-        Binding("r", "resume", "Resume"),
-    ]
+    BINDINGS = actions.bindings("sessions")
 
     def __init__(self, *, memory: MemoryStore, skills: SkillManager, **widget_kwargs: Any) -> None:
         super().__init__(**widget_kwargs)
@@ -160,15 +158,18 @@ class SessionsPane(Widget):
         table = self.query_one("#sessions-table", DataTable)
         width = table.scrollable_content_region.width
         self._table_width = width
-        rest = width - WHEN_WIDTH - COUNT_WIDTH - 4 * 2 * table.cell_padding
+        id_width = max(len(str(info.id)) for info in self._sessions) if self._sessions else 2
+        rest = width - id_width - WHEN_WIDTH - COUNT_WIDTH - 5 * 2 * table.cell_padding
         title_width = max(TITLE_WIDTH_MIN, rest * 2 // 5)
         table.clear(columns=True)
+        table.add_column("Id", width=id_width, key="id")  # what /resume and /forget take
         table.add_column("When", width=WHEN_WIDTH, key="when")
         table.add_column("Msgs", width=COUNT_WIDTH, key="count")
         table.add_column("Title", width=title_width, key="title")
         table.add_column("Summary", width=max(SUMMARY_WIDTH_MIN, rest - title_width), key="summary")
         for info in self._sessions:
             table.add_row(
+                Text(str(info.id).rjust(id_width)),
                 Text(clock(info.last_activity)),
                 Text(str(info.message_count).rjust(COUNT_WIDTH)),
                 Text(one_line(session_title(info), 200), no_wrap=True, overflow="ellipsis"),
@@ -226,7 +227,7 @@ class SessionsPane(Widget):
     # -- actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("open", "resume") and self.selected is None:
+        if action in ("open", "resume", "forget") and self.selected is None:
             return None
         return True
 
@@ -237,3 +238,7 @@ class SessionsPane(Widget):
     def action_resume(self) -> None:
         if info := self.selected:
             self.post_message(ResumeSession(info.id))
+
+    def action_forget(self) -> None:
+        if info := self.selected:
+            self.post_message(ForgetSession(info.id))

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from dataclasses import replace
+from urllib.parse import urlsplit
 
 from textual import on
 from textual.app import ComposeResult
@@ -25,6 +27,29 @@ from hermes_tui.tui.envfile import update_env_file
 from hermes_tui.tui.format import short_path
 
 log = logging.getLogger(__name__)
+
+
+def endpoint_problem(url: str) -> str | None:
+    """Why an endpoint cannot be right (one line), or None: it needs http(s)://host."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"The endpoint needs a scheme and a host, like http://localhost:8000/v1 (got {url!r})."
+    try:
+        parts.port  # noqa: B018 - raises for a bad port
+    except ValueError:
+        return f"The endpoint's port is not a number: {url!r}."
+    return None
+
+
+def connection_problem(url: str, timeout: float = 3.0) -> str | None:
+    """Whether the endpoint's host answers on its port (a TCP connect; no key is sent), or why not."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return f"Cannot reach {parts.hostname}:{port}: {exc.strerror or exc}."
 
 
 def reload_config(config: Config, provider: str, model: str | None) -> Config:
@@ -177,6 +202,9 @@ class SetupScreen(ModalScreen[Config | None]):
         candidate = replace(self.config, provider=provider, api_keys=keys)
         if not candidate.has_api_key:
             self._error(f"Paste the {variable} for {provider} (or press Esc to set it up later).")
+            return
+        if base and (problem := endpoint_problem(base)):
+            self._error(problem)
             return
         if info.requires_base and not (base or self.config.api_base):
             self._error(f"{provider} needs the server's endpoint, e.g. http://localhost:8000/v1.")

@@ -36,7 +36,7 @@ from textual.worker import get_current_worker
 
 from hermes_tui.memory.store import MemoryStore, Message, SessionInfo
 from hermes_tui.textsafe import printable
-from hermes_tui.tui.format import one_line, short_args
+from hermes_tui.tui.format import one_line, plural, short_args
 from hermes_tui.tui.messages import ResumeSession
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def message_renderable(message: Message, *, markdown: bool, look: Look) -> Rende
     content = printable(message.content or "")
     if message.role in ("tool", "system"):
         lead = f"← {printable(message.name or 'tool')}" if message.role == "tool" else "System"
-        detail = f" ({len(content.splitlines())} lines): " if message.role == "tool" else ": "
+        detail = f" ({plural(len(content.splitlines()), 'line')}): " if message.role == "tool" else ": "
         body = one_line(content, RESULT_CHARS) or "(empty)"
         return Text.assemble((lead, "bold"), detail, body, style="dim", no_wrap=True, overflow="ellipsis")
     parts: list[RenderableType] = [

@@ -1,0 +1,97 @@
+"""What /copy, /export and /cost compute: plain functions over stored messages (no Textual)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from hermes_tui.memory.store import Message
+from hermes_tui.tui.usage import ModelUsage, totals
+
+_FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S)
+ROLE_TITLES = {"user": "You", "assistant": "Hermes"}
+# Terminals known to accept OSC 52 from applications. tmux does only with `set-clipboard on`
+# (its default, "external", drops it) and macOS Terminal never does: there the file is the copy.
+OSC52_PROGRAMS = {"iTerm.app", "WezTerm", "vscode", "ghostty", "kitty", "Alacritty", "foot", "rio", "Tabby"}
+
+
+def last_answer(messages: list[Message]) -> str | None:
+    """The newest assistant text of the conversation."""
+    for message in reversed(messages):
+        if message.role == "assistant" and message.content and message.content.strip():
+            return message.content
+    return None
+
+
+def code_blocks(markdown: str) -> list[str]:
+    """The bodies of the fenced code blocks, in order."""
+    return [match.group("body").rstrip("\n") for match in _FENCE.finditer(markdown)]
+
+
+def osc52_likely(env: Mapping[str, str]) -> bool:
+    """Whether the terminal probably puts OSC 52 text on the clipboard."""
+    if env.get("TMUX"):
+        return False
+    term = env.get("TERM", "")
+    return env.get("TERM_PROGRAM", "") in OSC52_PROGRAMS or any(t in term for t in ("kitty", "alacritty", "foot"))
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Write ``text`` readable by the user only (0600 whatever the umask)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)
+    return path
+
+
+def _fence_for(text: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _fenced(text: str, info: str = "") -> str:
+    fence = _fence_for(text)
+    return f"{fence}{info}\n{text.rstrip()}\n{fence}"
+
+
+def export_markdown(session_id: int, title: str, messages: list[Message]) -> str:
+    """A session as Markdown: each message under its author and time; tool calls and results fenced."""
+    out = [f"# Hermes session {session_id}: {title or 'untitled'}", ""]
+    for message in messages:
+        stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(message.created))
+        if message.role in ROLE_TITLES:
+            out += [f"## {ROLE_TITLES[message.role]} · {stamp}", ""]
+            if message.content:
+                out += [message.content.rstrip(), ""]
+            for call in message.tool_calls or []:
+                function = call.get("function", {}) if isinstance(call, dict) else {}
+                arguments = function.get("arguments", "")
+                if not isinstance(arguments, str):
+                    arguments = json.dumps(arguments, ensure_ascii=False)
+                out += [f"**Tool call** `{function.get('name', 'tool')}`", "", _fenced(arguments, "json"), ""]
+        elif message.role == "tool":
+            out += [f"**Result** of `{message.name or 'tool'}`", "", _fenced(message.content or ""), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _money(cost: float | None) -> str:
+    return "—" if cost is None else f"${cost:.4f}"
+
+
+def cost_markdown(rows: list[ModelUsage]) -> str:
+    """The /cost card: one row per model, then the total."""
+    if not rows:
+        return "No model calls in this session yet."
+    lines = ["| model | calls | in | out | cached | cost |", "|---|--:|--:|--:|--:|--:|"]
+    for row in [*rows, totals(rows)] if len(rows) > 1 else rows:
+        name = "**total**" if row.model == "all" else f"`{row.model}`"
+        lines.append(f"| {name} | {row.calls:,} | {row.prompt_tokens:,} | {row.completion_tokens:,} | "
+                     f"{row.cached_tokens:,} | {_money(row.cost_usd)} |")
+    lines += ["", "Cost — means the model has no price in litellm's table."]
+    return "\n".join(lines)

@@ -1,0 +1,174 @@
+"""The real app and the headless mode under a real pseudo-terminal: no terminal control sequence
+planted in a tool argument, a tool output, an answer, a skill or a memory hit reaches the bytes
+the terminal receives.
+
+Textual draws with CSI sequences of its own, so the test plants distinctive payloads (an OSC 52
+clipboard write, OSC 0/2 window titles, an 8-bit CSI) and asserts that no OSC 52/0/2 is emitted
+at all and that no escape sequence in the output carries a payload marker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.fixtures import wire_env
+from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+from tests.helpers import HERMES_TUI
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+
+ARGUMENT = "echo canary-arg \x1b]0;PWNED-ARG\x07 \x1b]52;c;SEKRET-ARG\x07 \x1b[2J"
+OUTPUT = "printf 'canary-out \\033]52;c;SEKRET-OUT\\007 \\033]2;PWNED-OUT\\007 \\033[31mred\\n'"
+ANSWER = "canary-answer \x1b]52;c;SEKRET-ANS\x07 \x1b]0;PWNED-ANS\x1b\\ \x9b2J \u202eevil done-marker"
+SKILL = """---
+name: canary-skill
+description: "canary skill \\e]52;c;SEKRET-SKILL\\a \\e]0;PWNED-SKILL\\a"
+---
+Body \x1b]52;c;SEKRET-SKILL\x07 text.
+"""
+MARKERS = (b"SEKRET", b"PWNED")
+# Any escape sequence: CSI, OSC/DCS/APC strings (to BEL or ST), or two-byte escapes; 8-bit CSI/OSC.
+SEQUENCE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]P_^X][^\x07\x1b]*(?:\x07|\x1b\\)|.)|\xc2[\x9b\x9d][^\x07]*")
+SIZE = (32, 110)  # rows, columns
+
+
+class Terminal:
+    """A child process on a pty; everything it writes is collected."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        import fcntl
+        import termios
+
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[0], SIZE[1], 0, 0))
+        self.master = master
+        self.output = bytearray()
+        self._lock = threading.Lock()
+        self.process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
+                                        start_new_session=True, close_fds=True)
+        os.close(slave)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            ready, _, _ = select.select([self.master], [], [], 0.1)
+            if not ready:
+                if self.process.poll() is not None:
+                    return
+                continue
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with self._lock:
+                self.output += data
+
+    def seen(self) -> bytes:
+        with self._lock:
+            return bytes(self.output)
+
+    def wait_for(self, condition: Callable[[bytes], bool], timeout: float = 45.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition(self.seen()):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                tail = self.seen()[-2000:]
+                raise AssertionError(f"timed out; exit={self.process.poll()}; last output: {tail!r}")
+            time.sleep(0.05)
+
+    def type(self, data: str) -> None:
+        os.write(self.master, data.encode())
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        self._reader.join(5)
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal_env(hermes_home: Path, workspace: Path) -> Iterator[tuple[FakeLLMServer, dict[str, str]]]:
+    skill = hermes_home / "skills" / "canary-skill"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL)  # YAML turns \e and \a into ESC and BEL
+    with FakeLLMServer() as server:
+        env = {**os.environ, **wire_env(server, "openai"), "TERM": "xterm-256color", "COLORTERM": "truecolor",
+               "HERMES_APPROVAL": "always", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        env.pop("TEXTUAL", None)
+        yield server, env
+
+
+def assert_inert(output: bytes) -> None:
+    for osc in (b"\x1b]52", b"\x1b]0;", b"\x1b]2;", b"\xc2\x9d"):
+        assert osc not in output, f"{osc!r} reached the terminal"
+    for sequence in SEQUENCE.findall(output):
+        assert not any(marker in sequence for marker in MARKERS), sequence
+    assert b"\xc2\x9b2J" not in output and "\u202e".encode() not in output
+
+
+def planted_replies(server: FakeLLMServer) -> None:
+    server.queue(
+        Reply(tool_calls=[ToolCall("run_bash", {"command": ARGUMENT}, id="call_a")]),
+        Reply(tool_calls=[ToolCall("run_bash", {"command": OUTPUT}, id="call_b")]),
+        Reply(text=ANSWER),
+        Reply(text="Summary."),
+    )
+
+
+def test_the_app_sends_no_planted_sequence_to_the_terminal(terminal_env: tuple[FakeLLMServer, dict[str, str]]) -> None:
+    server, env = terminal_env
+    planted_replies(server)
+    term = Terminal([HERMES_TUI], env)
+    try:
+        term.wait_for(lambda out: b"Message Hermes" in out)
+        term.type("show me the canary\r")
+        term.wait_for(lambda out: b"done-marker" in out)
+        term.type("\x1bOR")  # F3: the Skills pane
+        term.wait_for(lambda out: b"canary-skill" in out)
+        term.type("\x1bOS")  # F4: the Memory pane, searching the stored payloads
+        time.sleep(0.5)
+        term.type("canary")
+        term.wait_for(lambda out: out.count(b"canary") > 12)
+        time.sleep(1.0)
+        term.type("\x11")  # ctrl+q
+        time.sleep(0.5)
+        term.type("\x11")
+        term.process.wait(30)
+    finally:
+        term.close()
+    output = term.seen()
+    assert b"canary-answer" in output and b"canary-out" in output and b"canary-arg" in output
+    assert_inert(output)
+
+
+def test_headless_on_a_terminal_sends_no_planted_sequence(terminal_env: tuple[FakeLLMServer, dict[str, str]]) -> None:
+    server, env = terminal_env
+    planted_replies(server)
+    term = Terminal([HERMES_TUI, "-p", "show me the canary", "--yes"], env)
+    try:
+        assert term.process.wait(60) == 0
+        term.wait_for(lambda out: b"done-marker" in out, timeout=5)
+    finally:
+        term.close()
+    output = term.seen()
+    assert b"canary-answer" in output and b"canary-arg" in output
+    assert_inert(output)

@@ -1,0 +1,176 @@
+"""The session tools: /retry, /cost (kept across /resume), /copy, /export, /setup, /forget and the
+Sessions pane's ids and ``x``; plus a denied call shown ✗ in a resumed session."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.tui.answer import AnswerText, HelpText
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.blocks import ToolCallView
+from hermes_tui.tui.confirm import ConfirmScreen
+from hermes_tui.tui.session_tools import code_blocks
+from hermes_tui.tui.setup_screen import SetupScreen
+from tests.fakes.server import FakeLLMServer, Fault, Reply
+from tests.test_tui_app import conversation, notices, run, send, send_and_wait, server, text_of, wait_for
+
+__all__ = ["server"]
+ANSWER = "Two snippets:\n\n```python\nprint('one')\n```\n\nand\n\n```bash\necho two\n```\n"
+
+
+def test_retry_resends_the_last_message_without_the_failed_answer(server: FakeLLMServer) -> None:
+    server.queue(Fault(400), Reply(text="Now it works."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "please answer")
+        assert any(n.startswith("✗") for n in notices(app))
+        await send_and_wait(app, pilot, "/retry")
+        assert conversation(app, AnswerText)[-1].source == "Now it works."
+        sent = [m for m in server.requests[-1].messages if m["role"] == "user"]
+        assert len(sent) == 1 and sent[0]["content"].startswith("please answer")  # not twice
+        assert len(server.requests) == 2
+
+    run(scenario)
+
+
+def test_cost_per_model_survives_resume(server: FakeLLMServer) -> None:
+    server.queue(Reply(text="first"), Reply(text="second"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "one")
+        await send(app, pilot, "/model other-model")
+        await send_and_wait(app, pilot, "two")
+        session = app.session.session_id
+        await send(app, pilot, "/cost")
+        card = conversation(app, HelpText)[-1].source
+        assert "`openai:test-model` | 1 | 12 | 7 | 0 | —" in card
+        assert "`openai:other-model` | 1 |" in card and "**total** | 2 | 24 | 14 |" in card
+        await send(app, pilot, "/new")
+        assert text_of(app.query_one("#usage")).startswith("0 in")
+        await wait_for(pilot, lambda: app.usage.load(session) and len(app.usage.load(session)) == 2)
+        await send(app, pilot, f"/resume {session}")
+        assert text_of(app.query_one("#usage")).startswith("24 in · 14 out")  # restored, not 0
+
+    run(scenario)
+
+
+def test_copy_falls_back_to_a_private_file(server: FakeLLMServer, hermes_home: Path,
+                                           monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TERM_PROGRAM", "Apple_Terminal")  # no OSC 52 there
+    server.queue(Reply(text=ANSWER))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "snippets")
+        await send(app, pilot, "/copy 2")
+        saved = hermes_home / "clipboard.txt"
+        assert saved.read_text() == "echo two" and app.clipboard == "echo two"
+        assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+        assert any("clipboard.txt" in str(n.message) for n in app._notifications)
+        await send(app, pilot, "/copy")
+        assert saved.read_text() == ANSWER
+        await send(app, pilot, "/copy 3")
+        assert "has 2 code block(s)" in notices(app)[-1]
+
+    run(scenario)
+
+
+def test_copy_uses_osc52_where_the_terminal_takes_it(server: FakeLLMServer, hermes_home: Path,
+                                                     monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TERM_PROGRAM", "WezTerm")
+    monkeypatch.delenv("TMUX", raising=False)
+    server.queue(Reply(text=ANSWER))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "snippets")
+        await send(app, pilot, "/copy 1")
+        assert app.clipboard == "print('one')" and not (hermes_home / "clipboard.txt").exists()
+        assert any("OSC 52" in str(n.message) for n in app._notifications)
+
+    run(scenario)
+
+
+def test_export_writes_a_markdown_transcript(server: FakeLLMServer, workspace: Path) -> None:
+    server.queue(Reply(text=ANSWER))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "snippets please")
+        await send(app, pilot, "/export notes/session.md")
+        path = workspace / "notes" / "session.md"
+        text = path.read_text()
+        assert text.startswith(f"# Hermes session {app.session.session_id}: snippets please")
+        assert "## You · " in text and "snippets please" in text and "## Hermes · " in text
+        assert code_blocks(text) == ["print('one')", "echo two"]
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert "Exported session" in notices(app)[-1]
+
+    run(scenario)
+
+
+def test_setup_reopens_any_time_and_needs_a_scheme(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "/setup")
+        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await pilot.pause()
+        app.screen.query_one("#setup-base").value = "localhost:8000/v1"
+        app.screen.action_save()
+        await pilot.pause()
+        assert isinstance(app.screen, SetupScreen)  # refused
+        assert "http://" in text_of(app.screen.query_one("#setup-error"))
+        await pilot.press("escape")
+        assert not isinstance(app.screen, SetupScreen)
+
+    run(scenario)
+
+
+def test_forget_asks_then_deletes_the_session(server: FakeLLMServer, hermes_home: Path) -> None:
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    old = memory.new_session()
+    memory.add_message(old, "user", "my key is sk-regret")
+    memory.close()
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "/sessions")
+        table = app.query_one("#sessions-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 1)
+        assert [str(c.label) for c in table.columns.values()][0] == "Id"
+        assert str(table.get_row_at(0)[0]).strip() == str(old)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("escape")  # no: nothing happens
+        await pilot.pause()
+        assert app.memory.get_session(old) is not None
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        app.screen.action_confirm()
+        await wait_for(pilot, lambda: app.memory.get_session(old) is None)
+        await wait_for(pilot, lambda: table.row_count == 0)
+        await pilot.press("f2")
+        await send(app, pilot, f"/forget {old}")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        app.screen.action_confirm()
+        await wait_for(pilot, lambda: any(f"no session {old}" in n for n in notices(app)))
+
+    run(scenario)
+
+
+def test_a_denied_call_shows_a_cross_when_resumed(server: FakeLLMServer, hermes_home: Path) -> None:
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    old = memory.new_session()
+    memory.add_message(old, "user", "delete it")
+    memory.add_message(old, "assistant", None, tool_calls=[
+        {"id": "c1", "type": "function", "function": {"name": "run_bash", "arguments": '{"command": "rm x"}'}}])
+    memory.add_message(old, "tool", "The user denied this run_bash call. Do not retry it; ask the user how to proceed.",
+                       tool_call_id="c1", name="run_bash")
+    memory.close()
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, f"/resume {old}")
+        view = conversation(app, ToolCallView)[0]
+        assert text_of(view.query_one(".tool-head")).startswith("✗ run_bash")
+
+    run(scenario)
