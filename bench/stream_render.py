@@ -2,8 +2,11 @@
 
 The fake LLM server (tests/fakes) streams an OpenAI-wire answer of TOKENS chunks of 4 characters
 (~1 token each) with 1 ms between chunks; Hermes' worker thread parses it with LiteLLM and hands
-the text to the app, which feeds one Markdown widget per text block through Textual's
-MarkdownStream. The app runs headless inside ``run_test`` at 120x40.
+the text to the app, which feeds Markdown widgets through Textual's MarkdownStream: a long
+answer continues in a new widget every ~SPLIT_CHARS characters (hermes_tui/tui/splitter.py).
+The app runs headless inside ``run_test`` at 120x40. Two runs in one process: first with
+splitting off (one widget per answer: the baseline), then as shipped; the ratio of the worst
+key echoes is printed last.
 
 Figures:
 * last-token latency: from the moment the worker thread receives the last text delta (it hands
@@ -116,12 +119,12 @@ async def scenario(app: Any, pilot: Any, text: str, tokens: int) -> dict[str, An
         await asyncio.sleep(0.002)
     last_arrival = arrivals[-1]
     cpu = time.thread_time() - cpu_start
-    answer = list(app.chat.query(".answer"))[-1]
-    while SENTINEL not in last_block_text(answer):
+    while SENTINEL not in last_block_text(list(app.chat.query(".answer"))[-1]):
         await asyncio.sleep(0.001)
     shown = time.perf_counter()
     while app.chat.busy:
         await asyncio.sleep(0.01)
+    answers = list(app.chat.query(".answer"))
     return {
         "last_token_ms": (shown - last_arrival) * 1000,
         "echo_ms": [e * 1000 for e in echoes],
@@ -129,7 +132,8 @@ async def scenario(app: Any, pilot: Any, text: str, tokens: int) -> dict[str, An
         "deltas": len(arrivals),
         "batches": batches,
         "tokens": tokens,
-        "complete": answer.source == text,
+        "complete": "".join(a.source for a in answers) == text,
+        "widgets": len(answers),
         "app_cpu": cpu / (arrivals[-1] - arrivals[0]),
     }
 
@@ -150,7 +154,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, default=20_000, help="chunks of ~1 token to stream (default 20000)")
     args = parser.parse_args()
-    text = markdown_text(args.tokens)
+    from hermes_tui.tui import splitter
+
+    split = splitter.SPLIT_CHARS
+    results = {}
+    for label, limit in (("one widget per answer (baseline)", 10**12), (f"split every ~{split:,} characters", split)):
+        splitter.SPLIT_CHARS = limit
+        results[label] = measure(args.tokens)
+    worst = {label: max(r["echo_ms"]) if r["echo_ms"] else float("nan") for label, r in results.items()}
+    base, new = worst.values()
+    print(f"worst key echo: split {new:.1f} ms vs baseline {base:.1f} ms = {new / base:.2f}x")
+
+
+def measure(tokens: int) -> dict[str, Any]:
+    text = markdown_text(tokens)
 
     with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
         _common.isolated_env(Path(tmp) / "home", Path(tmp), server.openai_base)
@@ -167,12 +184,14 @@ def main() -> None:
         async def run() -> None:
             async with app.run_test(size=(120, 40)) as pilot:
                 await pilot.pause()
-                result.update(await scenario(app, pilot, text, args.tokens))
+                result.update(await scenario(app, pilot, text, tokens))
 
         asyncio.run(run())
         app.stores.close()
 
     echo = result["echo_ms"]
+    label = "one widget per answer" if splitter_limit() > len(text) else f"split every ~{splitter_limit():,} chars"
+    print(f"[{label}] {result['widgets']} Markdown widget(s)")
     print(f"Streamed {result['deltas']:,} text deltas ({len(text):,} characters, ~{result['tokens']:,} tokens) "
           f"in {result['stream_s']:.1f} s = {result['deltas'] / result['stream_s']:,.0f} deltas/s; "
           f"the app took them in {result['batches']:,} inbox batches; final text complete: {result['complete']}")
@@ -182,6 +201,13 @@ def main() -> None:
     if echo:
         print(f"  key echo while streaming ({len(echo)} keys): median {statistics.median(echo):.1f} ms, "
               f"p95 {percentile(echo, 95):.1f} ms, worst {max(echo):.1f} ms   (budget 50 ms)")
+    return result
+
+
+def splitter_limit() -> int:
+    from hermes_tui.tui import splitter
+
+    return splitter.SPLIT_CHARS
 
 
 if __name__ == "__main__":

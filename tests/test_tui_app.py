@@ -679,7 +679,8 @@ def test_setup_saves_the_key_masked_with_mode_0600(no_key: Path, monkeypatch: py
             await pilot.pause()
             assert not isinstance(app.screen, SetupScreen)
             assert app.config.has_api_key and app.config.model == "gpt-test"
-            assert "Saved. Hermes now uses openai:gpt-test." in notices(app)[-1]
+            assert any("Saved. Hermes now uses openai:gpt-test." in n for n in notices(app))
+            await wait_for(pilot, lambda: any("answers." in n for n in notices(app)))  # the endpoint was checked
             await send_and_wait(app, pilot, "hello")
             assert fake.requests[-1].headers["authorization"] == f"Bearer {secret}"
 

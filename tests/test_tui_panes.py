@@ -450,10 +450,11 @@ def test_sessions_list_preview_open_and_resume(stores: Stores) -> None:
     async def scenario(pilot: Pilot[None]) -> None:
         table = pane.query_one(DataTable)
         rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
-        assert [row[2] for row in rows] == [
+        assert [row[3] for row in rows] == [
             "Step 0: checking the build log, line 0.", "CSV cleanup", "How do I deploy my Flask app to Railway?"]
-        assert rows[2][:2] == ["2025-06-01 10:00", "   4"]
-        assert rows[2][3].startswith("Deployed a Flask app to Railway")
+        assert [row[0].strip() for row in rows] == [str(stores.sessions[k]) for k in ("long", "csv", "deploy")]
+        assert rows[2][1:3] == ["2025-06-01 10:00", "   4"]
+        assert rows[2][4].startswith("Deployed a Flask app to Railway")
         move_to(table, str(stores.sessions["deploy"]))
         await settle(pilot)
         preview = str(pane.query_one("#sessions-preview-body", Static).content)

@@ -24,6 +24,7 @@ from hermes_tui.tui.format import one_line, widget_id
 from hermes_tui.tui.history import PromptHistory
 from hermes_tui.tui.inbox import EventInbox, EventsReady
 from hermes_tui.tui.prompt import PromptArea
+from hermes_tui.tui.splitter import BlockSplitter
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -115,6 +116,7 @@ class ChatPane(Widget):
         self._flush_timer: Timer | None = None
         self._tools: dict[str, ToolCallView] = {}
         self._cleaner = StreamCleaner()
+        self._splitter = BlockSplitter()
         self.queued: list[str] = []
 
     def compose(self) -> ComposeResult:
@@ -324,11 +326,7 @@ class ChatPane(Widget):
     async def _write(self, text: str) -> None:
         self._pending_text.append(text)
         if self._stream is None:
-            from hermes_tui.tui.answer import AnswerText  # Markdown loads with the first answer
-
-            self._block = AnswerText(classes="answer")
-            await self._mount(self._block)
-            self._stream = AnswerText.get_stream(self._block)
+            await self._open_block()
             await self._flush()  # the first words show at once
         elif self._flush_timer is None:
             cost = self._block.update_cost if self._block is not None else 0.0
@@ -348,17 +346,37 @@ class ChatPane(Widget):
         await self._write_pending()
 
     async def _write_pending(self) -> None:
+        """Hand the text to the stream; a long answer continues in a new widget at a paragraph
+        break (``splitter``), so no append ever re-renders a huge widget."""
         text, self._pending_text = "".join(self._pending_text), []
-        if text and self._stream is not None:
-            await self._stream.write(text)
+        if not text or self._stream is None:
+            return
+        *ended, rest = self._splitter.feed(text)
+        for piece in ended:
+            await self._stream.write(piece)
+            await self._close_stream()
+            await self._open_block()
+        if rest:
+            await self._stream.write(rest)
+
+    async def _open_block(self) -> None:
+        from hermes_tui.tui.answer import AnswerText  # Markdown loads with the first answer
+
+        self._block = AnswerText(classes="answer")
+        await self._mount(self._block)
+        self._stream = AnswerText.get_stream(self._block)
+
+    async def _close_stream(self) -> None:
+        stream, self._stream, self._block = self._stream, None, None
+        if stream is not None:
+            await stream.stop()
 
     async def _end_block(self) -> None:
         if held := self._cleaner.flush():
             self._pending_text.append(held)
         await self._flush()
-        stream, self._stream, self._block = self._stream, None, None
-        if stream is not None:
-            await stream.stop()
+        await self._close_stream()
+        self._splitter = BlockSplitter()
 
     # -- other content
 

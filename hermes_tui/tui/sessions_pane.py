@@ -158,7 +158,7 @@ class SessionsPane(Widget):
         table = self.query_one("#sessions-table", DataTable)
         width = table.scrollable_content_region.width
         self._table_width = width
-        id_width = max(len(str(info.id)) for info in self._sessions) if self._sessions else 2
+        id_width = max([2, *(len(str(info.id)) for info in self._sessions)])
         rest = width - id_width - WHEN_WIDTH - COUNT_WIDTH - 5 * 2 * table.cell_padding
         title_width = max(TITLE_WIDTH_MIN, rest * 2 // 5)
         table.clear(columns=True)

@@ -163,6 +163,8 @@ class TranscriptScreen(Screen[None]):
     BINDINGS = [
         Binding("escape,q", "close", "Close"),
         Binding("r", "resume", "Resume"),
+        Binding("pageup", "page('up')", "Page up", show=False, priority=True),
+        Binding("pagedown", "page('down')", "Page down", show=False, priority=True),
     ]
 
     def __init__(self, memory: MemoryStore, session_id: int, message_id: int | None = None) -> None:
@@ -219,6 +221,14 @@ class TranscriptScreen(Screen[None]):
         messages = self.query_one("#transcript-messages", OptionList)
         messages.scroll_to_highlight(top=True)
         messages.scroll_relative(y=-(messages.scrollable_content_region.height // 3), animate=False, immediate=True)
+
+    def action_page(self, direction: str) -> None:
+        """PgUp/PgDn move by a screen of text (messages can be taller or shorter than a screen)."""
+        messages = self.query_one("#transcript-messages", OptionList)
+        if direction == "up":
+            messages.scroll_page_up(animate=False)
+        else:
+            messages.scroll_page_down(animate=False)
 
     def action_close(self) -> None:
         self.dismiss()

@@ -1,0 +1,92 @@
+"""Rendering: long answers split over several Markdown widgets (same text, no cut inside code),
+wide code lines scroll with a visible scrollbar, the transcript pages by screen."""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+from textual.widgets import OptionList
+from textual.widgets._markdown import MarkdownFence
+
+from hermes_tui.tui.answer import AnswerText
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.splitter import BlockSplitter
+from hermes_tui.tui.transcript import TranscriptScreen
+from tests.fakes.server import FakeLLMServer, Reply
+from tests.test_tui_app import conversation, run, send_and_wait, server, wait_for
+from tests.test_tui_panes import PaneApp, SessionsPane, Stores, settle, stores
+from tests.test_tui_panes import run as run_pane
+
+__all__ = ["server", "stores"]
+
+
+def long_answer(paragraphs: int) -> str:
+    parts = []
+    for n in range(paragraphs):
+        parts.append(f"Paragraph {n}: " + " ".join(f"w{n}x{i}" for i in range(40)))
+        if n % 5 == 0:
+            parts.append("```python\n" + "\n\n".join(f"line_{n}_{i} = {i}" for i in range(4)) + "\n```")
+    return "\n\n".join(parts) + "\n"
+
+
+def test_the_splitter_cuts_only_between_paragraphs_outside_code() -> None:
+    text = long_answer(120)
+    for size in (1, 13, 500, len(text)):
+        splitter = BlockSplitter(1_000)
+        blocks = [""]
+        for start in range(0, len(text), size):
+            first, *rest = splitter.feed(text[start:start + size])
+            blocks[-1] += first
+            blocks += rest
+        assert "".join(blocks) == text
+        assert len(blocks) > 5
+        assert all(block.count("```") % 2 == 0 for block in blocks)  # never inside a fence
+        assert all(block.endswith("\n\n") for block in blocks[:-1])
+
+
+def test_a_long_answer_streams_into_several_widgets(server: FakeLLMServer) -> None:
+    text = long_answer(200)  # ~55k characters
+    server.queue(Reply(text=text, chunk_size=200))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "a long one")
+        answers = conversation(app, AnswerText)
+        assert len(answers) >= 8
+        assert "".join(a.source for a in answers) == text
+        assert max(len(a.source) for a in answers) < 6_000
+
+    run(scenario)
+
+
+def test_a_wide_code_line_scrolls_with_a_visible_bar(server: FakeLLMServer) -> None:
+    wide = "x = '" + "abcdefghij" * 40 + "'"
+    server.queue(Reply(text=f"Here:\n\n```python\n{wide}\n```\n"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "wide")
+        fence = conversation(app, AnswerText)[0].query_one(MarkdownFence)
+        await wait_for(pilot, lambda: fence.max_scroll_x > 300)
+        await pilot.pause()
+        assert fence.show_horizontal_scrollbar and fence.scrollbar_size_horizontal == 1  # visibly cut
+
+    run(scenario)
+
+
+def test_the_transcript_pages_by_screen(stores: Stores) -> None:
+    app = PaneApp(SessionsPane, stores)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        screen = TranscriptScreen(stores.memory, stores.sessions["long"])
+        await app.push_screen(screen)
+        await settle(pilot)
+        messages = screen.query_one("#transcript-messages", OptionList)
+        page = messages.scrollable_content_region.height
+        assert messages.max_scroll_y > page
+        start = messages.scroll_y
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert messages.scroll_y - start == min(page, messages.max_scroll_y - start)
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert messages.scroll_y == start
+
+    run_pane(app, scenario)
