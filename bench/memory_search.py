@@ -284,6 +284,30 @@ def append_latency(store: MemoryStore, gen: TextGenerator, count: int) -> list[f
     return seconds
 
 
+def plain_insert_latency(folder: Path, gen: TextGenerator, count: int) -> list[float]:
+    """The same appends into a bare one-table SQLite file (WAL, synchronous=NORMAL, no index):
+    the floor this machine allows right now, to read the store's figures against."""
+    path = folder / "plain-insert-baseline.sqlite3"
+    path.unlink(missing_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("CREATE TABLE m (id INTEGER PRIMARY KEY, role TEXT, content TEXT, created REAL)")
+    seconds = []
+    for i in range(count):
+        text = gen.text(gen.message_length())
+        t0 = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO m (role, content, created) VALUES (?, ?, ?)",
+                     ("user" if i % 2 == 0 else "assistant", text, time.time()))
+        conn.execute("COMMIT")
+        seconds.append(time.perf_counter() - t0)
+    conn.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return seconds
+
+
 def row(label: str, samples: list[float]) -> str:
     p50, p90, p99, worst = percentiles(samples)
     return f"  {label:<28}{len(samples):>5}{p50:>10.2f}{p90:>10.2f}{p99:>10.2f}{worst:>10.2f}"
@@ -340,6 +364,7 @@ def main() -> None:
         naive_f, naive_f_hits = time_each(naive, frequent)
         naive_m, naive_m_hits = time_each(naive, mixed)
         appends = append_latency(store, TextGenerator(seed=SEED + 2), args.appends)
+        plain = plain_insert_latency(path.parent, TextGenerator(seed=SEED + 2), args.appends)
         db.close()
 
     def overlap(naive_ids: list[list[int]], hits: list[list]) -> list[float]:
@@ -359,7 +384,9 @@ def main() -> None:
     print(f"  upkeep round after the warm-up (merges, bm25's best for {len(frequent)} frequent "
           f"words, checkpoint): {upkeep_seconds:.1f} s, in the background in normal use")
     a50, _, a99, amax = percentiles(appends)
-    print(f"  add_message x{len(appends)}: p50 {a50:.3f} ms, p99 {a99:.3f} ms, max {amax:.2f} ms")
+    b50, _, b99, bmax = percentiles(plain)
+    print(f"  add_message x{len(appends)}: p50 {a50:.3f} ms, p99 {a99:.3f} ms, max {amax:.2f} ms"
+          f" (bare one-table insert, same run: p50 {b50:.3f} ms, p99 {b99:.3f} ms, max {bmax:.2f} ms)")
     print()
     print(f"  {'search latency (ms)':<34}{'n':>5}{'p50':>10}{'p90':>10}{'p99':>10}{'max':>10}")
     print(row("store: 1-3 word queries", store_q))

@@ -219,3 +219,25 @@ def _render(raw: str, highlights: Sequence[Highlight], cut_left: bool, cut_right
 def _flat(text: str) -> str:
     """One line: runs of whitespace become one space."""
     return " ".join(text.split())
+
+
+def has_word(text: str, word: str) -> bool:
+    """Whether ``text`` holds ``word`` as a word, or a form of it the porter stemmer joins
+    ("reports" for "report"): a cheap stand-in for the index, to check a frequent word in a
+    few candidates without walking its huge posting list."""
+    low = text.lower()
+    stem = highlight_for(word).text
+    if len(stem) < 4:
+        stem = word  # short words: only the word itself
+    at = low.find(stem)
+    probes = 0
+    while at >= 0 and probes < _MAX_PROBES:
+        end = at + len(stem)
+        rest = len(low[end : end + 5]) - len(low[end : end + 5].lstrip("abcdefghijklmnopqrstuvwxyz"))
+        before_ok = at == 0 or not low[at - 1].isalnum()
+        after = low[end + rest] if end + rest < len(low) else " "
+        if before_ok and rest <= (4 if len(stem) >= 4 else 0) and not after.isalnum():
+            return True
+        at = low.find(stem, at + 1)
+        probes += 1
+    return False
