@@ -1,7 +1,9 @@
 """Fixed prompt overhead: tokens of the system prompt + tool schemas in the first request.
 
 Measured on the real request Hermes sends (captured by the fake LLM server), with 0, 50 and 200
-skills installed. Budget (DESIGN.md): <= 2,500 tokens + <= 25 tokens per skill. Prints; never fails.
+skills installed. Budget (DESIGN.md): <= 2,500 tokens + <= 25 tokens per skill. Also the skill
+tools' replies at 200 skills: the largest list_skills page (budget ~2,000 tokens) and use_skill on
+a 120 KB body (capped near 8,000 tokens). Prints; never fails.
 """
 
 from __future__ import annotations
@@ -67,6 +69,23 @@ def main() -> None:
         base_total = total if base_total is None else base_total
         per_skill = f"{(total - base_total) / count:6.2f}" if count else "     -"
         print(f"{count:>7} {system:>8} {tools:>7} {total:>7} {budget:>7}  {per_skill}   ({n_tools} tools)")
+    page, used = skill_tool_replies(encoding)
+    print(f"list_skills page (40 of 200 skills, long descriptions): {page} tokens (budget ~2,000)")
+    print(f"use_skill on a 120 KB body: {used} tokens (cap ~8,000 + folder and files)")
+
+
+def skill_tool_replies(encoding: tiktoken.Encoding) -> tuple[int, int]:
+    from hermes_tui.agent.skill_tools import PAGE_MAX, load, page
+
+    with tempfile.TemporaryDirectory() as tmp:
+        skills = SkillManager(Path(tmp) / "skills")
+        for n in range(200):
+            skills.create(f"skill-{n}", f"Procedure {n}: " + "what it does and when to use it, " * 30,
+                          ["x"], "Steps.")
+        skills.create("huge", "A very long procedure.", ["huge"], "Step: do the thing with care.\n" * 4000)
+        _ok, listing = page(skills, "", PAGE_MAX, 0)
+        _ok, used = load(skills, "huge")
+        return len(encoding.encode(listing)), len(encoding.encode(used))
 
 
 if __name__ == "__main__":

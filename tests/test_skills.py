@@ -15,6 +15,7 @@ import pytest
 import skills_ref
 
 from hermes_tui.agent.prompts import MAIN_SYSTEM_PROMPT, relevant_skills_note, skills_index
+from hermes_tui.agent.skill_tools import BODY_CAP
 from hermes_tui.agent.tools import ToolRegistry
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills import guard
@@ -839,10 +840,10 @@ def test_long_bodies_are_capped_with_a_way_to_read_the_rest(registry: ToolRegist
     body = "".join(f"Step {n}: do the thing number {n} with care.\n" for n in range(2000)) + "THE END"
     manager.create("long-one", "A very long procedure.", ["long"], body)
     used = registry.execute("use_skill", {"name": "long-one"})
-    assert used.ok and len(used.output) < 34_000 and "THE END" not in used.output
+    assert used.ok and len(used.output) < BODY_CAP + 2_000 and "THE END" not in used.output
     offset = int(re.search(r"offset=(\d+)", used.output).group(1))  # type: ignore[union-attr]
     shown = used.output.split("\n\n[The instructions")[0]
-    assert shown.endswith(body[:32_000])
+    assert shown.endswith(body[:BODY_CAP])
     rest = ""
     while offset:
         part = registry.execute("read_skill_file", {"name": "long-one", "path": "SKILL.md", "offset": offset})
@@ -851,7 +852,7 @@ def test_long_bodies_are_capped_with_a_way_to_read_the_rest(registry: ToolRegist
         rest += text
         found = re.search(r"offset=(\d+)", note)
         offset = int(found.group(1)) if found else 0
-    assert body[:32_000] + rest.rstrip("\n") == body  # the cut and the pages meet without a gap
+    assert body[:BODY_CAP] + rest.rstrip("\n") == body  # the cut and the pages meet without a gap
 
 
 def test_list_skills_is_paged_within_about_2000_tokens(registry: ToolRegistry, manager: SkillManager) -> None:

@@ -26,9 +26,9 @@ from hermes_tui.skills.schema import (
     clean_triggers,
 )
 
-BODY_CAP = 32_000  # characters of a body use_skill returns (~8k tokens)
+BODY_CAP = 30_000  # characters of a body use_skill returns (~8k tokens)
 READ_CAP = 32_000  # characters read_skill_file returns per call
-PAGE_CHARS = 7_000  # a list_skills page (~1,800 tokens)
+PAGE_CHARS = 6_000  # a list_skills page (under ~2,000 tokens)
 PAGE_DEFAULT = 20
 PAGE_MAX = 40
 DESCRIPTION_CHARS = 150

@@ -65,11 +65,11 @@ log = logging.getLogger(__name__)
 MAX_FILE_BYTES = 1_000_000
 VERSIONS_DIR = "versions"
 LOCK_FILE = ".lock"
-# A walk that costs under FREE_WALK_SECONDS (a small library) runs on every read, so hand edits show
-# at once; a bigger library is re-walked at most every REFRESH_SECONDS (writes through Hermes are
-# in the shared index at once either way).
+# A small library (up to FREE_WALK_FILES files, a walk well under a millisecond) is re-walked on
+# every read, so hand edits show at once; a bigger one at most every REFRESH_SECONDS (writes
+# through Hermes are in the shared index at once either way).
 REFRESH_SECONDS = 2.0
-FREE_WALK_SECONDS = 0.001
+FREE_WALK_FILES = 100
 # The per-turn hint names a skill only when at least HINT_WORDS distinct words of the request occur
 # in its name, triggers or description (measured in tests/test_skills.py: unrelated requests
 # rarely reach it, paraphrases written against curator-style triggers do).
@@ -412,8 +412,7 @@ class SkillManager:
         if not force and now - self._checked < REFRESH_SECONDS:
             return
         found = list(walk(self.skills_dir)) if self.skills_dir.is_dir() else []
-        cost = time.monotonic() - now
-        self._checked = now if cost > FREE_WALK_SECONDS else float("-inf")
+        self._checked = now if len(found) > FREE_WALK_FILES else float("-inf")
         known = self.index.stats()
         changed = [f for f in found if known.get(f.rel) != (f.mtime_ns, f.size)]
         gone = set(known) - {f.rel for f in found}
