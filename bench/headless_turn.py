@@ -7,7 +7,9 @@ Measured in one run, runs alternating:
 * ``hermes-tui -p ... --json`` for a two-call turn (a tool call, then the answer) over the fake
   server's OpenAI wire, with the breakdown of each run:
   - *start -> 1st request*: interpreter, Hermes imports, litellm import, database, prompt;
-  - *litellm import*: as the child logs it ("litellm imported in ... s" in its hermes.log);
+  - *litellm import*: as the child logs it ("litellm imported in ... s" in its hermes.log), and
+    litellm's first-call loading (modules, tokenizer) that Hermes runs offline in the background
+    right after it ("litellm first call warmed in ... s"), overlapping the first real call;
   - *call N*: the request reaching the server -> its ``usage`` event reaching this script;
   - *after the turn*: model requests after ``turn_finished`` (curator, session summary), if any;
   - *exit*: the last event -> the process is gone.
@@ -42,6 +44,7 @@ HERMES_TUI = str(Path(sys.executable).with_name("hermes-tui"))
 BUDGET_REST = 1.0
 BUDGET_EXIT = 0.3
 _IMPORT_LINE = re.compile(r"litellm imported in ([0-9.]+) s")
+_WARM_LINE = re.compile(r"litellm first call warmed in ([0-9.]+) s")
 
 
 @dataclass
@@ -49,6 +52,7 @@ class Run:
     wall: float = 0.0
     first_request: float = 0.0
     litellm_import: float = float("nan")
+    first_call_warmup: float = float("nan")  # litellm's deferred loading, run offline in the background
     calls: list[float] = field(default_factory=list)
     after_turn: float = 0.0  # curator / summary requests after turn_finished
     after_turn_requests: int = 0
@@ -111,9 +115,11 @@ def hermes_run(server: FakeLLMServer, timeline: Timeline, env: dict[str, str], s
     late = [s for s in spans if s[0] > finished]
     run.after_turn_requests = len(late)
     run.after_turn = sum(end - start for start, end in late)
-    found = _IMPORT_LINE.findall(log.read_text(encoding="utf-8")) if log.exists() else []
-    if found:
-        run.litellm_import = float(found[-1])
+    text = log.read_text(encoding="utf-8") if log.exists() else ""
+    for pattern, name in ((_IMPORT_LINE, "litellm_import"), (_WARM_LINE, "first_call_warmup")):
+        found = pattern.findall(text)
+        if found:
+            setattr(run, name, float(found[-1]))
     return run
 
 
@@ -160,6 +166,8 @@ def main() -> None:
     print("  breakdown")
     print(f"    start -> 1st request          {fmt([r.first_request for r in runs])}")
     print(f"      of which litellm import     {fmt(own_import)}")
+    print(f"      litellm first-call warm-up  {fmt([r.first_call_warmup for r in runs])}  "
+          "(background, overlaps call 1)")
     for n in range(max(len(r.calls) for r in runs)):
         print(f"    model call {n + 1}                  {fmt([r.calls[n] for r in runs if len(r.calls) > n])}")
     late = [r.after_turn_requests for r in runs]

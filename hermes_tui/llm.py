@@ -87,12 +87,14 @@ def warm(config: Config | None = None) -> threading.Thread:
         lib = _lib()
         if config is None:
             return
+        started = time.perf_counter()
         try:
             for _chunk in lib.completion(model=litellm_model(config), messages=[{"role": "user", "content": "hi"}],
                                          mock_response="ok", stream=True, stream_options={"include_usage": True}):
                 pass
         except Exception:  # noqa: BLE001 - only a warm-up; the real call reports real problems
             log.debug("warm-up call failed", exc_info=True)
+        log.info("litellm first call warmed in %.3f s", time.perf_counter() - started)  # bench/headless_turn.py
 
     thread = threading.Thread(target=run, name="litellm-warm", daemon=True)
     thread.start()
