@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_tui.memory.query import Clause, Query
-from hermes_tui.memory.text import Highlight, has_word, index_text, is_cjk, snippet
+from hermes_tui.memory.text import Highlight, has_word, is_cjk, snippet
 
 CANDIDATES = 1000
 """How many of the newest matches a search ranks by relevance."""
@@ -222,12 +222,12 @@ def _rank_all(
     """
     scoring = density.scoring(query.clauses)
     rarest = min((density.share[c] for c in query.clauses), default=1.0) * density.indexed
-    if scoring and len(scoring) < len(query.clauses) and rarest <= EXACT_MATCHES // 2:
+    others = [c for c in query.clauses if c not in scoring]
+    if scoring and others and all(map(density.common, others)) and rarest <= EXACT_MATCHES // 2:
         candidates = _newest(conn, query.expression(scoring), scope, EXACT_MATCHES)
         scores = dict.fromkeys(candidates, 0.0)
         if candidates:
             scores.update(_bm25(conn, scoring, candidates))
-        others = [c for c in query.clauses if c not in scoring]
         return _verified(conn, query, others, _ranked(scores), limit)
     candidates = _newest(conn, query.expression(), scope, CANDIDATES)
     scores = dict.fromkeys(candidates, 0.0)
@@ -266,7 +266,8 @@ def _verified(
 
 
 def _indexed_texts(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, str]:
-    """Each message's text as far as the index sees it (head and tail of long ones)."""
+    """Each message's text as far as the index sees it (head and tail of long ones); not
+    cleaned, which costs more than it changes for a plain word."""
     marks = ",".join("?" * len(rowids))
     texts = {r[0]: r[1] + "\n" + r[2] for r in conn.execute(
         f"SELECT id, head, tail FROM long_messages WHERE id IN ({marks})", rowids)}
@@ -274,7 +275,7 @@ def _indexed_texts(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, str
     if rest:
         texts.update((r[0], r[1] or "") for r in conn.execute(
             f"SELECT id, content FROM messages WHERE id IN ({','.join('?' * len(rest))})", rest))
-    return {rowid: index_text(text) or "" for rowid, text in texts.items()}
+    return texts
 
 
 def _rank_any(
