@@ -21,7 +21,6 @@ from typing import Any
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widget import Widget
@@ -31,6 +30,7 @@ from textual.worker import get_current_worker
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import HeldBack, SkillError, SkillManager
 from hermes_tui.skills.schema import Skill
+from hermes_tui.tui import actions
 from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.messages import EditSkill, UseSkill
 from hermes_tui.tui.transcript import printable
@@ -96,17 +96,7 @@ class SkillsPane(Widget):
     }
     """
 
-    BINDINGS = [
-        Binding("f6", "edit", "Edit"),
-        Binding("f7", "versions", "Versions"),
-        Binding("f8", "accept", "Accept"),
-        Binding("f9", "restore", "Restore"),
-        Binding("ctrl+t", "approve", "Approve"),
-        Binding("f10,shift+delete", "delete", "Delete"),
-        Binding("ctrl+r", "reload", "Reload"),
-        Binding("down", "move(1)", "Next", show=False),
-        Binding("up", "move(-1)", "Previous", show=False),
-    ]
+    BINDINGS = actions.bindings("skills")  # declared once, in actions.ACTIONS
 
     def __init__(self, *, memory: MemoryStore, skills: SkillManager, **widget_kwargs: Any) -> None:
         super().__init__(**widget_kwargs)
