@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Footer, Static
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -57,6 +57,7 @@ class ConfirmScreen(ModalScreen[bool]):
             with Horizontal(id="confirm-buttons"):
                 yield Button(self._confirm_label, variant="error", id="confirm-yes")
                 yield Button(self._cancel_label, id="confirm-no")
+        yield Footer()  # the dialog's keys, not those of the screen underneath
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()

@@ -41,8 +41,10 @@ def osc52_likely(env: Mapping[str, str]) -> bool:
 
 
 def write_private(path: Path, text: str) -> Path:
-    """Write ``text`` readable by the user only (0600 whatever the umask)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``text`` readable by the user only (0600 whatever the umask; new folders 0700)."""
+    from hermes_tui.private import private_dir
+
+    private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)

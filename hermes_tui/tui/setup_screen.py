@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from hermes_tui.config import Config, ConfigError
@@ -144,6 +144,7 @@ class SetupScreen(ModalScreen[Config | None]):
             with Horizontal(id="setup-buttons"):
                 yield Button("Save", variant="primary", id="setup-save", compact=True)
                 yield Button("Later (Esc)", id="setup-later", compact=True)
+        yield Footer()  # the dialog's keys, not those of the screen underneath
 
     def on_mount(self) -> None:
         providers = self.query_one("#setup-provider", OptionList)

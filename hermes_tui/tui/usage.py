@@ -14,8 +14,6 @@ import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hermes_tui.memory.store import immediate
-
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
@@ -124,6 +122,8 @@ class UsageLedger:
 
     def _store(self, session_id: int, model: str, prompt: int, completion: int, cached: int,
                cost: float | None) -> None:
+        from hermes_tui.memory.store import immediate  # off the start-up path (sqlite-utils)
+
         try:
             conn = self._connect()
             try:
