@@ -54,6 +54,8 @@ def tui_parser() -> argparse.ArgumentParser:
 
 
 def tui_main(argv: Sequence[str] | None = None) -> int:
+    """The ``hermes-tui`` program; called with ``argv`` (tests, other code) it only returns."""
+    as_program = argv is None  # then a headless run ends the process itself (_exit_now)
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["doctor"]:
         return doctor_main(argv[1:])
@@ -77,7 +79,7 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         code = run_headless(config, args)
     except KeyboardInterrupt as exc:  # before or after the turn itself: nothing to cancel
         code = _exit_code(exc)
-    if argv is None:  # the process itself: end it now that everything is stored and written
+    if as_program:  # end the process now that everything is stored and written
         _exit_now(code)
     return code
 

@@ -147,3 +147,20 @@ def test_step_cap_exits_with_its_own_code(env: FakeLLMServer) -> None:
     assert result.returncode == EXIT_MAX_STEPS == 3
     assert f"Stopped after {MAX_STEPS} steps" in result.stderr
     assert result.stdout.count("Looking.\n\n") == MAX_STEPS - 1  # every call's text is its own paragraph
+
+
+def test_headless_skips_interpreter_teardown(env: FakeLLMServer, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tearing down litellm's modules took over a second after the last event (bench/headless_turn.py):
+    # a headless run ends with os._exit once its output is flushed, so atexit handlers never run.
+    site = tmp_path / "site"
+    site.mkdir()
+    marker = tmp_path / "teardown-ran"
+    (site / "sitecustomize.py").write_text(
+        f"import atexit\natexit.register(lambda: open({str(marker)!r}, 'w').close())\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    env.queue(Reply(text="Quick answer."))
+    result = run_cli("-p", "hi")
+    assert result.returncode == 0 and result.stdout == "Quick answer.\n"
+    assert not marker.exists()
+    assert run_cli("--version").returncode == 0 and marker.exists()  # the marker works
