@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.tui.answer import AnswerText, HelpText
 from hermes_tui.tui.app import HermesApp
-from hermes_tui.tui.blocks import ToolCallView
+from hermes_tui.tui.blocks import ToolCallView, UserMessage
 from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.session_tools import code_blocks
 from hermes_tui.tui.setup_screen import SetupScreen
@@ -34,6 +34,31 @@ def test_retry_resends_the_last_message_without_the_failed_answer(server: FakeLL
         sent = [m for m in server.requests[-1].messages if m["role"] == "user"]
         assert len(sent) == 1 and sent[0]["content"].startswith("please answer")  # not twice
         assert len(server.requests) == 2
+
+    run(scenario)
+
+
+def test_undo_takes_the_turn_out_and_memory_keeps_it_marked(server: FakeLLMServer) -> None:
+    server.queue(Reply(text="First answer."), Reply(text="Regretted answer."), Reply(text="Fresh answer."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "first question")
+        await send_and_wait(app, pilot, "regretted question")
+        session = app.session.session_id
+        await send(app, pilot, "/undo")
+        assert app.chat.prompt.text == "regretted question"  # back in the prompt
+        assert [text_of(u) for u in conversation(app, UserMessage)] == ["first question"]
+        app.chat.prompt.load("")
+        await send_and_wait(app, pilot, "another question")
+        sent = str(server.requests[-1].messages)
+        assert "first question" in sent and "regretted" not in sent.lower()
+        stored = [m.content for m in app.memory.get_messages(session)]
+        assert "regretted question" in stored and "Regretted answer." in stored  # memory keeps it
+        await wait_for(pilot, lambda: len(app.undo_log.undone(session)) == 2)  # marked undone
+        await send(app, pilot, "/new")
+        await send(app, pilot, f"/resume {session}")
+        assert [text_of(u) for u in conversation(app, UserMessage)] == ["first question", "another question"]
+        assert all("regretted" not in str(m).lower() for m in app.session.loop.history)
 
     run(scenario)
 

@@ -33,6 +33,7 @@ from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.session import ChatSession, close_in_background
 from hermes_tui.tui.status import HeaderBar, PaneBar, StatusLine
 from hermes_tui.tui.stores import Stores
+from hermes_tui.tui.undo import UndoLog
 from hermes_tui.tui.usage import UsageLedger, totals
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class HermesApp(App[int]):
                                         on_answered=self._approval_answered)
         self.session = ChatSession(config, stores, self.approvals)
         self.usage = UsageLedger(config.db_path)
+        self.undo_log = UndoLog(config.db_path)
         self._command_runner: CommandRunner | None = None
         self._resume_at_start = session_id
         self._summaries: list[threading.Thread] = []
@@ -282,8 +284,9 @@ class HermesApp(App[int]):
             await self.chat.add_notice(f"Session {session_id} is the current one.")
             return
         previous = self.session.loop
+        undone = self.undo_log.undone(session_id)
         try:
-            self.session.resume(session_id)
+            self.session.resume(session_id, undone)
         except ValueError as exc:
             await self.chat.add_notice(str(exc), "error")
             return
@@ -292,7 +295,7 @@ class HermesApp(App[int]):
         self.approvals.reset()
         self.usage.load(session_id)
         await self.chat.clear()
-        await self.chat.show_messages(self.memory.get_messages(session_id))
+        await self.chat.show_messages([m for m in self.memory.get_messages(session_id) if m.id not in undone])
         await self.chat.add_notice(f"Resumed session {session_id}: your next message continues it.")
         self.show_header()
         self.show_usage()

@@ -393,6 +393,15 @@ class ChatPane(Widget):
 
         await self._mount(HelpText(markdown, classes="help"))
 
+    async def drop_last_turn(self) -> None:
+        """Remove the last user message and what followed it from the view (/undo)."""
+        from hermes_tui.tui.blocks import UserMessage
+
+        children = list(self.conversation.children)
+        starts = [i for i, child in enumerate(children) if isinstance(child, UserMessage)]
+        if starts:
+            await self.conversation.remove_children(children[starts[-1]:])
+
     async def clear(self) -> None:
         """Empty the view for a new or resumed session."""
         await self._end_block()

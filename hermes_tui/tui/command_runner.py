@@ -120,12 +120,29 @@ class CommandRunner:
     async def _retry(self, argument: str) -> None:
         if await self.refuse_while_busy("/retry"):
             return
-        text = self.app.session.retract_last_turn()
-        if text is None:
+        taken = self.app.session.retract_last_turn()
+        if taken is None:
             await self.app.chat.add_notice("Nothing to retry yet: send a message first.")
             return
+        text, ids = taken
+        self.app.undo_log.mark(ids)
         await self.app.chat.add_notice("Retrying your last message; the previous answer is left out.")
         await self.app.send(text)
+
+    async def _undo(self, argument: str) -> None:
+        if await self.refuse_while_busy("/undo"):
+            return
+        taken = self.app.session.retract_last_turn()
+        if taken is None:
+            await self.app.chat.add_notice("Nothing to undo yet.")
+            return
+        text, ids = taken
+        self.app.undo_log.mark(ids)
+        await self.app.chat.drop_last_turn()
+        self.app.chat.prompt.give_back(text)
+        await self.app.chat.add_notice(
+            f"Undid the last turn ({len(ids)} messages): it is no longer sent to the model. Memory keeps it, "
+            "marked undone. Your message is back in the prompt.")
 
     async def _cost(self, argument: str) -> None:
         from hermes_tui.tui.session_tools import cost_markdown

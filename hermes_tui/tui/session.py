@@ -59,23 +59,30 @@ class ChatSession:
         loop, self.loop = self.loop, None
         return loop
 
-    def resume(self, session_id: int) -> AgentLoop:
-        """Switch to an earlier session; raises ValueError when it does not exist."""
+    def resume(self, session_id: int, undone: set[int] | frozenset[int] = frozenset()) -> AgentLoop:
+        """Switch to an earlier session, leaving the ``undone`` message ids out of what is sent;
+        raises ValueError when it does not exist."""
         self.loop = self._make(session_id)
+        if undone:
+            self.loop.history[:] = [m for m in self.loop.history if m.get("_id") not in undone]
         return self.loop
 
-    def retract_last_turn(self) -> str | None:
+    def retract_last_turn(self) -> tuple[str, list[int]] | None:
         """Take the last user message and everything after it out of what is sent next (the
-        memory keeps them); return that message's text, or None when there is none."""
+        memory keeps them); return that message's text as typed and the ids of the messages
+        taken out, or None when there is no turn."""
         loop = self.loop
         if loop is None:
             return None
         starts = [i for i, message in enumerate(loop.history) if message.get("role") == "user"]
-        stored = [m for m in self.stores.memory.get_messages(loop.session_id) if m.role == "user"]
-        if not starts or not stored:
+        if not starts:
             return None
+        taken = loop.history[starts[-1]:]
         del loop.history[starts[-1]:]
-        return stored[-1].content or ""
+        ids = [int(m["_id"]) for m in taken if m.get("_id") is not None]
+        typed = {m.id: m.content for m in self.stores.memory.get_messages(loop.session_id)}
+        text = typed.get(ids[0]) if ids else None
+        return (text if text is not None else str(taken[0].get("content") or "")), ids
 
     def set_config(self, config: Config) -> None:
         """Adopt a new configuration (after the setup saved a key); keeps the session going."""

@@ -1,9 +1,6 @@
-"""Tokens and cost per session and model, kept in memory.sqlite3 so /cost and the status line
-survive /resume and restarts.
-
-The table belongs to the terminal app (created here with ``IF NOT EXISTS``, like the web's own
-tables), and its foreign key to ``sessions`` means forgetting a session forgets its usage too.
-Totals are kept in memory and written on a background thread: no write on the event loop.
+"""Tokens and cost per session and model, kept in memory.sqlite3 (``tuidb``) so /cost and the
+status line survive /resume and restarts. Totals are kept in memory and written on a background
+thread: no write on the event loop.
 """
 
 from __future__ import annotations
@@ -14,21 +11,11 @@ import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from hermes_tui.tui.tuidb import connect
+
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_MS = 10_000
 TABLE = "tui_session_usage"
-_CREATE = f"""
-CREATE TABLE IF NOT EXISTS {TABLE} (
-    session_id INTEGER NOT NULL REFERENCES sessions(id),
-    model TEXT NOT NULL,
-    calls INTEGER NOT NULL DEFAULT 0,
-    prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0,
-    cached_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL,
-    PRIMARY KEY (session_id, model)
-)"""
 _UPSERT = f"""
 INSERT INTO {TABLE} (session_id, model, calls, prompt_tokens, completion_tokens, cached_tokens, cost_usd)
 VALUES (?, ?, 1, ?, ?, ?, ?)
@@ -73,16 +60,9 @@ class UsageLedger:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._rows: dict[int, dict[str, ModelUsage]] = {}
-        self._ready = False
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        if not self._ready:
-            conn.execute(_CREATE)
-            self._ready = True
-        return conn
+        return connect(self.path)
 
     def load(self, session_id: int) -> list[ModelUsage]:
         """Read a session's usage from the database (a resumed session); cached afterwards."""

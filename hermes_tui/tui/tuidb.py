@@ -1,0 +1,43 @@
+"""The terminal app's own small tables in memory.sqlite3: usage per session and model (/cost),
+and the messages /undo and /retry took out of a conversation.
+
+Created here with ``IF NOT EXISTS`` (like the web's own tables), so the core schema does not know
+the terminal app. Their foreign keys point at ``sessions`` and ``messages``: forgetting a session
+or purging a message removes these rows too (the store deletes every referring row).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+BUSY_TIMEOUT_MS = 10_000
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS tui_session_usage (
+        session_id INTEGER NOT NULL REFERENCES sessions(id),
+        model TEXT NOT NULL,
+        calls INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        cached_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL,
+        PRIMARY KEY (session_id, model)
+    )""",
+    """CREATE TABLE IF NOT EXISTS tui_undone_messages (
+        message_id INTEGER PRIMARY KEY REFERENCES messages(id),
+        undone REAL NOT NULL
+    )""",
+)
+_created: set[Path] = set()
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A short-lived connection (autocommit; ``immediate`` for writes) with the tables in place."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if path not in _created:
+        for statement in SCHEMA:
+            conn.execute(statement)
+        _created.add(path)
+    return conn
