@@ -11,6 +11,7 @@ Set HERMES_WEB_SCREENSHOTS=/some/dir to keep the desktop and phone screenshots.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -384,3 +385,18 @@ def test_a_known_browser_still_gets_in_during_a_distributed_guessing_attack(brow
             conn.execute("DELETE FROM web_login_attempts")
         known.close()
         stranger.close()
+
+
+def test_context_share_and_compact(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    log_in(page, server)
+    send(page, "please list the files here")
+    expect(page.locator(".msg.assistant .rendered strong")).to_have_text("two")
+    expect(page.locator("#context")).to_have_text(re.compile(r"^context \d+%$"))
+    send(page, "hello again")
+    expect(page.locator(".msg.assistant .rendered").last).to_have_text("ok")
+    send(page, "/compact the files")  # typed like in the terminal app
+    expect(page.locator(".note").last).to_contain_text("Compacted the conversation")
+    expect(page.locator("#compact")).to_be_enabled()
+    page.click("#compact")  # nothing older than the last turn is left to fold
+    expect(page.locator(".note").last).to_have_text("Nothing to compact yet: the conversation is short.")
