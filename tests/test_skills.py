@@ -936,3 +936,15 @@ def test_import_copies_any_layout_and_reports_every_rename_and_skip(tmp_path: Pa
     again = subprocess.run([HERMES_TUI, "skills", "import", str(tmp_path / "nope")], capture_output=True,
                            text=True, env=env, timeout=60)
     assert again.returncode == 1 and again.stderr.strip().endswith("is not a folder")
+
+
+def test_search_pages_described_matches_first_then_body_only_ones(manager: SkillManager) -> None:
+    for n in range(10):
+        manager.create(f"meta-{n}", f"Rotate the logs of service {n}", ["logrotate"], "Steps.")
+    for n in range(20):
+        manager.create(f"body-{n}", f"Unrelated chore {n}", ["chore"], "Then run logrotate -f once." * (n + 1))
+    pages = [manager.search("logrotate", limit=7, offset=o) for o in range(0, 35, 7)]
+    names = [s.name for page in pages for s in page]
+    assert len(names) == 30 and len(set(names)) == 30
+    assert {n for n in names[:10]} == {f"meta-{n}" for n in range(10)}
+    assert manager.count_matches("logrotate") == 30

@@ -281,8 +281,28 @@ class SkillIndex:
         expression = match_expression(query)
         if not expression or limit <= 0:
             return []
+        described = "{name triggers description} : (" + expression + ")"
         if described_only:
-            expression = "{name triggers description} : (" + expression + ")"
+            return self._ranked(described, limit, offset)
+        # Skills whose name, triggers or description match come first (ranking those alone is
+        # cheap); then the skills that only mention the words in their body, whose long texts
+        # hold most postings of common words, ranked only when a page reaches them.
+        found = self._ranked(described, limit, offset)
+        if len(found) == limit:
+            return found
+        described_count = self._count(described)
+        rest = self._ranked(f"({expression}) NOT {described}", limit - len(found),
+                            max(0, offset - described_count))
+        return found + rest
+
+    def _count(self, expression: str) -> int:
+        return self.conn.execute(
+            f"SELECT count(*) FROM skills_fts JOIN files f ON f.id = skills_fts.rowid "
+            f"WHERE skills_fts MATCH ? AND {USABLE}",
+            (expression,),
+        ).fetchone()[0]
+
+    def _ranked(self, expression: str, limit: int, offset: int) -> list[tuple[Row, float]]:
         # Rank inside FTS5 first and join only the best few (quarantined rows are rare, so a
         # small overfetch covers them); fall back to ranking every match when it does not.
         wanted = limit + offset
@@ -321,13 +341,7 @@ class SkillIndex:
 
     def count_matches(self, query: str) -> int:
         expression = match_expression(query)
-        if not expression:
-            return 0
-        return self.conn.execute(
-            f"SELECT count(*) FROM skills_fts JOIN files f ON f.id = skills_fts.rowid "
-            f"WHERE skills_fts MATCH ? AND {USABLE}",
-            (expression,),
-        ).fetchone()[0]
+        return self._count(expression) if expression else 0
 
     # -- bookkeeping
 
