@@ -137,7 +137,11 @@ def test_export_writes_a_markdown_transcript(server: FakeLLMServer, workspace: P
 
 
 def test_setup_reopens_any_time_and_needs_a_scheme(server: FakeLLMServer) -> None:
+    server.queue(Fault(401))
+
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "hello")  # the key is rejected
+        assert any("rejected the API key" in n for n in notices(app))
         await send(app, pilot, "/setup")
         await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
         await pilot.pause()

@@ -8,8 +8,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hermes_tui.agent.tools import summary_argument
-
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _SPACE = re.compile(r"\s+")
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -34,6 +32,9 @@ def one_line(text: str, width: int) -> str:
 
 def short_args(name: str, arguments: dict[str, Any], width: int = 60) -> str:
     """The gist of a tool call's arguments on one line."""
+    # The tool registry (and the skills and memory modules it loads) stays off the start-up path.
+    from hermes_tui.agent.tools import summary_argument
+
     main = summary_argument(name, arguments)  # declared per tool (Tool.summary_arg)
     if main is not None:
         return one_line(main, width)
