@@ -105,6 +105,8 @@ def test_kill_9_during_a_tool_then_resume(strict: FakeLLMServer, hermes_home: Pa
     strict.queue(Reply(text="Running it.", tool_calls=[ToolCall("run_bash", {"command": "sleep 4"})]))
     run = Running("Run the slow command.", "--yes")
     session_id = run.wait_for("turn_started")["session_id"]
+    usage = run.wait_for("usage")  # --json usage events say how full the window is
+    assert usage["context_limit"] and 0 < usage["context_tokens"] < usage["context_limit"]
     run.wait_for("tool_call_started")
     run.finish(signal.SIGKILL)
     messages = stored(hermes_home, session_id)

@@ -77,6 +77,7 @@ class AgentLoop:
         self.context = ContextWindow(self.llm, config)
         self._fixed: tuple[str, int] | None = None  # (tool names, tokens of system prompt + tools)
         self._sent_tokens = 0
+        self._context_lock = threading.Lock()  # the compaction state changes under it
         self.context_fill: tuple[int, int] | None = None  # (tokens, window) of the last request, for status bars
         if session_id is None:
             self.session_id = memory.new_session(source=source)
@@ -114,7 +115,8 @@ class AgentLoop:
 
     def compact(self, focus: str | None = None) -> Iterator[Event]:
         """Compact what is sent now (``/compact [focus]``), between turns."""
-        done = yield from self._compact(focus=focus, manual=True)
+        with self._context_lock:  # /compact runs on its own thread; a turn may start meanwhile
+            done = yield from self._compact(focus=focus, manual=True)
         if not done:
             yield Notice("Nothing to compact yet: the conversation is short.")
         yield self._context_usage()
@@ -140,8 +142,9 @@ class AgentLoop:
             except LLMError as exc:
                 if exc.too_long and not retried_too_long:  # compact, then retry once
                     retried_too_long = True
-                    self.context.learn(exc, self._sent_tokens)
-                    yield from self._compact()
+                    with self._context_lock:
+                        self.context.learn(exc, self._sent_tokens)
+                        yield from self._compact()
                     continue
                 yield Error(exc.message, exc.retryable)
                 reason = "error"
@@ -195,12 +198,13 @@ class AgentLoop:
         saved while it streams (every ``PERSIST_EVERY`` s), so a killed process keeps its text.
         """
         specs = self.tools.specs()
-        tokens = self.context.tokens(self.history, self._fixed_tokens(specs))
-        if tokens >= self.context.threshold():
-            yield from self._compact()
+        with self._context_lock:
             tokens = self.context.tokens(self.history, self._fixed_tokens(specs))
-        self._sent_tokens = tokens
-        messages = [{"role": "system", "content": self.system_prompt}, *self.context.view(self.history)]
+            if tokens >= self.context.threshold():
+                yield from self._compact()
+                tokens = self.context.tokens(self.history, self._fixed_tokens(specs))
+            self._sent_tokens = tokens
+            messages = [{"role": "system", "content": self.system_prompt}, *self.context.view(self.history)]
         partial: list[str] = []
         result: StreamResult | None = None
         saved = _PartialAnswer(self.memory, self.session_id)
