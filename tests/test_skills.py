@@ -948,3 +948,14 @@ def test_search_pages_described_matches_first_then_body_only_ones(manager: Skill
     assert len(names) == 30 and len(set(names)) == 30
     assert {n for n in names[:10]} == {f"meta-{n}" for n in range(10)}
     assert manager.count_matches("logrotate") == 30
+
+
+def test_the_prompt_index_lists_the_most_used_then_the_newest_learned(manager: SkillManager, skills_dir: Path) -> None:
+    for name in ("older", "newer", "used"):
+        manager.create(name, f"Skill {name}.", [], "Steps.")
+        time.sleep(0.01)
+    write_file(skills_dir / "installed" / "SKILL.md", "---\nname: installed\ndescription: By hand.\n---\nX\n")
+    manager.record_use("used")
+    assert [s.name for s in manager.for_prompt(3)] == ["used", "newer", "older"]
+    assert [s.name for s in manager.for_prompt(10)][-1] == "installed"
+    assert manager.count() == 4
