@@ -43,6 +43,7 @@ USES_WIDTH = 4
 VERSION_WIDTH = 4
 DESCRIPTION_WIDTH_MIN = 12
 EMPTY_PREVIEW = "*No skill selected.*"
+HELD_ROWS = 5  # rows of the held-back table shown before it scrolls
 FENCE = "`" * 3
 
 
@@ -82,8 +83,6 @@ class SkillsPane(Widget):
         scrollbar-gutter: stable;
     }
     SkillsPane > #skills-held {
-        height: auto;
-        max-height: 7;
         overflow-x: hidden;
         border-top: solid $warning 40%;
     }
@@ -241,6 +240,7 @@ class SkillsPane(Widget):
             table.add_row(Text(printable(f"{item.name or item.path} ({state})"), no_wrap=True, overflow="ellipsis"),
                           Text(printable(item.reason), no_wrap=True, overflow="ellipsis"))
         table.set_class(not held, "-empty")
+        table.styles.height = min(len(held), HELD_ROWS) + 2  # header + border: fixed, not measured later
         if held:
             table.move_cursor(row=min(max(row, 0), len(held) - 1))
 
