@@ -69,6 +69,22 @@ def test_ctrl_c_cancels_a_turn_then_asks_before_quitting(server: FakeLLMServer) 
     run(scenario)
 
 
+def test_ctrl_c_during_an_approval_cancels_the_turn(server: FakeLLMServer, workspace: Path) -> None:
+    from hermes_tui.tui.approval_screen import ApprovalScreen
+    from tests.fakes.server import ToolCall
+
+    server.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch never.txt"})]), Reply(text="ok"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "make it")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        type_bytes(app, "\x03")
+        await wait_for(pilot, lambda: not app.chat.busy and not isinstance(app.screen, ApprovalScreen))
+        assert not (workspace / "never.txt").exists() and app.return_code is None
+
+    run(scenario)
+
+
 def test_page_keys_scroll_the_chat_from_the_prompt(server: FakeLLMServer) -> None:
     server.queue(Reply(text="\n\n".join(f"Paragraph {n} of the answer." for n in range(120))))
 

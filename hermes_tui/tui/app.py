@@ -254,7 +254,7 @@ class HermesApp(App[int]):
             self.copy_to_clipboard(selected)
             self.notify("Copied the selection.", timeout=2)
             return
-        if self.screen is self.screen_stack[0] and self.chat.cancel_turn():
+        if self.chat.cancel_turn():  # from any screen: an open approval is denied and closed
             self.approvals.deny_pending()
             return
         if self.clock() < self._quit_armed_until:
