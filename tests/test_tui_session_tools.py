@@ -64,7 +64,7 @@ def test_undo_takes_the_turn_out_and_memory_keeps_it_marked(server: FakeLLMServe
 
 
 def test_cost_per_model_survives_resume(server: FakeLLMServer) -> None:
-    server.queue(Reply(text="first"), Reply(text="second"))
+    server.queue(Reply(text="first"), Reply(text="second", cache_read=5))
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send_and_wait(app, pilot, "one")
@@ -74,12 +74,12 @@ def test_cost_per_model_survives_resume(server: FakeLLMServer) -> None:
         await send(app, pilot, "/cost")
         card = conversation(app, HelpText)[-1].source
         assert "`openai:test-model` | 1 | 12 | 7 | 0 | —" in card
-        assert "`openai:other-model` | 1 |" in card and "**total** | 2 | 24 | 14 |" in card
+        assert "`openai:other-model` | 1 | 17 | 7 | 5 |" in card and "**total** | 2 | 29 | 14 | 5 |" in card
         await send(app, pilot, "/new")
         assert text_of(app.query_one("#usage")).startswith("0 in")
         await wait_for(pilot, lambda: app.usage.load(session) and len(app.usage.load(session)) == 2)
         await send(app, pilot, f"/resume {session}")
-        assert text_of(app.query_one("#usage")).startswith("24 in · 14 out")  # restored, not 0
+        assert text_of(app.query_one("#usage")).startswith("29 in · 14 out")  # restored, not 0
 
     run(scenario)
 

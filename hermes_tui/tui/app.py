@@ -226,7 +226,7 @@ class HermesApp(App[int]):
         if session_id is not None:
             usage = message.usage
             self.usage.add(session_id, f"{self.config.provider}:{self.config.model}", usage.prompt_tokens,
-                           usage.completion_tokens, int(getattr(usage, "cached_tokens", 0) or 0), usage.cost_usd)
+                           usage.completion_tokens, usage.cache_read_tokens, usage.cost_usd)
         self.show_usage()
 
     def on_chat_pane_skills_changed(self) -> None:
