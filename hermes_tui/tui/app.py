@@ -110,7 +110,7 @@ class HermesApp(App[int]):
 
     async def _after_first_frame(self) -> None:
         try:
-            self.stores.open()
+            await asyncio.to_thread(self.stores.open)  # never on the event loop: it may upgrade the schema
         except Exception as exc:  # noqa: BLE001 - a readable line; the panes will say it again
             log.exception("opening the stores failed")
             await self.chat.add_notice(f"Cannot open Hermes' data in {short_path(self.config.home)}: {exc}", "error")
@@ -206,7 +206,7 @@ class HermesApp(App[int]):
             self.notify(str(exc), severity="warning", markup=False)
             self.open_setup()
             return
-        loop = self.session.ensure_loop()
+        loop = await asyncio.to_thread(self.session.ensure_loop)  # starts a session: a write, off the loop
         self.show_header()
         await self.chat.start_turn(loop, text)
 

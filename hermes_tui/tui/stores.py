@@ -7,7 +7,7 @@ earlier if something needs them), which keeps start-up within budget.
 
 from __future__ import annotations
 
-from functools import cached_property
+import threading
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import Config
@@ -18,26 +18,40 @@ if TYPE_CHECKING:
 
 
 class Stores:
+    """Opened once, by whichever thread asks first: the app opens them on a worker thread (a schema
+    upgrade of a big store can take a while) and a pane that needs them earlier waits for it."""
+
     def __init__(self, config: Config) -> None:
         self.config = config
+        self._lock = threading.Lock()
+        self._memory: MemoryStore | None = None
+        self._skills: SkillManager | None = None
 
-    @cached_property
+    @property
     def memory(self) -> MemoryStore:
-        from hermes_tui.memory.store import MemoryStore
+        with self._lock:
+            if self._memory is None:
+                from hermes_tui.memory.store import MemoryStore
 
-        return MemoryStore(self.config.db_path)
+                self._memory = MemoryStore(self.config.db_path)
+            return self._memory
 
-    @cached_property
+    @property
     def skills(self) -> SkillManager:
-        from hermes_tui.skills.manager import SkillManager
+        with self._lock:
+            if self._skills is None:
+                from hermes_tui.skills.manager import SkillManager
 
-        return SkillManager(self.config.skills_dir)
+                self._skills = SkillManager(self.config.skills_dir)
+            return self._skills
 
     def open(self) -> None:
         """Open both now."""
-        self.memory  # noqa: B018 - cached_property: the access opens it
+        self.memory  # noqa: B018 - the access opens it
         self.skills  # noqa: B018
 
     def close(self) -> None:
-        if "memory" in self.__dict__:
-            self.memory.close()
+        with self._lock:
+            memory = self._memory
+        if memory is not None:
+            memory.close()
