@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes_tui import __version__
@@ -60,8 +61,6 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["doctor"]:
         return doctor_main(argv[1:])
     if argv[:1] == ["skills"]:  # hermes-tui skills import DIR
-        from hermes_tui.skills.importer import skills_main
-
         return skills_main(argv[1:])
     args = tui_parser().parse_args(argv)
     try:
@@ -291,6 +290,27 @@ class _Output:
         with self._lock:
             self.stderr.write(line + "\n")
             self.stderr.flush()
+
+
+def skills_main(argv: Sequence[str]) -> int:
+    """``hermes-tui skills import DIR`` (hermes_tui/skills/importer.py)."""
+    parser = argparse.ArgumentParser(prog="hermes-tui skills", description="Manage the skill library.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    importing = commands.add_parser("import", help="copy a folder of skills (any layout) into the library")
+    importing.add_argument("folder", type=Path)
+    args = parser.parse_args(argv)
+    from hermes_tui.skills.importer import import_library
+    from hermes_tui.skills.manager import SkillManager
+    from hermes_tui.skills.schema import SkillError
+
+    try:
+        config = Config.load()
+        report = import_library(args.folder, SkillManager(config.skills_dir))
+    except (ConfigError, SkillError, OSError) as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print("\n".join(report.lines()))
+    return EXIT_OK
 
 
 def doctor_main(argv: Sequence[str]) -> int:

@@ -8,10 +8,7 @@ renamed after its source folder; nothing is overwritten and every skip says why.
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,22 +85,3 @@ def _free_name(manager: SkillManager, name: str, rel: str, depth: int, source: s
 def _ignored(folder: str, names: list[str]) -> set[str]:
     """Hermes' own history and hidden files stay behind; links are not followed out of the copy."""
     return {n for n in names if n.startswith(".") or n == "versions" or Path(folder, n).is_symlink()}
-
-
-def skills_main(argv: Sequence[str]) -> int:
-    """``hermes-tui skills import DIR``."""
-    from hermes_tui.config import Config, ConfigError
-
-    parser = argparse.ArgumentParser(prog="hermes-tui skills", description="Manage the skill library.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    importing = commands.add_parser("import", help="copy a folder of skills (any layout) into the library")
-    importing.add_argument("folder", type=Path)
-    args = parser.parse_args(argv)
-    try:
-        config = Config.load()
-        report = import_library(args.folder, SkillManager(config.skills_dir))
-    except (ConfigError, SkillError, OSError) as exc:
-        print(f"hermes: {exc}", file=sys.stderr)
-        return 1
-    print("\n".join(report.lines()))
-    return 0
