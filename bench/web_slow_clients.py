@@ -29,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, summary_ms  # noqa: E402
 
+from tests.helpers import hold_slow_clients  # noqa: E402
+
 SECRET = "bench-slow-clients-secret-0123456789abcdef"
 PASSWORD = "bench slow clients passphrase"
 TIMEOUT = 5.0
@@ -66,19 +68,6 @@ def get_login(port: int) -> float | None:
         return None
     finally:
         connection.close()
-
-
-def hold_slow_clients(port: int, count: int) -> list[socket.socket]:
-    held = []
-    for n in range(count):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-        if n % 2:
-            sock.sendall(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slo")
-        else:
-            sock.sendall(b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-"
-                         b"urlencoded\r\nContent-Length: 100000\r\n\r\npassword=")
-        held.append(sock)
-    return held
 
 
 def measure(port: int, requests: int) -> tuple[list[float], int]:

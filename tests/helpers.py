@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -39,3 +40,17 @@ def assert_history_valid(messages: list[dict[str, Any]]) -> None:
         elif message["role"] == "user":
             assert not pending, f"tool calls without results before a user message: {pending}"
     assert not pending, f"tool calls without results at the end: {pending}"
+
+
+def hold_slow_clients(port: int, count: int) -> list[socket.socket]:
+    """Half send half a request head, half a complete head and a trickle of the promised body."""
+    held = []
+    for n in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        if n % 2:
+            sock.sendall(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slo")
+        else:
+            sock.sendall(b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-"
+                         b"urlencoded\r\nContent-Length: 100000\r\n\r\npassword=")
+        held.append(sock)
+    return held

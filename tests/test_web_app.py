@@ -40,6 +40,7 @@ from hermes_tui.web.render import markdown_html, sanitize, snippet_html
 from hermes_tui.web.security import CSP
 from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+from tests.helpers import hold_slow_clients
 
 PASSWORD = "papaya orbit lantern 42"
 SECRET = "test-secret-key-0123456789abcdef"
@@ -1198,22 +1199,8 @@ def _served_login(served: Served) -> tuple[str, str]:
     return cookie, csrf_from(index.read().decode())
 
 
-def _hold_slow_clients(port: int, count: int) -> list[socket.socket]:
-    """Half send half a request head, half a complete head and a trickle of the promised body."""
-    held = []
-    for n in range(count):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-        if n % 2:
-            sock.sendall(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slo")
-        else:
-            sock.sendall(b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-"
-                         b"urlencoded\r\nContent-Length: 100000\r\n\r\npassword=")
-        held.append(sock)
-    return held
-
-
 def test_slow_clients_do_not_starve_the_login_page(served: Served) -> None:
-    held = _hold_slow_clients(served.port, 64)
+    held = hold_slow_clients(served.port, 64)
     try:
         for round_ in range(5):
             for sock in held[::2]:  # keep trickling: each slow client stays alive
