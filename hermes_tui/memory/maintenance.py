@@ -51,9 +51,11 @@ class Maintenance:
         self,
         path: Path,
         connection: Callable[[], AbstractContextManager[sqlite3.Connection]],
+        writer: AbstractContextManager[object],
     ) -> None:
         self._wal = Path(f"{path}-wal")
         self._connection = connection
+        self._writer = writer  # the store's in-process write lock (see MemoryStore.__init__)
         self._dirty = threading.Event()
         self._wanted: set[str] = set()
         self._wanted_lock = threading.Lock()
@@ -106,18 +108,18 @@ class Maintenance:
                 log.warning("memory upkeep skipped: %s", exc)
             self._stop.wait(INTERVAL)
 
-    @staticmethod
-    def _merge_step(conn: sqlite3.Connection) -> bool:
+    def _merge_step(self, conn: sqlite3.Connection) -> bool:
         """One bounded merge step per index; True if any did work."""
         before = conn.total_changes
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for table in FTS_TABLES:
-                conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (MERGE_PAGES,))
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        with self._writer:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for table in FTS_TABLES:
+                    conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (MERGE_PAGES,))
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
         return conn.total_changes - before > len(FTS_TABLES)
 
     def _refresh_best(self, conn: sqlite3.Connection) -> None:
@@ -138,20 +140,21 @@ class Maintenance:
                 " ORDER BY rank LIMIT ?",
                 (term, BEST_KEPT),
             ).fetchall()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute("DELETE FROM frequent_top WHERE term = ?", (term,))
-                conn.executemany(
-                    "INSERT OR IGNORE INTO frequent_top (term, rowid_, score)"
-                    " SELECT ?, id, ? FROM messages WHERE id = ?",
-                    [(term, score, rowid) for rowid, score in best],
-                )
-                conn.execute("INSERT OR REPLACE INTO frequent_terms (term, upto) VALUES (?, ?)",
-                             (term, indexed))
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+            with self._writer:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("DELETE FROM frequent_top WHERE term = ?", (term,))
+                    conn.executemany(
+                        "INSERT OR IGNORE INTO frequent_top (term, rowid_, score)"
+                        " SELECT ?, id, ? FROM messages WHERE id = ?",
+                        [(term, score, rowid) for rowid, score in best],
+                    )
+                    conn.execute("INSERT OR REPLACE INTO frequent_terms (term, upto) VALUES (?, ?)",
+                                 (term, indexed))
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
 
     def _checkpoint(self, conn: sqlite3.Connection, *, force: bool = False) -> None:
         try:

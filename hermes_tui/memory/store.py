@@ -458,6 +458,10 @@ class MemoryStore:
                                  "check that its folder exists and is writable") from exc
         check_header(self.path)
         self._pool = _ConnectionPool(self._connect, lambda exc: describe(self.path, exc))
+        # This process's writers (appends, the upkeep thread) queue here rather than in SQLite's
+        # busy handler, which sleeps 1, 2, 5... ms between tries: an append that met a merge
+        # step waited for the sleep, not for the step (bench/memory_search.py).
+        self._writer = threading.Lock()
         self._upkeep: Maintenance | None = None
         try:
             with self._pool.connection() as conn:
@@ -466,7 +470,7 @@ class MemoryStore:
             self._pool.close()
             raise
         if not self.read_only:
-            self._upkeep = Maintenance(self.path, self._pool.connection)
+            self._upkeep = Maintenance(self.path, self._pool.connection, self._writer)
 
     # -- lifecycle
 
@@ -528,7 +532,7 @@ class MemoryStore:
         if self.read_only:
             raise StoreError(self.path, "the file is read-only", "make the file and its folder "
                              "writable to save new messages")
-        with self._pool.connection() as conn, immediate(conn):
+        with self._writer, self._pool.connection() as conn, immediate(conn):
             yield conn
         if self._upkeep is not None:
             self._upkeep.wrote()
