@@ -35,3 +35,36 @@ def isolated_env(home: Path, workspace: Path, server_base: str) -> None:
         "HERMES_MODEL": "test-model", "HERMES_API_BASE": server_base, "OPENAI_API_KEY": "sk-bench",
         "HERMES_APPROVAL": "always",
     })
+
+
+class ServerProcess:
+    """The fake LLM server in a process of its own, serving ``replies`` in order.
+
+    Why: a provider is never in Hermes' process. In-process, the server's thread would take the
+    GIL from the app and the stream parser, and a benchmark would measure that contention.
+    """
+
+    def __init__(self, *replies: object) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self._parent, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, replies), daemon=True)
+
+    def __enter__(self) -> ServerProcess:
+        self._process.start()
+        self.openai_base = self._parent.recv()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._parent.send("stop")
+        self._process.join(10)
+
+
+def _serve(pipe: object, replies: tuple[object, ...]) -> None:
+    from tests.fakes.server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        server.queue(*replies)  # type: ignore[arg-type]
+        pipe.send(server.openai_base)  # type: ignore[attr-defined]
+        pipe.recv()  # type: ignore[attr-defined]  # until the benchmark is done

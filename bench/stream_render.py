@@ -1,12 +1,14 @@
 """Streaming into the chat: 20,000 tokens at ~1,000 tokens/s, through the real path.
 
-The fake LLM server (tests/fakes) streams an OpenAI-wire answer of TOKENS chunks of 4 characters
-(~1 token each) with 1 ms between chunks; Hermes' worker thread parses it with LiteLLM and hands
-the text to the app, which feeds Markdown widgets through Textual's MarkdownStream: a long
-answer continues in a new widget every ~SPLIT_CHARS characters (hermes_tui/tui/splitter.py).
-The app runs headless inside ``run_test`` at 120x40. Two runs in one process: first with
-splitting off (one widget per answer: the baseline), then as shipped; the ratio of the worst
-key echoes is printed last.
+The fake LLM server (tests/fakes), in a process of its own as a provider would be, streams an
+OpenAI-wire answer of TOKENS chunks of 4 characters (~1 token each) with 1 ms between chunks;
+Hermes' worker thread parses it with LiteLLM and hands the text to the app, which feeds Markdown
+widgets through Textual's MarkdownStream: a long answer continues in a new widget every
+~SPLIT_CHARS characters (hermes_tui/tui/splitter.py), and widgets far above the view fold (keep
+their height, drop their block widgets: hermes_tui/tui/answer.py). The app runs headless inside
+``run_test`` at 120x40. Two runs in one process: first with splitting off (one widget per answer,
+so nothing can fold: the baseline), then as shipped; the ratio of the worst key echoes is printed
+last.
 
 Figures:
 * last-token latency: from the moment the worker thread receives the last text delta (it hands
@@ -33,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 import _common
-from _common import percentile
+from _common import ServerProcess, percentile
 from textual import events
 
-from tests.fakes.server import FakeLLMServer, Reply
+from tests.fakes.server import Reply
 
 SENTINEL = "the-last-token-zq"
 KEY_INTERVAL = 0.15
@@ -138,13 +140,12 @@ async def scenario(app: Any, pilot: Any, text: str, tokens: int) -> dict[str, An
     }
 
 
-def parser_ceiling(server: FakeLLMServer, text: str) -> float:
+def parser_ceiling() -> float:
     """Deltas per second LiteLLM alone delivers for the same kind of stream (no app at all)."""
     from hermes_tui.config import Config
     from hermes_tui.events import TextDelta
     from hermes_tui.llm import LLMClient
 
-    server.queue(Reply(text=text, chunk_size=CHUNK, chunk_delay=0.001))
     times = [time.perf_counter() for item in LLMClient(Config.load()).stream([{"role": "user", "content": "x"}])
              if isinstance(item, TextDelta)]
     return (len(times) - 1) / (times[-1] - times[0])
@@ -169,15 +170,16 @@ def main() -> None:
 def measure(tokens: int) -> dict[str, Any]:
     text = markdown_text(tokens)
 
-    with tempfile.TemporaryDirectory() as tmp, FakeLLMServer() as server:
+    replies = (Reply(text=markdown_text(3000), chunk_size=CHUNK, chunk_delay=0.001),  # parser_ceiling
+               Reply(text=text, chunk_size=CHUNK, chunk_delay=0.001), Reply(text="summary"))
+    with tempfile.TemporaryDirectory() as tmp, ServerProcess(*replies) as server:
         _common.isolated_env(Path(tmp) / "home", Path(tmp), server.openai_base)
         from hermes_tui import llm
         from hermes_tui.config import Config
         from hermes_tui.tui.app import build_app
 
         llm.warm().join()  # the litellm import is not part of this measurement
-        ceiling = parser_ceiling(server, markdown_text(3000))
-        server.queue(Reply(text=text, chunk_size=CHUNK, chunk_delay=0.001), Reply(text="summary"))
+        ceiling = parser_ceiling()
         app = build_app(Config.load())
         result: dict[str, Any] = {}
 

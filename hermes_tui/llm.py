@@ -46,6 +46,10 @@ def _lib() -> litellm_module:
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False
+            # Else litellm hands every streamed chunk to a thread pool that runs its logging
+            # callbacks in a fresh asyncio loop: Hermes registers none, and at hundreds of chunks
+            # a second that work took the GIL from the app (bench/stream_render.py).
+            litellm.disable_streaming_logging = True
             # litellm aborts a stream after 100 identical chunks in a row; a long "----" rule or
             # a column of repeated table cells is a legitimate answer, so allow far more.
             litellm.REPEATED_STREAMING_CHUNK_LIMIT = 10_000

@@ -90,3 +90,34 @@ def test_the_transcript_pages_by_screen(stores: Stores) -> None:
         assert messages.scroll_y == start
 
     run_pane(app, scenario)
+
+
+def test_answers_far_above_the_view_fold_and_come_back_when_scrolled_to(server: FakeLLMServer) -> None:
+    """An answer far out of view keeps its height but not its block widgets (every layout walks
+    every widget); scrolling back rebuilds it, and a new width rebuilds them all."""
+    text = long_answer(200)  # ~55k characters, ~10 widgets
+    server.queue(Reply(text=text, chunk_size=400))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "a long one")
+        view = app.chat.conversation
+        answers = conversation(app, AnswerText)
+        folded = [a for a in answers if a.folded]
+        assert answers[0] in folded and answers[-1] not in folded
+        assert all(not a.children for a in folded)
+        heights = [a.outer_size.height for a in answers]
+        assert all(h > 10 for h in heights)
+        assert "".join(a.source for a in answers) == text  # nothing of the text is lost
+        widgets_folded = len(list(app.screen.walk_children()))
+
+        view.scroll_home(animate=False)
+        await wait_for(pilot, lambda: not answers[0].folded and answers[0].children)
+        await pilot.pause()
+        assert [a.outer_size.height for a in answers] == heights  # nothing moved
+        assert "Paragraph 0:" in answers[0].query("MarkdownParagraph").first().source
+
+        await pilot.resize_terminal(70, 30)
+        await wait_for(pilot, lambda: not any(a.folded for a in answers))
+        assert len(list(app.screen.walk_children())) > widgets_folded
+
+    run(scenario)

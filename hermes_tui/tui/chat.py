@@ -55,6 +55,7 @@ RESTORED_MESSAGES = 200  # a resumed session shows its newest messages; Sessions
 DRAIN_INTERVAL = 0.02  # seconds between inbox takes while events keep coming
 FLUSH_RATE = 10  # Markdown appends per second at most while an answer streams
 UPDATE_SHARE = 4  # wait at least 4x the last append's cost: appends take <= ~1/4 of the app thread
+FOLD_SCREENS = 1  # answers further than this many screens from the view are folded (answer.py)
 PLACEHOLDER = "Message Hermes · Enter sends · ctrl+j new line · / commands · ↑ history"
 
 
@@ -118,6 +119,7 @@ class ChatPane(Widget):
         self._cleaner = StreamCleaner()
         self._splitter = BlockSplitter()
         self.queued: list[str] = []
+        self._folded_width = 0  # the width answers were folded at
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="conversation")
@@ -127,6 +129,7 @@ class ChatPane(Widget):
     def on_mount(self) -> None:
         self.conversation.anchor()  # follow the stream until the user scrolls up
         self.query_one(QueuedMessages).show([])
+        self.watch(self.conversation, "scroll_y", self._unfold_near_view, init=False)
 
     @property
     def conversation(self) -> VerticalScroll:
@@ -303,6 +306,7 @@ class ChatPane(Widget):
             await self.add_notice("Cancelled. The conversation is intact; send the next message.", "cancelled")
         self.busy = False
         self._turn_loop = None
+        await self._fold_far_answers()
         self.post_message(self.Activity(None))  # the prompt takes the next message; a curator may still run
         self.refresh_bindings()
         self.post_message(self.TurnEnded(self))
@@ -358,6 +362,40 @@ class ChatPane(Widget):
             await self._open_block()
         if rest:
             await self._stream.write(rest)
+        await self._fold_far_answers()
+
+    # -- folding: answers far from the view keep their height but lose their widgets (answer.py)
+
+    def _answers(self, folded: bool) -> list[AnswerText]:
+        """The answers, folded or not, but never the one streaming."""
+        from hermes_tui.tui.answer import AnswerText
+
+        return [child for child in self.conversation.children
+                if isinstance(child, AnswerText) and child.folded == folded and child is not self._block]
+
+    def _far_from_view(self, answer: AnswerText) -> bool:
+        view = self.conversation
+        margin = view.size.height * FOLD_SCREENS
+        region = answer.virtual_region
+        return region.bottom < view.scroll_y - margin or region.y > view.scroll_y + view.size.height + margin
+
+    async def _fold_far_answers(self) -> None:
+        for answer in self._answers(folded=False):
+            if self._far_from_view(answer):
+                await answer.fold()
+
+    def _unfold_near_view(self) -> None:
+        """The view scrolled: answers it came near get their widgets back."""
+        for answer in self._answers(folded=True):
+            if not self._far_from_view(answer):
+                self.call_later(answer.unfold)
+
+    def on_resize(self) -> None:
+        """A new width re-wraps every line: folded heights no longer hold."""
+        if self.size.width != self._folded_width:
+            self._folded_width = self.size.width
+            for answer in self._answers(folded=True):
+                self.call_later(answer.unfold)
 
     async def _open_block(self) -> None:
         from hermes_tui.tui.answer import AnswerText  # Markdown loads with the first answer
@@ -440,6 +478,7 @@ class ChatPane(Widget):
                 widgets.append(view)
         await self.conversation.mount_all(widgets)
         self.conversation.anchor()
+        self.call_after_refresh(self._fold_far_answers)  # answers still parsing are folded later
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
