@@ -117,7 +117,7 @@ class HermesApp(App[int]):
         else:
             if self.memory.notice:  # e.g. a read-only store: browsing works, saving does not
                 await self.chat.add_notice(self.memory.notice, "error")
-        warm_llm()
+        warm_llm(self.config)
         if self._resume_at_start is not None:
             await self.resume(self._resume_at_start)
         if not self.config.has_api_key:
@@ -451,7 +451,7 @@ class HermesApp(App[int]):
 GC_THRESHOLDS = (50_000, 100, 100)
 
 
-def warm_llm() -> None:
+def warm_llm(config: Config) -> None:
     """Import litellm in the background (it takes seconds), then tune the garbage collector.
 
     litellm brings a huge heap of long-lived objects, and a streamed answer allocates several per
@@ -461,7 +461,7 @@ def warm_llm() -> None:
     """
     from hermes_tui import llm
 
-    importing = llm.warm()
+    importing = llm.warm(config)  # with the config: its offline first call too (llm.warm)
 
     def freeze() -> None:
         importing.join()

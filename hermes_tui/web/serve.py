@@ -96,7 +96,7 @@ def build(config: Config, threads: int, host: str = DEFAULT_HOST) -> WSGIBridge:
     bridge.on_stop.append(state.cancel_all)
     bridge.on_close.append(state.close)
     started = time.monotonic()
-    warming = warm()  # import litellm now, in the background, not during the first chat
+    warming = warm(config)  # import litellm and run its offline first call now, not in the first chat
 
     def report() -> None:
         warming.join()
