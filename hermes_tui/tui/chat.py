@@ -366,36 +366,42 @@ class ChatPane(Widget):
 
     # -- folding: answers far from the view keep their height but lose their widgets (answer.py)
 
-    def _answers(self, folded: bool) -> list[AnswerText]:
-        """The answers, folded or not, but never the one streaming."""
+    def _answers(self, folded: bool, far: bool) -> Iterator[AnswerText]:
+        """The answers, folded or not, more (or less) than FOLD_SCREENS screens from the view;
+        never the one streaming.
+
+        Positions are summed from the children's heights, not asked of the compositor: asking
+        (``virtual_region``) re-lays out the whole screen whenever a layout is pending.
+        """
         from hermes_tui.tui.answer import AnswerText
 
-        return [child for child in self.conversation.children
-                if isinstance(child, AnswerText) and child.folded == folded and child is not self._block]
-
-    def _far_from_view(self, answer: AnswerText) -> bool:
         view = self.conversation
         margin = view.size.height * FOLD_SCREENS
-        region = answer.virtual_region
-        return region.bottom < view.scroll_y - margin or region.y > view.scroll_y + view.size.height + margin
+        near_top, near_bottom = view.scroll_y - margin, view.scroll_y + view.size.height + margin
+        y = 0
+        for child in view.children:
+            top = y + child.styles.margin.top
+            y = top + child.outer_size.height + child.styles.margin.bottom
+            if isinstance(child, AnswerText) and child.folded == folded and child is not self._block:
+                if (y < near_top or top > near_bottom) == far:
+                    yield child
 
     async def _fold_far_answers(self) -> None:
-        for answer in self._answers(folded=False):
-            if self._far_from_view(answer):
-                await answer.fold()
+        for answer in list(self._answers(folded=False, far=True)):
+            await answer.fold()
 
     def _unfold_near_view(self) -> None:
         """The view scrolled: answers it came near get their widgets back."""
-        for answer in self._answers(folded=True):
-            if not self._far_from_view(answer):
-                self.call_later(answer.unfold)
+        for answer in self._answers(folded=True, far=False):
+            self.call_later(answer.unfold)
 
     def on_resize(self) -> None:
         """A new width re-wraps every line: folded heights no longer hold."""
         if self.size.width != self._folded_width:
             self._folded_width = self.size.width
-            for answer in self._answers(folded=True):
-                self.call_later(answer.unfold)
+            for child in self.conversation.children:
+                if getattr(child, "folded", False):  # an AnswerText (not imported before the first)
+                    self.call_later(child.unfold)
 
     async def _open_block(self) -> None:
         from hermes_tui.tui.answer import AnswerText  # Markdown loads with the first answer
