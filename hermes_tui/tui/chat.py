@@ -373,8 +373,6 @@ class ChatPane(Widget):
         Positions are summed from the children's heights, not asked of the compositor: asking
         (``virtual_region``) re-lays out the whole screen whenever a layout is pending.
         """
-        from hermes_tui.tui.answer import AnswerText
-
         view = self.conversation
         margin = view.size.height * FOLD_SCREENS
         near_top, near_bottom = view.scroll_y - margin, view.scroll_y + view.size.height + margin
@@ -382,7 +380,8 @@ class ChatPane(Widget):
         for child in view.children:
             top = y + child.styles.margin.top
             y = top + child.outer_size.height + child.styles.margin.bottom
-            if isinstance(child, AnswerText) and child.folded == folded and child is not self._block:
+            # Only an AnswerText has ``folded`` (its module loads with the first answer, not here).
+            if getattr(child, "folded", None) is folded and child is not self._block:
                 if (y < near_top or top > near_bottom) == far:
                     yield child
 
@@ -400,7 +399,7 @@ class ChatPane(Widget):
         if self.size.width != self._folded_width:
             self._folded_width = self.size.width
             for child in self.conversation.children:
-                if getattr(child, "folded", False):  # an AnswerText (not imported before the first)
+                if getattr(child, "folded", False):
                     self.call_later(child.unfold)
 
     async def _open_block(self) -> None:
