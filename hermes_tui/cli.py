@@ -151,7 +151,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         return HEADLESS_DENIAL.format(name=name)
 
     try:
-        memory = MemoryStore(config.db_path)
+        memory = MemoryStore(config.db_path, on_upgrade=lambda line: print(f"hermes: {line}", file=sys.stderr))
     except StoreError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -164,3 +164,20 @@ def test_headless_skips_interpreter_teardown(env: FakeLLMServer, tmp_path: Path,
     assert result.returncode == 0 and result.stdout == "Quick answer.\n"
     assert not marker.exists()
     assert run_cli("--version").returncode == 0 and marker.exists()  # the marker works
+
+
+def test_an_old_store_says_it_is_upgrading_before_the_turn(env: FakeLLMServer, hermes_home: Path) -> None:
+    """Bringing a stored file to this schema reindexes every message (minutes at a million):
+    headless mode says so on stderr first, then answers as usual."""
+    from tests.test_memory_search import write_version_1_store
+
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    write_version_1_store(hermes_home / "memory.sqlite3")
+    env.queue(Reply(text="Fine."))
+    result = run_cli("-p", "hi")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Fine.\n"
+    (line,) = [line for line in result.stderr.splitlines() if "Upgrading the memory store" in line]
+    assert line.startswith("hermes: Upgrading") and "reindexing 1 message," in line
+    result = run_cli("-p", "again")  # upgraded once: not again
+    assert "Upgrading" not in result.stderr

@@ -253,15 +253,14 @@ def test_repeated_word_snippet_is_short_and_marked(store: MemoryStore) -> None:
 # --------------------------------------------------------------------------- upgrade
 
 
-def test_a_version_1_store_is_upgraded_and_reindexed(tmp_path: Path) -> None:
-    """A file written by the first schema gains the clean/CJK index on open."""
-    from hermes_tui.memory import store as store_module
-
-    path = tmp_path / "memory.sqlite3"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("hermes_index_text", 1, index_text)
+def write_version_1_store(path: Path) -> None:
+    """A file as the first schema wrote it: one session, one message."""
     from sqlite_utils import Database
 
+    from hermes_tui.memory import store as store_module
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.create_function("hermes_index_text", 1, index_text)
     store_module._v1_core(Database(conn))  # noqa: SLF001
     conn.execute("PRAGMA user_version = 1")
     conn.execute("INSERT INTO sessions (source, summary, started, last_activity) VALUES ('tui', 'about 東京', 1, 1)")
@@ -269,7 +268,16 @@ def test_a_version_1_store_is_upgraded_and_reindexed(tmp_path: Path) -> None:
                  ("\x1b[31mRED\x1b[0m 東京タワーに行きました",))
     conn.close()
 
-    with MemoryStore(path) as store:
+
+def test_a_version_1_store_is_upgraded_and_reindexed(tmp_path: Path) -> None:
+    """A file written by the first schema gains the clean/CJK index on open, and whoever opens
+    it is told first."""
+    path = tmp_path / "memory.sqlite3"
+    write_version_1_store(path)
+    told: list[str] = []
+
+    with MemoryStore(path, on_upgrade=told.append) as store:
+        assert len(told) == 1 and "reindexing 1 message," in told[0]
         assert ids(store.search("RED")) == [1]
         assert ids(store.search("東京")) == [1]
         assert [h.session_id for h in store.search_sessions("東京")] == [1]

@@ -717,3 +717,18 @@ def test_no_tui_module_imports_litellm() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_an_old_store_upgrade_is_announced(server: FakeLLMServer, hermes_home: Path) -> None:
+    """The app opens its stores after the first frame; upgrading an old file (minutes for a big
+    one) says so in a toast instead of a silent wait."""
+    from tests.test_memory_search import write_version_1_store
+
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    write_version_1_store(hermes_home / "memory.sqlite3")
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await wait_for(pilot, lambda: any("Upgrading the memory store" in n.message for n in app._notifications))
+        await wait_for(pilot, lambda: app.memory.search("東京"))  # upgraded, and searchable
+
+    run(scenario)

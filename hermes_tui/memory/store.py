@@ -440,11 +440,15 @@ class MemoryStore:
     ``_ConnectionPool``). Other processes may use the same file at the same time.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, on_upgrade: Callable[[str], None] | None = None) -> None:
         """Open (or create) the store; raises ``StoreError`` (one readable line) when the file
         is damaged, truncated or cannot be created. A file this process may not write opens
-        read-only for browsing: ``read_only`` is True, ``notice`` says so, writes raise."""
+        read-only for browsing: ``read_only`` is True, ``notice`` says so, writes raise.
+
+        ``on_upgrade`` gets one line before a stored file is brought to this version's schema,
+        which reindexes every message (minutes for a million): the user should know why."""
         self.path = Path(path)
+        self._on_upgrade = on_upgrade
         self.read_only = not _writable(self.path)
         self.notice: str | None = None
         if self.read_only:
@@ -520,6 +524,11 @@ class MemoryStore:
                              "make it writable and open it once")
         with immediate(conn):
             version = _user_version(conn)  # another process may have migrated meanwhile
+            if version and self._on_upgrade is not None:
+                (count,) = conn.execute("SELECT count(*) FROM messages").fetchone()
+                messages = f"{count:,} message" + ("" if count == 1 else "s")
+                self._on_upgrade(f"Upgrading the memory store {self.path} to this version: reindexing "
+                                 f"{messages}, once (a large store takes minutes).")
             db = Database(conn, recursive_triggers=False, execute_plugins=False)
             for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
                 log.info("memory schema: applying step %d (%s)", number, step.__name__)

@@ -109,6 +109,7 @@ class HermesApp(App[int]):
         self.call_after_refresh(self._after_first_frame)
 
     async def _after_first_frame(self) -> None:
+        self.stores.on_upgrade = lambda line: self.call_from_thread(self.notify, line, timeout=30, markup=False)
         try:
             await asyncio.to_thread(self.stores.open)  # never on the event loop: it may upgrade the schema
         except Exception as exc:  # noqa: BLE001 - a readable line; the panes will say it again

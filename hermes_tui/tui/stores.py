@@ -8,6 +8,7 @@ earlier if something needs them), which keeps start-up within budget.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import Config
@@ -23,6 +24,7 @@ class Stores:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self.on_upgrade: Callable[[str], None] | None = None  # told before a schema upgrade
         self._lock = threading.Lock()
         self._memory: MemoryStore | None = None
         self._skills: SkillManager | None = None
@@ -33,7 +35,7 @@ class Stores:
             if self._memory is None:
                 from hermes_tui.memory.store import MemoryStore
 
-                self._memory = MemoryStore(self.config.db_path)
+                self._memory = MemoryStore(self.config.db_path, on_upgrade=self.on_upgrade)
             return self._memory
 
     @property
