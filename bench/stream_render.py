@@ -21,7 +21,7 @@ batches the deltas arrived in, and for context the rate LiteLLM alone parses the
 (no app): in one Python process the parser and the UI share the GIL.
 Prints figures, never fails on a time.
 
-    python bench/stream_render.py [--tokens 20000]
+    python bench/stream_render.py [--tokens 20000] [--delay 0.001]
 """
 
 from __future__ import annotations
@@ -154,6 +154,8 @@ def parser_ceiling() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, default=20_000, help="chunks of ~1 token to stream (default 20000)")
+    parser.add_argument("--delay", type=float, default=0.001,
+                        help="seconds between chunks (default 0.001: ~1,000 tokens/s; providers send 50-200)")
     args = parser.parse_args()
     from hermes_tui.tui import splitter
 
@@ -161,17 +163,17 @@ def main() -> None:
     results = {}
     for label, limit in (("one widget per answer (baseline)", 10**12), (f"split every ~{split:,} characters", split)):
         splitter.SPLIT_CHARS = limit
-        results[label] = measure(args.tokens)
+        results[label] = measure(args.tokens, args.delay)
     worst = {label: max(r["echo_ms"]) if r["echo_ms"] else float("nan") for label, r in results.items()}
     base, new = worst.values()
     print(f"worst key echo: split {new:.1f} ms vs baseline {base:.1f} ms = {new / base:.2f}x")
 
 
-def measure(tokens: int) -> dict[str, Any]:
+def measure(tokens: int, delay: float = 0.001) -> dict[str, Any]:
     text = markdown_text(tokens)
 
     replies = (Reply(text=markdown_text(3000), chunk_size=CHUNK, chunk_delay=0.001),  # parser_ceiling
-               Reply(text=text, chunk_size=CHUNK, chunk_delay=0.001), Reply(text="summary"))
+               Reply(text=text, chunk_size=CHUNK, chunk_delay=delay), Reply(text="summary"))
     with tempfile.TemporaryDirectory() as tmp, ServerProcess(*replies) as server:
         _common.isolated_env(Path(tmp) / "home", Path(tmp), server.openai_base)
         from hermes_tui import llm

@@ -1,14 +1,20 @@
 """Rendering: long answers split over several Markdown widgets (same text, no cut inside code),
-wide code lines scroll with a visible scrollbar, the transcript pages by screen."""
+fold far from the view, and grow lists in place; wide code lines scroll with a visible
+scrollbar; the transcript pages by screen."""
 
 from __future__ import annotations
 
+import asyncio
+
+from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets import OptionList
-from textual.widgets._markdown import MarkdownFence
+from textual.widget import Widget
+from textual.widgets import Label, OptionList
+from textual.widgets._markdown import MarkdownBlock, MarkdownBullet, MarkdownFence
 
 from hermes_tui.tui.answer import AnswerText
 from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.growing import GrowingBulletList
 from hermes_tui.tui.splitter import BlockSplitter
 from hermes_tui.tui.transcript import TranscriptScreen
 from tests.fakes.server import FakeLLMServer, Reply
@@ -121,3 +127,59 @@ def test_answers_far_above_the_view_fold_and_come_back_when_scrolled_to(server: 
         assert len(list(app.screen.walk_children())) > widgets_folded
 
     run(scenario)
+
+
+GROWING_TEXT = (
+    "Intro paragraph.\n\n"
+    + "".join(f"- bullet {i} with `code{i}` and *stress*\n" for i in range(6))
+    + "  continued lazily\n\n"
+    + "".join(f"{i}. step {i}\n" for i in range(1, 13))  # the numbers widen at 10
+    + "\n- outer\n  - nested a\n  - nested b\n- outer again\n\n"
+    + "```python\n" + "".join(f"value_{i} = compute({i})\n" for i in range(8)) + "```\n\n"
+    + "    indented code\n    more\n\nThe end.\n"
+)
+
+
+def _tree(widget: Widget) -> list[tuple[str, str]]:
+    """Every descendant's kind (Textual's class, for ours the one they extend) and what it shows."""
+    out = []
+    for node in widget.walk_children():
+        if isinstance(node, MarkdownBullet):
+            shown = node.symbol
+        elif isinstance(node, MarkdownBlock):
+            shown = node._content.plain
+        elif isinstance(node, Label):
+            shown = str(node.content)
+        else:
+            shown = ""
+        kind = type(node).__mro__[1] if type(node).__module__.startswith("hermes_tui") else type(node)
+        out.append((kind.__name__, shown))
+    return out
+
+
+def test_lists_growing_in_place_end_as_a_full_render_would() -> None:
+    """Streamed in small pieces, lists keep their items (growing.py), and the finished widget
+    tree is the one a render of the whole text gives."""
+
+    async def main() -> None:
+        for size in (3, 17, 64):
+            app = App()
+            async with app.run_test(size=(80, 60)) as pilot:
+                streamed = AnswerText()
+                await app.screen.mount(streamed)
+                stream = AnswerText.get_stream(streamed)
+                first_list = None  # the first list, once it has a few items
+                for start in range(0, len(GROWING_TEXT), size):
+                    await stream.write(GROWING_TEXT[start:start + size])
+                    await pilot.pause()
+                    if start >= 120 and first_list is None:
+                        first_list = streamed.query(GrowingBulletList).first()
+                await stream.stop()
+                whole = AnswerText(GROWING_TEXT)
+                await app.screen.mount(whole)
+                await pilot.pause(0.2)
+                assert streamed.source == GROWING_TEXT
+                assert _tree(streamed) == _tree(whole)
+                assert first_list in streamed.query(GrowingBulletList)  # it grew, never rebuilt
+
+    asyncio.run(main())

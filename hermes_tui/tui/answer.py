@@ -8,6 +8,8 @@ import time
 from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown
 
+from hermes_tui.tui.growing import GROWING_BLOCKS
+
 
 class AnswerText(Markdown):
     """One block of the assistant's answer text, fed through a ``MarkdownStream`` while it arrives.
@@ -21,6 +23,7 @@ class AnswerText(Markdown):
     layout, many times a second while text streams). Unfolding rebuilds them from the source.
     """
 
+    BLOCKS = {**Markdown.BLOCKS, **GROWING_BLOCKS}  # lists grow in place (growing.py)
     update_cost = 0.0  # seconds the last append took until it was on screen
     folded = False
 
