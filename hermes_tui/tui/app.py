@@ -109,7 +109,10 @@ class HermesApp(App[int]):
         self.call_after_refresh(self._after_first_frame)
 
     async def _after_first_frame(self) -> None:
-        self.stores.on_upgrade = lambda line: self.call_from_thread(self.notify, line, timeout=30, markup=False)
+        # Said from whichever thread opens the store (``call_from_thread`` would raise on this one).
+        loop = asyncio.get_running_loop()
+        self.stores.on_upgrade = lambda line: loop.call_soon_threadsafe(
+            lambda: self.notify(line, timeout=30, markup=False))
         try:
             await asyncio.to_thread(self.stores.open)  # never on the event loop: it may upgrade the schema
         except Exception as exc:  # noqa: BLE001 - a readable line; the panes will say it again
