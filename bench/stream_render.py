@@ -2,7 +2,8 @@
 
 The fake LLM server (tests/fakes), in a process of its own as a provider would be, streams an
 OpenAI-wire answer of TOKENS chunks of 4 characters (~1 token each) with 1 ms between chunks;
-Hermes' worker thread parses it with LiteLLM and hands the text to the app, which feeds Markdown
+the app's helper process (hermes_tui/llm_host.py) parses it with LiteLLM, and the turn's worker
+thread hands the parsed text to the app, which feeds Markdown
 widgets through Textual's MarkdownStream: a long answer continues in a new widget every
 ~SPLIT_CHARS characters (hermes_tui/tui/splitter.py), and widgets far above the view fold (keep
 their height, drop their block widgets: hermes_tui/tui/answer.py). The app runs headless inside
@@ -18,7 +19,7 @@ Figures:
   would; the latency runs until the prompt's text shows it. Budget 50 ms (worst case).
 Also: stream duration, effective tokens/s, how busy the app's thread was, how many inbox
 batches the deltas arrived in, and for context the rate LiteLLM alone parses the same stream at
-(no app): in one Python process the parser and the UI share the GIL.
+(no app, in this process). On two cores the server, the helper and the app share the CPU.
 Prints figures, never fails on a time.
 
     python bench/stream_render.py [--tokens 20000] [--delay 0.001]

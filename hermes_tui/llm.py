@@ -25,6 +25,8 @@ from hermes_tui.events import Notice, TextDelta, Usage
 if TYPE_CHECKING:
     import litellm as litellm_module
 
+    from hermes_tui.llm_host import StreamHost
+
 log = logging.getLogger(__name__)
 
 MAX_TRIES = 3
@@ -117,6 +119,14 @@ class LLMError(Exception):
         self.too_long = too_long  # the provider said the request exceeds the context window
         self.max_tokens = max_tokens  # the window the provider named in that refusal, if any
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled whole: the helper process (``llm_host``) sends it to the caller."""
+        return (_llm_error, (self.message, self.retryable, self.status, self.too_long, self.max_tokens))
+
+
+def _llm_error(message: str, retryable: bool, status: int | None, too_long: bool, max_tokens: int | None) -> LLMError:
+    return LLMError(message, retryable=retryable, status=status, too_long=too_long, max_tokens=max_tokens)
+
 
 @dataclass
 class ToolCallRequest:
@@ -178,10 +188,19 @@ class _ToolCallAccumulator:
 
 
 class LLMClient:
-    """Talks to the configured provider through litellm."""
+    """Talks to the configured provider through litellm.
 
-    def __init__(self, config: Config) -> None:
+    With a ``host`` (``llm_host.StreamHost``), streams are parsed in its helper process instead of
+    this one; everything else (token counts, one-shot completions) runs here either way.
+    """
+
+    def __init__(self, config: Config, host: StreamHost | None = None) -> None:
         self.config = config
+        self.host = host
+
+    def with_config(self, config: Config) -> LLMClient:
+        """The same kind of client for another provider or model (``/model``)."""
+        return LLMClient(config, self.host)
 
     @property
     def model_string(self) -> str:
@@ -210,6 +229,9 @@ class LLMClient:
         the stream and ends with ``StreamResult(cancelled=True)`` within a fraction of a second.
         """
         cancel = cancel or threading.Event()
+        if self.host is not None:
+            yield from self.host.stream(self.config, messages, tools, cancel)
+            return
         lib = _lib()
         kwargs = self._request_args(READ_TIMEOUT) | {
             "messages": messages, "stream": True, "stream_options": {"include_usage": True},

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Markdown
 
+from hermes_tui import llm_host
 from hermes_tui.config import Config
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
@@ -257,6 +259,30 @@ def test_an_error_is_one_readable_line(server: FakeLLMServer) -> None:
         text = text_of(errors[0])
         assert "\n" not in text and "Traceback" not in text
         assert app.chat.prompt.text == ""  # a failed turn still frees the prompt
+
+    run(scenario)
+
+
+def test_the_stream_is_parsed_in_the_helper_and_its_death_is_one_line(server: FakeLLMServer) -> None:
+    """The app's turns stream through the helper process (llm_host): killing it mid-answer is
+    one error line, the text so far stays, and the next message starts a new helper."""
+    server.queue(Reply(text=LONG_TEXT, chunk_size=5, chunk_delay=0.02), Reply(text="Answered again."))
+    host = llm_host.shared()
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "write a lot")
+        await wait_for(pilot, lambda: conversation(app, AnswerText) and conversation(app, AnswerText)[0].source)
+        killed = host.pid
+        assert killed is not None
+        os.kill(killed, signal.SIGKILL)
+        await wait_for(pilot, lambda: not app.chat.busy)
+        errors = [text_of(n) for n in conversation(app, NoticeLine) if n.has_class("error")]
+        assert len(errors) == 1 and "stopped unexpectedly" in errors[0], errors
+        assert 0 < len(conversation(app, AnswerText)[0].source) < len(LONG_TEXT)
+
+        await send_and_wait(app, pilot, "again")
+        assert conversation(app, AnswerText)[-1].source == "Answered again."
+        assert host.pid not in (None, killed)
 
     run(scenario)
 

@@ -41,10 +41,13 @@ class Surface:
     enable_shell: bool = True
     enable_write: bool = True
     approver: Approver | None = None  # None: no one is asked (see AgentLoop / ToolRegistry)
+    # Parse the model's stream in a helper process (llm_host): LiteLLM's parsing would otherwise
+    # take the GIL from a thread that must stay responsive (the TUI's, to echo keys).
+    stream_in_helper: bool = False
 
 
 def tui_surface(approver: Approver) -> Surface:
-    return Surface("tui", approver=approver)
+    return Surface("tui", approver=approver, stream_in_helper=True)
 
 
 def headless_surface(approver: Approver | None) -> Surface:
@@ -67,10 +70,16 @@ def build_agent(
 ) -> AgentLoop:
     """A new agent (a new session, or ``session_id`` resumed); raises ValueError for an unknown id."""
     from hermes_tui.agent.loop import AgentLoop  # the agent modules load after a surface has painted
+    from hermes_tui.llm import LLMClient
 
+    host = None
+    if surface.stream_in_helper:
+        from hermes_tui import llm_host
+
+        host = llm_host.shared()
     return AgentLoop(config, memory, skills, session_id=session_id, source=surface.source,
                      enable_shell=surface.enable_shell, enable_write=surface.enable_write,
-                     approver=surface.approver)
+                     approver=surface.approver, llm=LLMClient(config, host))
 
 
 class RunningTurn:

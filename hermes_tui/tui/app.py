@@ -456,15 +456,18 @@ GC_THRESHOLDS = (50_000, 100, 100)
 
 
 def warm_llm(config: Config) -> None:
-    """Import litellm in the background (it takes seconds), then tune the garbage collector.
+    """Start the helper process that parses the model's streams (``llm_host``: the TUI surface
+    streams there), import litellm in the background (it takes seconds), then tune the garbage
+    collector.
 
     litellm brings a huge heap of long-lived objects, and a streamed answer allocates several per
     token: with the default thresholds, collections that walk them all paused the app for
     300-600 ms at a time while streaming. Freezing what exists after the import, and collecting
     less often, keeps pauses in the tens of ms (bench/stream_render.py).
     """
-    from hermes_tui import llm
+    from hermes_tui import llm, llm_host
 
+    llm_host.shared().start(config)
     importing = llm.warm(config)  # with the config: its offline first call too (llm.warm)
 
     def freeze() -> None:

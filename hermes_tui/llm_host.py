@@ -1,0 +1,288 @@
+"""Model streams parsed in a helper process, for surfaces whose own thread must stay quick.
+
+LiteLLM spends about a millisecond of Python per streamed chunk. At 1,000 tokens a second a
+worker thread parsing them holds the GIL nine tenths of the time, and the app's thread waits for
+it between every step of a screen update: key echo doubled (bench/stream_render.py). Here the
+parsing runs in one helper process per Hermes process (``shared()``), and only the small parsed
+events (``TextDelta``, ``Notice``, ``StreamResult``, ``LLMError``) cross to the caller.
+
+The helper runs ``llm_host.main()`` in a new interpreter. It listens on a Unix socket in a private
+temporary folder, answers only clients that know a random key (given on its stdin, never on its
+command line), serves each stream on a connection of its own, and exits when its stdin closes,
+that is when the process that started it ends, kill -9 included. If it cannot start, or dies,
+the caller gets one readable error and the next stream starts a new helper.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import pickle
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from multiprocessing.connection import Client, Connection, Listener
+from pathlib import Path
+from typing import Any
+
+from hermes_tui.config import Config
+from hermes_tui.events import Notice, TextDelta
+from hermes_tui.llm import LLMClient, LLMError, StreamResult
+
+log = logging.getLogger(__name__)
+
+POLL = 0.05  # seconds between checks of the caller's cancel event while waiting for the helper
+CANCEL_GRACE = 2.0  # after a cancel, how long the helper may take to end the stream itself
+START_TIMEOUT = 120.0  # importing litellm takes seconds, many on a loaded machine
+
+Item = TextDelta | Notice | StreamResult
+
+
+class StreamHost:
+    """The caller's side: starts the helper and relays one stream per connection."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._folder: str | None = None
+        self._address = ""
+        self._key = b""
+        self._ready = threading.Event()
+
+    def start(self, config: Config | None = None) -> None:
+        """Start the helper unless it runs; returns at once (it gets ready in the background).
+        With ``config``, the helper also warms litellm up for its model (``llm.warm``)."""
+        with self._lock:
+            if self._process is not None and self._process.poll() is None:
+                return
+            self._stop_locked()
+            self._folder = tempfile.mkdtemp(prefix="hermes-llm-")  # mode 0700: only this user
+            self._address = os.path.join(self._folder, "socket")
+            self._key = secrets.token_bytes(32)
+            self._ready = threading.Event()
+            logging_on = any(getattr(h, "_hermes", False) for h in logging.getLogger().handlers)
+            # Not ``-m``: the interpreter would look for modules in the current folder first, the
+            # user's workspace, where the model writes files. It runs in its private folder, and
+            # finds this package where the caller found it (appended: the standard library wins).
+            root = str(Path(__file__).resolve().parent.parent)
+            code = f"import sys; sys.path.append({root!r}); from hermes_tui.llm_host import main; main()"
+            process = subprocess.Popen(
+                [sys.executable, "-c", code, self._address], cwd=self._folder,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                start_new_session=True,  # terminal signals (ctrl+c) are the app's to handle
+            )
+            assert process.stdin is not None
+            process.stdin.write(pickle.dumps((self._key, config, logging_on)).hex().encode() + b"\n")
+            process.stdin.flush()  # stdin stays open: its end is the helper's signal to exit
+            self._process = process
+            threading.Thread(target=self._await_ready, args=(process, self._ready), name="llm-host-start",
+                             daemon=True).start()
+
+    @staticmethod
+    def _await_ready(process: subprocess.Popen[bytes], ready: threading.Event) -> None:
+        assert process.stdout is not None
+        process.stdout.readline()  # "ready", or nothing when the helper died first
+        ready.set()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop_locked()
+
+    def _stop_locked(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    stream.close()  # the helper exits when its stdin closes
+            try:
+                process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    @property
+    def pid(self) -> int | None:
+        process = self._process
+        return process.pid if process is not None else None
+
+    def _connect(self, cancel: threading.Event) -> Connection | None:
+        """A connection to a ready helper (started if needed); None when cancelled meanwhile.
+
+        A helper found dead (killed, out of memory) is replaced once, unnoticed: nothing was sent.
+        """
+        for attempt in (1, 2):
+            self.start()
+            with self._lock:
+                process, ready, address, key = self._process, self._ready, self._address, self._key
+            assert process is not None
+            deadline = time.monotonic() + START_TIMEOUT
+            while not ready.wait(POLL):
+                if cancel.is_set():
+                    return None
+                if time.monotonic() > deadline:
+                    raise LLMError("The helper process that talks to the model did not start in time; "
+                                   "send the message again.", retryable=True)
+            try:
+                return Client(address, family="AF_UNIX", authkey=key)
+            except (OSError, EOFError) as exc:
+                log.warning("the model helper process is unreachable (exit code %s): %r", process.poll(), exc)
+                self._replace(process)
+                if attempt == 2:
+                    raise LLMError(f"The helper process that talks to the model could not start ({exc}); "
+                                   "see the log, then send the message again.", retryable=True) from exc
+        return None
+
+    def _replace(self, process: subprocess.Popen[bytes]) -> None:
+        """Stop ``process`` if it is still the helper, so the next ``start()`` makes a new one."""
+        with self._lock:
+            if self._process is process:
+                self._stop_locked()
+
+    def stream(self, config: Config, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+               cancel: threading.Event) -> Iterator[Item]:
+        """``LLMClient.stream``, parsed in the helper: the same items, the same errors."""
+        connection = self._connect(cancel)
+        if connection is None:
+            yield StreamResult(cancelled=True)
+            return
+        text = ""
+        cancelled_at: float | None = None
+        try:
+            connection.send(("stream", config, messages, tools))
+            while True:
+                if cancel.is_set() and cancelled_at is None:
+                    connection.send("cancel")
+                    cancelled_at = time.monotonic()
+                if cancelled_at is not None and time.monotonic() - cancelled_at > CANCEL_GRACE:
+                    yield StreamResult(text=text, cancelled=True)
+                    return
+                if not connection.poll(POLL):
+                    continue
+                item = connection.recv()
+                if isinstance(item, LLMError):
+                    raise item
+                if isinstance(item, TextDelta):
+                    text += item.text
+                yield item
+                if isinstance(item, StreamResult):
+                    return
+        except (EOFError, OSError) as exc:
+            log.warning("the model helper process went away mid-stream: %r", exc)
+            raise LLMError("The helper process that talks to the model stopped unexpectedly"
+                           + (f" after {len(text):,} characters of the answer" if text else "")
+                           + "; send the message again (a new one starts).", retryable=True) from exc
+        finally:
+            connection.close()
+
+
+_shared: StreamHost | None = None
+_shared_lock = threading.Lock()
+
+
+def shared() -> StreamHost:
+    """This process's one helper (created, not started: ``start()`` or the first stream does)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = StreamHost()
+            atexit.register(_shared.stop)
+        return _shared
+
+
+# -- the helper process ------------------------------------------------------------------------
+
+
+def _serve(connection: Connection) -> None:
+    """One stream: run it, send its items; a "cancel", or the caller hanging up, cancels it.
+
+    The watcher owns the connection's reads and its closing; sends and the close share a lock,
+    so no send can reach a closed (and maybe reused) descriptor.
+    """
+    cancel = threading.Event()
+    lock = threading.Lock()
+    closed = False
+    try:
+        kind, config, messages, tools = connection.recv()
+    except (EOFError, OSError, ValueError, TypeError, pickle.UnpicklingError):
+        kind = None
+    if kind != "stream":
+        connection.close()
+        return
+
+    def watch() -> None:
+        nonlocal closed
+        try:
+            while connection.recv() == "cancel":
+                cancel.set()
+        except (EOFError, OSError):
+            pass
+        finally:
+            cancel.set()
+            with lock:
+                closed = True
+                connection.close()
+
+    def send(item: object) -> bool:
+        with lock:
+            if closed:
+                return False
+            connection.send(item)
+            return True
+
+    threading.Thread(target=watch, name="llm-host-watch", daemon=True).start()
+    try:
+        for item in LLMClient(config).stream(messages, tools, cancel):
+            if not send(item):
+                cancel.set()  # the caller is gone: close the provider's stream too
+        return
+    except LLMError as exc:
+        error = exc
+    except Exception as exc:  # noqa: BLE001 - the caller gets one line; this log the details
+        log.exception("a stream failed in the helper process")
+        error = LLMError(f"Unexpected failure while talking to the model: {type(exc).__name__}: "
+                         f"{str(exc).strip()[:200]}")
+    try:
+        send(error)
+    except OSError:
+        pass  # the caller is gone
+
+
+def _exit_when_orphaned(folder: str) -> None:
+    """The caller's end of stdin closes when it exits, however it exits."""
+    while sys.stdin.buffer.read(4096):
+        pass
+    shutil.rmtree(folder, ignore_errors=True)
+    os._exit(0)
+
+
+def main() -> None:
+    from hermes_tui import llm
+
+    address = sys.argv[1]
+    key, config, logging_on = pickle.loads(bytes.fromhex(sys.stdin.buffer.readline().decode().strip()))
+    if logging_on and config is not None:
+        from hermes_tui.logs import setup_logging
+
+        setup_logging(config)
+    threading.Thread(target=_exit_when_orphaned, args=(os.path.dirname(address),), daemon=True).start()
+    listener = Listener(address, family="AF_UNIX", authkey=key)
+    llm.warm(config).join()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while True:
+        try:
+            connection = listener.accept()
+        except Exception:  # noqa: BLE001 - a client without the key, or one that hung up
+            log.debug("refused a connection", exc_info=True)
+            continue
+        threading.Thread(target=_serve, args=(connection,), name="llm-host-stream", daemon=True).start()
+
