@@ -10,7 +10,8 @@ The helper runs ``llm_host.main()`` in a new interpreter. It listens on a Unix s
 temporary folder, answers only clients that know a random key (given on its stdin, never on its
 command line), serves each stream on a connection of its own, and exits when its stdin closes,
 that is when the process that started it ends, kill -9 included. If it cannot start, or dies,
-the caller gets one readable error and the next stream starts a new helper.
+the caller gets one readable error and the next stream starts a new helper; if none can start
+at all (say a temporary folder whose socket path is too long), streams are parsed in the caller.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ START_TIMEOUT = 120.0  # importing litellm takes seconds, many on a loaded machi
 Item = TextDelta | Notice | StreamResult
 
 
+class Unavailable(Exception):
+    """No helper could be started or reached; the stream is parsed in the caller's process."""
+
+
 class StreamHost:
     """The caller's side: starts the helper and relays one stream per connection."""
 
@@ -54,6 +59,7 @@ class StreamHost:
         self._address = ""
         self._key = b""
         self._ready = threading.Event()
+        self._unavailable = False  # given up on: this process parses its own streams
 
     def start(self, config: Config | None = None) -> None:
         """Start the helper unless it runs; returns at once (it gets ready in the background).
@@ -62,8 +68,6 @@ class StreamHost:
             if self._process is not None and self._process.poll() is None:
                 return
             self._stop_locked()
-            self._folder = tempfile.mkdtemp(prefix="hermes-llm-")  # mode 0700: only this user
-            self._address = os.path.join(self._folder, "socket")
             self._key = secrets.token_bytes(32)
             self._ready = threading.Event()
             logging_on = any(getattr(h, "_hermes", False) for h in logging.getLogger().handlers)
@@ -72,14 +76,23 @@ class StreamHost:
             # finds this package where the caller found it (appended: the standard library wins).
             root = str(Path(__file__).resolve().parent.parent)
             code = f"import sys; sys.path.append({root!r}); from hermes_tui.llm_host import main; main()"
-            process = subprocess.Popen(
-                [sys.executable, "-c", code, self._address], cwd=self._folder,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                start_new_session=True,  # terminal signals (ctrl+c) are the app's to handle
-            )
-            assert process.stdin is not None
-            process.stdin.write(pickle.dumps((self._key, config, logging_on)).hex().encode() + b"\n")
-            process.stdin.flush()  # stdin stays open: its end is the helper's signal to exit
+            process = None
+            try:
+                self._folder = tempfile.mkdtemp(prefix="hermes-llm-")  # mode 0700: only this user
+                self._address = os.path.join(self._folder, "socket")
+                process = subprocess.Popen(
+                    [sys.executable, "-c", code, self._address], cwd=self._folder,
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                    start_new_session=True,  # terminal signals (ctrl+c) are the app's to handle
+                )
+                assert process.stdin is not None
+                process.stdin.write(pickle.dumps((self._key, config, logging_on)).hex().encode() + b"\n")
+                process.stdin.flush()  # stdin stays open: its end is the helper's signal to exit
+            except OSError:  # a full disk, no process to spare, or it died at once
+                log.warning("cannot start the model helper process", exc_info=True)
+                self._process = process
+                self._stop_locked()
+                return
             self._process = process
             threading.Thread(target=self._await_ready, args=(process, self._ready), name="llm-host-start",
                              daemon=True).start()
@@ -99,7 +112,10 @@ class StreamHost:
         if process is not None:
             for stream in (process.stdin, process.stdout):
                 if stream is not None:
-                    stream.close()  # the helper exits when its stdin closes
+                    try:
+                        stream.close()  # the helper exits when its stdin closes
+                    except OSError:
+                        pass  # it is gone already
             try:
                 process.wait(timeout=2)
             except subprocess.TimeoutExpired:
@@ -118,28 +134,29 @@ class StreamHost:
         """A connection to a ready helper (started if needed); None when cancelled meanwhile.
 
         A helper found dead (killed, out of memory) is replaced once, unnoticed: nothing was sent.
+        Raises ``Unavailable`` when no helper can be started or reached.
         """
-        for attempt in (1, 2):
+        problem = ""
+        for _attempt in (1, 2):
             self.start()
             with self._lock:
                 process, ready, address, key = self._process, self._ready, self._address, self._key
-            assert process is not None
+            if process is None:
+                raise Unavailable("it could not be started (see the log)")
             deadline = time.monotonic() + START_TIMEOUT
             while not ready.wait(POLL):
                 if cancel.is_set():
                     return None
                 if time.monotonic() > deadline:
-                    raise LLMError("The helper process that talks to the model did not start in time; "
-                                   "send the message again.", retryable=True)
+                    self._replace(process)
+                    raise Unavailable(f"it was not ready after {START_TIMEOUT:.0f} s")
             try:
                 return Client(address, family="AF_UNIX", authkey=key)
             except (OSError, EOFError) as exc:
-                log.warning("the model helper process is unreachable (exit code %s): %r", process.poll(), exc)
+                problem = f"exit code {process.poll()}, {exc!r}"
+                log.warning("the model helper process is unreachable (%s)", problem)
                 self._replace(process)
-                if attempt == 2:
-                    raise LLMError(f"The helper process that talks to the model could not start ({exc}); "
-                                   "see the log, then send the message again.", retryable=True) from exc
-        return None
+        raise Unavailable(problem)
 
     def _replace(self, process: subprocess.Popen[bytes]) -> None:
         """Stop ``process`` if it is still the helper, so the next ``start()`` makes a new one."""
@@ -150,7 +167,16 @@ class StreamHost:
     def stream(self, config: Config, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                cancel: threading.Event) -> Iterator[Item]:
         """``LLMClient.stream``, parsed in the helper: the same items, the same errors."""
-        connection = self._connect(cancel)
+        if self._unavailable:
+            yield from LLMClient(config).stream(messages, tools, cancel)
+            return
+        try:
+            connection = self._connect(cancel)
+        except Unavailable as exc:  # slower keys while it streams, but the answer still comes
+            log.warning("streaming in this process from now on: the model helper process is unavailable (%s)", exc)
+            self._unavailable = True
+            yield from LLMClient(config).stream(messages, tools, cancel)
+            return
         if connection is None:
             yield StreamResult(cancelled=True)
             return

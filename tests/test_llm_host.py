@@ -13,6 +13,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -150,6 +151,27 @@ def test_only_its_caller_can_connect(env: FakeLLMServer, host: StreamHost) -> No
         Client(address, family="AF_UNIX", authkey=b"a guessed key")
     env.queue(Reply(text="still serving"))
     assert summary(collect(LLMClient(Config.load(), host)))[0] == "still serving"
+
+
+def test_without_a_helper_the_caller_parses_its_streams_itself(env: FakeLLMServer, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    """A temporary folder too deep for a Unix socket's address: the helper cannot listen, and
+    the answer still comes (parsed here), with a line in the log."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    env.queue(Reply(text="parsed here", tool_calls=[ToolCall("read_file", {"path": "b.txt"})]),
+              Reply(text="and again"))
+    helper = StreamHost()
+    try:
+        client = LLMClient(Config.load(), helper)
+        assert summary(collect(client))[:3] == ("parsed here", "parsed here", [("read_file", '{"path": "b.txt"}')])
+        assert summary(collect(client))[0] == "and again"
+        assert helper.pid is None and not list(deep.iterdir())  # nothing left behind
+        assert any("streaming in this process" in r.getMessage() for r in caplog.records)
+    finally:
+        helper.stop()
 
 
 CALLER = """
