@@ -5,6 +5,8 @@ scrollbar; the transcript pages by screen."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 
 from textual.app import App
 from textual.pilot import Pilot
@@ -125,6 +127,16 @@ def test_answers_far_above_the_view_fold_and_come_back_when_scrolled_to(server: 
         await pilot.resize_terminal(70, 30)
         await wait_for(pilot, lambda: not any(a.folded for a in answers))
         assert len(list(app.screen.walk_children())) > widgets_folded
+
+        # Folding frees the widgets: nothing of Textual's (its caches) keeps them alive.
+        view.scroll_end(animate=False)
+        await pilot.pause()
+        blocks = [weakref.ref(w) for w in answers[0].walk_children()]
+        assert len(blocks) >= 5
+        await answers[0].fold()
+        await pilot.pause()
+        gc.collect()
+        assert answers[0].folded and [ref() for ref in blocks if ref() is not None] == []
 
     run(scenario)
 
