@@ -17,7 +17,8 @@ Figures:
   that text; polled every millisecond on the app's event loop. Budget 100 ms.
 * key echo while streaming: a key is posted to the app every 150 ms, as the terminal driver
   would; the latency runs until the prompt's text shows it. Budget 50 ms (worst case).
-Also: stream duration, effective tokens/s, how busy the app's thread was, how many inbox
+Also: the garbage collections (hermes_tui/tui/collector.py) while the answer streamed and after
+the turn, stream duration, effective tokens/s, how busy the app's thread was, how many inbox
 batches the deltas arrived in, and for context the rate LiteLLM alone parses the same stream at
 (no app, in this process). On two cores the server, the helper and the app share the CPU.
 Prints figures, never fails on a time.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import tempfile
 import time
@@ -127,6 +129,7 @@ async def scenario(app: Any, pilot: Any, text: str, tokens: int) -> dict[str, An
     shown = time.perf_counter()
     while app.chat.busy:
         await asyncio.sleep(0.01)
+    await asyncio.sleep(1.0)  # the collection after the turn (hermes_tui/tui/collector.py)
     answers = list(app.chat.query(".answer"))
     return {
         "last_token_ms": (shown - last_arrival) * 1000,
@@ -138,7 +141,32 @@ async def scenario(app: Any, pilot: Any, text: str, tokens: int) -> dict[str, An
         "complete": "".join(a.source for a in answers) == text,
         "widgets": len(answers),
         "app_cpu": cpu / (arrivals[-1] - arrivals[0]),
+        "window": (arrivals[0], arrivals[-1]),
     }
+
+
+class Collections:
+    """Every garbage collection in this process while it runs: (generation, start, seconds)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, float, float]] = []
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seen.append((info["generation"], self._started, time.perf_counter() - self._started))
+
+    def report(self, window: tuple[float, float]) -> None:
+        during = [(g, d * 1000) for g, t, d in self.seen if window[0] <= t <= window[1]]
+        after = [d * 1000 for g, t, d in self.seen if t > window[1] and g > 0]
+        for label, generations in (("youngest", (0,)), ("older", (1, 2))):
+            times = [d for g, d in during if g in generations]
+            print(f"  garbage collections while streaming, {label} generation: {len(times)}"
+                  + (f", median {statistics.median(times):.1f} ms, worst {max(times):.1f} ms" if times else ""))
+        print("  collection of the older generations after the turn: "
+              + (", ".join(f"{d:.0f} ms" for d in after) if after else "none"))
 
 
 def parser_ceiling() -> float:
@@ -185,6 +213,8 @@ def measure(tokens: int, delay: float = 0.001) -> dict[str, Any]:
         ceiling = parser_ceiling()
         app = build_app(Config.load())
         result: dict[str, Any] = {}
+        collections = Collections()
+        gc.callbacks.append(collections)
 
         async def run() -> None:
             async with app.run_test(size=(120, 40)) as pilot:
@@ -192,6 +222,7 @@ def measure(tokens: int, delay: float = 0.001) -> dict[str, Any]:
                 result.update(await scenario(app, pilot, text, tokens))
 
         asyncio.run(run())
+        gc.callbacks.remove(collections)
         app.stores.close()
 
     echo = result["echo_ms"]
@@ -206,6 +237,7 @@ def measure(tokens: int, delay: float = 0.001) -> dict[str, Any]:
     if echo:
         print(f"  key echo while streaming ({len(echo)} keys): median {statistics.median(echo):.1f} ms, "
               f"p95 {percentile(echo, 95):.1f} ms, worst {max(echo):.1f} ms   (budget 50 ms)")
+    collections.report(result["window"])
     return result
 
 

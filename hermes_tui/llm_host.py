@@ -204,8 +204,8 @@ class StreamHost:
         except (EOFError, OSError) as exc:
             log.warning("the model helper process went away mid-stream: %r", exc)
             raise LLMError("The helper process that talks to the model stopped unexpectedly"
-                           + (f" after {len(text):,} characters of the answer" if text else "")
-                           + "; send the message again (a new one starts).", retryable=True) from exc
+                           + (f" after {len(text):,} characters of the answer (they are kept)" if text else "")
+                           + ". Send the message again: a new helper starts.", retryable=True) from exc
         finally:
             connection.close()
 

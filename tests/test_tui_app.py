@@ -7,6 +7,7 @@ headless app of a fixed size.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import stat
@@ -26,7 +27,7 @@ from hermes_tui import llm_host
 from hermes_tui.config import Config
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
-from hermes_tui.tui import commands
+from hermes_tui.tui import collector, commands
 from hermes_tui.tui.answer import AnswerText, HelpText
 from hermes_tui.tui.app import HermesApp, build_app
 from hermes_tui.tui.approval_screen import ApprovalScreen
@@ -283,6 +284,27 @@ def test_the_stream_is_parsed_in_the_helper_and_its_death_is_one_line(server: Fa
         await send_and_wait(app, pilot, "again")
         assert conversation(app, AnswerText)[-1].source == "Answered again."
         assert host.pid not in (None, killed)
+
+    run(scenario)
+
+
+def test_while_a_turn_streams_only_the_youngest_objects_are_collected(server: FakeLLMServer) -> None:
+    """collector.py: the older generations (hundreds of ms to walk with a long answer on screen)
+    wait for the end of the turn; the youngest is collected as usual meanwhile."""
+    server.queue(Reply(text=LONG_TEXT, chunk_size=5, chunk_delay=0.005))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await wait_for(pilot, lambda: collector._tuned)  # noqa: SLF001 - after litellm's import
+        assert gc.get_threshold() == collector.IDLE
+        await send(app, pilot, "write a lot")
+        await wait_for(pilot, lambda: conversation(app, AnswerText))
+        older = gc.get_stats()[1]["collections"]
+        await wait_for(pilot, lambda: len(conversation(app, AnswerText)[0].source) > len(LONG_TEXT) // 2)
+        assert gc.get_threshold() == collector.TURN  # the youngest as usual, the older ones never
+        assert gc.get_stats()[1]["collections"] == older
+        await wait_for(pilot, lambda: not app.chat.busy)
+        await wait_for(pilot, lambda: gc.get_stats()[1]["collections"] > older)  # when it ended
+        assert gc.get_threshold() == collector.IDLE
 
     run(scenario)
 

@@ -9,7 +9,6 @@ there is no key. The browsing panes are built the first time they are shown.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import threading
@@ -23,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
 from hermes_tui.config import Config, ConfigError
-from hermes_tui.tui import actions, commands
+from hermes_tui.tui import actions, collector, commands
 from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
 from hermes_tui.tui.chat import ChatPane
 from hermes_tui.tui.format import short_path
@@ -452,30 +451,22 @@ class HermesApp(App[int]):
             await asyncio.sleep(0.05)
 
 
-GC_THRESHOLDS = (50_000, 100, 100)
-
-
 def warm_llm(config: Config) -> None:
     """Start the helper process that parses the model's streams (``llm_host``: the TUI surface
-    streams there), import litellm in the background (it takes seconds), then tune the garbage
-    collector.
-
-    litellm brings a huge heap of long-lived objects, and a streamed answer allocates several per
-    token: with the default thresholds, collections that walk them all paused the app for
-    300-600 ms at a time while streaming. Freezing what exists after the import, and collecting
-    less often, keeps pauses in the tens of ms (bench/stream_render.py).
+    streams there), import litellm in the background (it takes seconds), then pace the garbage
+    collector (``collector``): litellm brings a huge heap of long-lived objects that collections
+    would otherwise walk again and again.
     """
     from hermes_tui import llm, llm_host
 
     llm_host.shared().start(config)
     importing = llm.warm(config)  # with the config: its offline first call too (llm.warm)
 
-    def freeze() -> None:
+    def tune() -> None:
         importing.join()
-        gc.freeze()
-        gc.set_threshold(*GC_THRESHOLDS)
+        collector.tune()
 
-    threading.Thread(target=freeze, name="hermes-gc-freeze", daemon=True).start()
+    threading.Thread(target=tune, name="hermes-gc-tune", daemon=True).start()
 
 
 def build_app(config: Config, *, session_id: int | None = None, clock: Clock | None = None) -> HermesApp:

@@ -19,7 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from hermes_tui.textsafe import StreamCleaner, printable, printable_data
-from hermes_tui.tui import actions
+from hermes_tui.tui import actions, collector
 from hermes_tui.tui.format import one_line, widget_id
 from hermes_tui.tui.history import PromptHistory
 from hermes_tui.tui.inbox import EventInbox, EventsReady
@@ -148,6 +148,7 @@ class ChatPane(Widget):
         """Show the message and run the turn in the background."""
         self.busy = True
         self._turn_loop = loop
+        collector.turn_started()
         self.conversation.anchor()
         from hermes_tui.tui.blocks import UserMessage
 
@@ -307,6 +308,8 @@ class ChatPane(Widget):
         self.busy = False
         self._turn_loop = None
         await self._fold_far_answers()
+        collector.turn_ended()
+        self.call_after_refresh(collector.collect_after_turn)
         self.post_message(self.Activity(None))  # the prompt takes the next message; a curator may still run
         self.refresh_bindings()
         self.post_message(self.TurnEnded(self))
