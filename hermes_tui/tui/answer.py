@@ -40,7 +40,7 @@ class AnswerText(Markdown):
     def _let_go_of_removed(self) -> None:
         """Textual keeps removed children in two caches (the displayed children, the last
         arrangements) until it next needs them, which for a folded answer is never: they kept
-        every folded widget and its rendered lines alive, ~1,700 widgets and ~400,000 objects
+        every folded widget and its rendered lines alive, ~1,700 widgets and ~250,000 objects
         after an 80k-character answer, and each garbage collection walked them all."""
         self.displayed_children  # noqa: B018 - reading it refreshes the cache
         self._clear_arrangement_cache()

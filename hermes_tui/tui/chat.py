@@ -182,6 +182,7 @@ class ChatPane(Widget):
         """The app is closing: a turn still running stops (its thread must not outlive the app)."""
         if self.busy and self._turn_loop is not None:
             self._turn_loop.cancel()
+            collector.turn_ended()  # the collector paces collections as usual again
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_turn":
