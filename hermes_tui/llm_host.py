@@ -258,10 +258,14 @@ def _serve(connection: Connection) -> None:
                 connection.close()
 
     def send(item: object) -> bool:
+        """False when the caller is gone (hung up, or cancelled and closed)."""
         with lock:
             if closed:
                 return False
-            connection.send(item)
+            try:
+                connection.send(item)
+            except OSError:  # it hung up while the item was on its way
+                return False
             return True
 
     threading.Thread(target=watch, name="llm-host-watch", daemon=True).start()
@@ -276,10 +280,7 @@ def _serve(connection: Connection) -> None:
         log.exception("a stream failed in the helper process")
         error = LLMError(f"Unexpected failure while talking to the model: {type(exc).__name__}: "
                          f"{str(exc).strip()[:200]}")
-    try:
-        send(error)
-    except OSError:
-        pass  # the caller is gone
+    send(error)
 
 
 def _exit_when_orphaned(folder: str) -> None:

@@ -111,6 +111,21 @@ def test_cancel_reaches_the_helper_and_it_serves_the_next_stream(env: FakeLLMSer
     assert summary(collect(client))[0] == "next"
 
 
+def test_a_caller_hanging_up_mid_stream_closes_the_providers_stream(env: FakeLLMServer, host: StreamHost) -> None:
+    """The caller stops reading (its turn thread gave up, or it died): the helper must not keep
+    downloading the answer, and it serves the next stream."""
+    env.queue(Reply(text=LONG, chunk_size=5, chunk_delay=0.02), Reply(text="next"))
+    client = LLMClient(Config.load(), host)
+    items = client.stream(MESSAGES, None, threading.Event())
+    assert isinstance(next(i for i in items if isinstance(i, TextDelta)), TextDelta)
+    items.close()  # hangs up: the connection to the helper closes, no "cancel" was sent
+    deadline = time.monotonic() + 10
+    while env.open_connections and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert env.open_connections == 0
+    assert summary(collect(client))[0] == "next"
+
+
 def test_a_helper_killed_mid_stream_is_one_line_and_the_next_stream_starts_another(
         env: FakeLLMServer, host: StreamHost) -> None:
     env.queue(Reply(text=LONG, chunk_size=5, chunk_delay=0.02), Reply(text="after the crash"))

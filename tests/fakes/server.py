@@ -696,6 +696,12 @@ class FakeLLMServer:
         with self._lock:
             return list(self._requests)
 
+    @property
+    def open_connections(self) -> int:
+        """Client connections being served now (a client that hangs up leaves this set)."""
+        with self._lock:
+            return len(self._connections)
+
     def reset(self) -> None:
         """Forget queued items and recorded requests."""
         with self._lock:
