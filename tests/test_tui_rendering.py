@@ -8,15 +8,16 @@ import asyncio
 import gc
 import weakref
 
-from textual.app import App
+from rich.style import Style as RichStyle
+from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widget import Widget
-from textual.widgets import Label, OptionList
-from textual.widgets._markdown import MarkdownBlock, MarkdownBullet, MarkdownFence
+from textual.widgets import Label, Markdown, OptionList
+from textual.widgets._markdown import MarkdownBlock, MarkdownBullet, MarkdownFence, MarkdownList
 
 from hermes_tui.tui.answer import AnswerText
 from hermes_tui.tui.app import HermesApp
-from hermes_tui.tui.growing import GrowingBulletList
+from hermes_tui.tui.lists import SimpleBulletList
 from hermes_tui.tui.splitter import BlockSplitter
 from hermes_tui.tui.transcript import TranscriptScreen
 from tests.fakes.server import FakeLLMServer, Reply
@@ -152,6 +153,95 @@ GROWING_TEXT = (
 )
 
 
+LISTS_TEXT = (
+    "Intro.\n\n"
+    + "".join(f"- item {i} with `code{i}`, *stress*, **bold** and [a link](https://example.com/{i})"
+              + " more words" * (i % 3 * 4) + "\n" for i in range(5))
+    + "\n" + "".join(f"{i}. step {i}\n" for i in range(7, 12))  # numbers of two widths
+    + "\n- outer\n  - nested a\n  - nested b\n- outer again\n\nBetween.\n\n- \n- after an empty item\n\nThe end.\n"
+)
+
+
+class StockMarkdown(Markdown):
+    """Textual's Markdown as it comes."""
+
+
+class OurMarkdown(Markdown):
+    BLOCKS = AnswerText.BLOCKS  # without the app's stylesheet: only the lists differ
+
+
+class MarkdownApp(App[None]):
+    def __init__(self, markdown: type[Markdown], theme: str) -> None:
+        super().__init__()
+        self.markdown, self.wanted_theme = markdown, theme
+
+    def compose(self) -> ComposeResult:
+        yield self.markdown(LISTS_TEXT)
+
+    def on_mount(self) -> None:
+        self.theme = self.wanted_theme
+
+
+def _cells(app: App[None]) -> list[list[tuple[str, object]]]:
+    """Every cell of the screen: its character and how it looks (colours, bold, italic,
+    underline, strike, link); a blank's foreground is invisible, so it is left out."""
+    rows = []
+    for strip in app.screen._compositor.render_strips():
+        row: list[tuple[str, object]] = []
+        for segment in strip:
+            style = segment.style or RichStyle()
+            looks = (style.color, style.bgcolor, style.bold, style.italic, style.underline, style.strike,
+                     style.meta.get("@click"))
+            row += [(char, looks[1:] if char == " " else looks) for char in segment.text]
+        rows.append(row)
+    return rows
+
+
+def test_simple_lists_are_one_widget_each_and_look_exactly_like_textuals_own() -> None:
+    """lists.py draws a list of one-paragraph items itself: the screen is the same cell by cell
+    (bullets, numbers, hanging indent, inline styles, links), in both themes and when wrapped;
+    a nested list keeps Textual's widgets."""
+
+    async def render(markdown: type[Markdown], theme: str, width: int) -> tuple[list, list[tuple[bool, bool]]]:
+        """The screen's cells; for each list whether it draws its items and has child widgets."""
+        app = MarkdownApp(markdown, theme)
+        async with app.run_test(size=(width, 100)) as pilot:
+            await pilot.pause(0.1)
+            lists = [(getattr(each, "items", None) is not None, bool(each.children)) for each in app.query(MarkdownList)]
+            return _cells(app), lists
+
+    async def main() -> None:
+        for theme in ("textual-dark", "textual-light"):
+            for width in (70, 31):
+                stock, _ = await render(StockMarkdown, theme, width)
+                ours, lists = await render(OurMarkdown, theme, width)
+                assert "".join(char for char, _ in ours[5]).strip()  # something is drawn
+                assert ours == stock, (theme, width)
+                # bullets, numbers, outer (rows), nested, with an empty item (not shown, as in Textual)
+                assert lists == [(True, False), (True, False), (False, True), (True, False), (True, False)]
+
+    asyncio.run(main())
+
+
+def test_selecting_across_a_simple_list_copies_its_items() -> None:
+    async def main() -> None:
+        app = MarkdownApp(OurMarkdown, "textual-dark")
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.pause(0.1)
+            first = app.query(MarkdownList).first()
+            top = first.region.y
+            for start in (0, 2):  # on the first bullet, on the first letter after it
+                await pilot.mouse_down(offset=(first.region.x + start, top))
+                await pilot.hover(offset=(first.region.x + 7, top + 1))
+                await pilot.mouse_up(offset=(first.region.x + 7, top + 1))  # on "item 1"'s "1"
+                await pilot.pause()
+                selected = app.screen.get_selected_text() or ""
+                assert selected.startswith("• item 0 with code0, stress, bold and a link"), selected
+                assert selected.endswith("\n• item 1"), selected
+
+    asyncio.run(main())
+
+
 def _tree(widget: Widget) -> list[tuple[str, str]]:
     """Every descendant's kind (Textual's class, for ours the one they extend) and what it shows."""
     out = []
@@ -170,7 +260,7 @@ def _tree(widget: Widget) -> list[tuple[str, str]]:
 
 
 def test_lists_growing_in_place_end_as_a_full_render_would() -> None:
-    """Streamed in small pieces, lists keep their items (growing.py), and the finished widget
+    """Streamed in small pieces, lists keep their widget (lists.py), and the finished widget
     tree is the one a render of the whole text gives."""
 
     async def main() -> None:
@@ -185,13 +275,13 @@ def test_lists_growing_in_place_end_as_a_full_render_would() -> None:
                     await stream.write(GROWING_TEXT[start:start + size])
                     await pilot.pause()
                     if start >= 120 and first_list is None:
-                        first_list = streamed.query(GrowingBulletList).first()
+                        first_list = streamed.query(SimpleBulletList).first()
                 await stream.stop()
                 whole = AnswerText(GROWING_TEXT)
                 await app.screen.mount(whole)
                 await pilot.pause(0.2)
                 assert streamed.source == GROWING_TEXT
                 assert _tree(streamed) == _tree(whole)
-                assert first_list in streamed.query(GrowingBulletList)  # it grew, never rebuilt
+                assert first_list in streamed.query(SimpleBulletList)  # it grew, never rebuilt
 
     asyncio.run(main())

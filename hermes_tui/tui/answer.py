@@ -8,7 +8,7 @@ import time
 from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown
 
-from hermes_tui.tui.growing import GROWING_BLOCKS
+from hermes_tui.tui.lists import LIST_BLOCKS
 
 
 class AnswerText(Markdown):
@@ -23,7 +23,7 @@ class AnswerText(Markdown):
     layout, many times a second while text streams). Unfolding rebuilds them from the source.
     """
 
-    BLOCKS = {**Markdown.BLOCKS, **GROWING_BLOCKS}  # lists grow in place (growing.py)
+    BLOCKS = {**Markdown.BLOCKS, **LIST_BLOCKS}  # lists cheap to stream (lists.py)
     update_cost = 0.0  # seconds the last append took until it was on screen
     folded = False
 
