@@ -309,6 +309,36 @@ def test_while_a_turn_streams_only_the_youngest_objects_are_collected(server: Fa
     run(scenario)
 
 
+def test_the_collection_after_a_turn_waits_until_the_user_stops_typing(server: FakeLLMServer) -> None:
+    """It pauses the app (~0.3 s after a long answer): a key typed then would wait for it."""
+    server.queue(Reply(text=LONG_TEXT, chunk_size=50, chunk_delay=0.005))
+    collected: list[float] = []  # when the older generations were collected
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop" and info["generation"] >= 1:
+            collected.append(time.monotonic())
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await wait_for(pilot, lambda: collector._tuned)  # noqa: SLF001 - after litellm's import
+        await send(app, pilot, "write a lot")
+        collected.clear()
+        ended = None
+        while ended is None or time.monotonic() - ended < 3 * collector.QUIET:  # typing on and on
+            await pilot.press("x")
+            await pilot.pause(collector.QUIET / 4)
+            if ended is None and not app.chat.busy:
+                ended = time.monotonic()
+        assert collected == []  # not during the turn, nor while keys kept coming after it
+        await wait_for(pilot, lambda: collected)  # once the keys stopped
+        assert collected[0] >= collector._last_input + collector.QUIET  # noqa: SLF001
+
+    gc.callbacks.append(seen)
+    try:
+        run(scenario)
+    finally:
+        gc.callbacks.remove(seen)
+
+
 def test_learned_skill_notice_arrives_after_the_turn(server: FakeLLMServer, workspace: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_APPROVAL", "always")

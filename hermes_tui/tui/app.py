@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
@@ -100,6 +101,11 @@ class HermesApp(App[int]):
             yield ChatPane(self.history, self.clock, id="chat-pane")
         yield StatusLine(self.clock, id="status")
         yield Footer()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.InputEvent):  # the collector waits for a quiet moment
+            collector.input_seen()
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         self.show_header()

@@ -310,10 +310,17 @@ class ChatPane(Widget):
         self._turn_loop = None
         await self._fold_far_answers()
         collector.turn_ended()
-        self.call_after_refresh(collector.collect_after_turn)
+        self.call_after_refresh(self._collect_when_quiet)
         self.post_message(self.Activity(None))  # the prompt takes the next message; a curator may still run
         self.refresh_bindings()
         self.post_message(self.TurnEnded(self))
+
+    def _collect_when_quiet(self) -> None:
+        """Collect what the turn left (its last words are on screen), once the user is quiet."""
+        if (left := collector.quiet_left()) > 0:
+            self.set_timer(left, self._collect_when_quiet)
+        else:
+            collector.collect_after_turn()
 
     def _tool_widget_id(self, call_id: str) -> str:
         base = candidate = widget_id("tool", call_id)

@@ -5,7 +5,8 @@ collects. After litellm's import, ``tune()`` freezes what exists (a huge, long-l
 needs to walk again). Then, while a turn runs, only the youngest generation is collected: often,
 about 5 ms each. The older generations hold what Textual keeps of the conversation on screen (its
 rendered lines and their caches), which takes hundreds of ms to walk once an 80k-character answer
-is showing; they are collected when the turn ends, when the user reads rather than types.
+is showing; they are collected after the turn, once the user has not typed (or moved the mouse)
+for QUIET seconds: a key pressed during that pause would wait for it.
 bench/stream_render.py measures both.
 """
 
@@ -13,14 +14,17 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 
 YOUNG = 10_000  # allocations between collections of the youngest generation (~5 ms each)
 IDLE = (YOUNG, 100, 100)
 TURN = (YOUNG, 1_000_000_000, 100)  # the older generations wait for the end of the turn
+QUIET = 1.0  # seconds without input before the collection after a turn
 
 _lock = threading.Lock()
 _tuned = False
 _turn = False
+_last_input = 0.0  # time.monotonic() of the last key or mouse event
 
 
 def _apply() -> None:
@@ -49,6 +53,17 @@ def turn_ended() -> None:
     with _lock:
         _turn = False
         _apply()
+
+
+def input_seen() -> None:
+    """The app's thread: a key or mouse event arrived."""
+    global _last_input
+    _last_input = time.monotonic()
+
+
+def quiet_left() -> float:
+    """Seconds until the user will have been quiet for QUIET seconds (0: they have)."""
+    return max(0.0, _last_input + QUIET - time.monotonic())
 
 
 def collect_after_turn() -> None:
