@@ -23,7 +23,7 @@ batches the deltas arrived in, and for context the rate LiteLLM alone parses the
 (no app, in this process). On two cores the server, the helper and the app share the CPU.
 Prints figures, never fails on a time.
 
-    python bench/stream_render.py [--tokens 20000] [--delay 0.001]
+    python bench/stream_render.py [--tokens 20000] [--delay 0.001] [--nested]
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ KEY_INTERVAL = 0.15
 CHUNK = 4  # characters per streamed chunk: about one token
 
 
-def markdown_text(tokens: int) -> str:
-    """Varied markdown (paragraphs, lists, code) of about ``tokens`` 4-character chunks.
+def markdown_text(tokens: int, nested: bool = False) -> str:
+    """Varied markdown (paragraphs, lists, code) of about ``tokens`` 4-character chunks; with
+    ``nested``, nested lists and tables instead of flat lists and code (more widgets per line).
 
     Every word differs: LiteLLM aborts a stream whose chunks repeat ("the model is repeating").
     """
@@ -60,8 +61,14 @@ def markdown_text(tokens: int) -> str:
         section = n % 4
         if section == 0:
             text = f"## Part {n}\n\n" + " ".join(f"word{n}x{i}" for i in range(60)) + "\n\n"
+        elif section == 1 and nested:
+            text = "".join(f"- item {n}.{i} with *detail{i}*\n  - sub {n}.{i}.a `code{n}{i}`\n  - sub {n}.{i}.b\n"
+                           for i in range(4)) + "\n"
         elif section == 1:
             text = "".join(f"- item {n}.{i} with *detail{i}* and `code{n}{i}`\n" for i in range(8)) + "\n"
+        elif section == 2 and nested:
+            text = "| name | value | note |\n|---|---|---|\n" + "".join(
+                f"| row{n}x{i} | {i * n} | note {n}.{i} |\n" for i in range(6)) + "\n"
         elif section == 2:
             text = "```python\n" + "".join(f"value_{n}_{i} = compute({i}, {n})\n" for i in range(6)) + "```\n\n"
         else:
@@ -129,7 +136,9 @@ async def scenario(app: Any, pilot: Any, text: str, tokens: int) -> dict[str, An
     shown = time.perf_counter()
     while app.chat.busy:
         await asyncio.sleep(0.01)
-    await asyncio.sleep(1.0)  # the collection after the turn (hermes_tui/tui/collector.py)
+    from hermes_tui.tui import collector
+
+    await asyncio.sleep(collector.QUIET + 1.0)  # the collection after the turn, once keys stop (collector.py)
     answers = list(app.chat.query(".answer"))
     return {
         "last_token_ms": (shown - last_arrival) * 1000,
@@ -185,6 +194,8 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=20_000, help="chunks of ~1 token to stream (default 20000)")
     parser.add_argument("--delay", type=float, default=0.001,
                         help="seconds between chunks (default 0.001: ~1,000 tokens/s; providers send 50-200)")
+    parser.add_argument("--nested", action="store_true",
+                        help="nested lists and tables instead of flat lists and code blocks")
     args = parser.parse_args()
     from hermes_tui.tui import splitter
 
@@ -192,14 +203,14 @@ def main() -> None:
     results = {}
     for label, limit in (("one widget per answer (baseline)", 10**12), (f"split every ~{split:,} characters", split)):
         splitter.SPLIT_CHARS = limit
-        results[label] = measure(args.tokens, args.delay)
+        results[label] = measure(args.tokens, args.delay, args.nested)
     worst = {label: max(r["echo_ms"]) if r["echo_ms"] else float("nan") for label, r in results.items()}
     base, new = worst.values()
     print(f"worst key echo: split {new:.1f} ms vs baseline {base:.1f} ms = {new / base:.2f}x")
 
 
-def measure(tokens: int, delay: float = 0.001) -> dict[str, Any]:
-    text = markdown_text(tokens)
+def measure(tokens: int, delay: float = 0.001, nested: bool = False) -> dict[str, Any]:
+    text = markdown_text(tokens, nested)
 
     replies = (Reply(text=markdown_text(3000), chunk_size=CHUNK, chunk_delay=0.001),  # parser_ceiling
                Reply(text=text, chunk_size=CHUNK, chunk_delay=delay), Reply(text="summary"))
