@@ -797,6 +797,27 @@ def test_no_tui_module_imports_litellm() -> None:
     assert result.stdout.strip() == "False"
 
 
+def test_the_markdown_widgets_load_after_the_first_frame(server: FakeLLMServer) -> None:
+    """Not at start-up (markdown-it costs ~60 ms), nor when the first answer's words arrive."""
+    code = ("import asyncio, sys\n"
+            "from hermes_tui.config import Config\n"
+            "from hermes_tui.tui.app import build_app\n"
+            "before = 'hermes_tui.tui.answer' in sys.modules\n"
+            "app = build_app(Config.load())\n"
+            "async def main():\n"
+            "    async with app.run_test() as pilot:\n"
+            "        for _ in range(600):\n"
+            "            if 'hermes_tui.tui.answer' in sys.modules:\n"
+            "                break\n"
+            "            await pilot.pause(0.05)\n"
+            "    app.stores.close()\n"
+            "    print(before, 'hermes_tui.tui.answer' in sys.modules)\n"
+            "asyncio.run(main())\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True"]
+
+
 def test_an_old_store_upgrade_is_announced(server: FakeLLMServer, hermes_home: Path) -> None:
     """The app opens its stores after the first frame; upgrading an old file (minutes for a big
     one) says so in a toast instead of a silent wait."""

@@ -1,5 +1,6 @@
 """The Markdown widgets of the conversation, in their own module: importing Markdown (markdown-it)
-costs ~20 ms, so the chat loads this module when the first answer arrives, not at start-up."""
+costs ~60 ms, so the app loads this module on a thread after its first frame (``load_markdown``),
+neither at start-up nor when the first answer's words arrive."""
 
 from __future__ import annotations
 

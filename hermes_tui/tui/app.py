@@ -126,6 +126,7 @@ class HermesApp(App[int]):
         else:
             if self.memory.notice:  # e.g. a read-only store: browsing works, saving does not
                 await self.chat.add_notice(self.memory.notice, "error")
+        threading.Thread(target=load_markdown, name="hermes-markdown-import", daemon=True).start()
         warm_llm(self.config)
         if self._resume_at_start is not None:
             await self.resume(self._resume_at_start)
@@ -455,6 +456,12 @@ class HermesApp(App[int]):
         deadline = time.monotonic() + timeout
         while not done() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
+
+
+def load_markdown() -> None:
+    """Import the answer's Markdown widgets (~60 ms, markdown-it) on a thread after the first
+    frame: the first answer's first words no longer wait for the import."""
+    import hermes_tui.tui.answer  # noqa: F401
 
 
 def warm_llm(config: Config) -> None:
