@@ -11,6 +11,7 @@ import weakref
 from rich.style import Style as RichStyle
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from textual.selection import Selection
 from textual.widget import Widget
 from textual.widgets import Label, Markdown, OptionList
 from textual.widgets._markdown import MarkdownBlock, MarkdownBullet, MarkdownFence, MarkdownList
@@ -158,7 +159,9 @@ LISTS_TEXT = (
     + "".join(f"- item {i} with `code{i}`, *stress*, **bold** and [a link](https://example.com/{i})"
               + " more words" * (i % 3 * 4) + "\n" for i in range(5))
     + "\n" + "".join(f"{i}. step {i}\n" for i in range(7, 12))  # numbers of two widths
-    + "\n- outer\n  - nested a\n  - nested b\n- outer again\n\nBetween.\n\n- \n- after an empty item\n\nThe end.\n"
+    + "\n- outer\n  - nested a, long enough to wrap at the narrower width\n    1. deeper\n    2. and numbered\n"
+    + "  - nested b\n- outer again\n\nBetween.\n\n- \n- after an empty item\n\nAnd.\n\n"
+    + "- an item with code:\n\n  ```\n  x = 1\n  ```\n- and text\n\nThe end.\n"
 )
 
 
@@ -217,8 +220,9 @@ def test_simple_lists_are_one_widget_each_and_look_exactly_like_textuals_own() -
                 ours, lists = await render(OurMarkdown, theme, width)
                 assert "".join(char for char, _ in ours[5]).strip()  # something is drawn
                 assert ours == stock, (theme, width)
-                # bullets, numbers, outer (rows), nested, with an empty item (not shown, as in Textual)
-                assert lists == [(True, False), (True, False), (False, True), (True, False), (True, False)]
+                # bullets, numbers, nested three deep, with an empty item (not shown, as in Textual),
+                # with code in an item (Textual's widgets)
+                assert lists == [(True, False), (True, False), (True, False), (True, False), (False, True)]
 
     asyncio.run(main())
 
@@ -238,6 +242,19 @@ def test_selecting_across_a_simple_list_copies_its_items() -> None:
                 selected = app.screen.get_selected_text() or ""
                 assert selected.startswith("• item 0 with code0, stress, bold and a link"), selected
                 assert selected.endswith("\n• item 1"), selected
+
+            nested = app.query(MarkdownList)[2]
+            assert nested.get_selection(Selection(None, None)) == ("\n".join((
+                "• outer", "  ▪ nested a, long enough to wrap at the narrower width", "    1. deeper",
+                "    2. and numbered", "  ▪ nested b", "• outer again")), "\n")
+            rows = ["".join(char for char, _ in row) for row in _cells(app)]
+            y = next(y for y, row in enumerate(rows) if "deeper" in row)  # a list two levels down
+            x = rows[y].index("deeper")
+            await pilot.mouse_down(offset=(x + 2, y))
+            await pilot.hover(offset=(rows[y + 2].index("nested b"), y + 2))
+            await pilot.mouse_up(offset=(rows[y + 2].index("nested b") + 3, y + 2))
+            await pilot.pause()
+            assert app.screen.get_selected_text() == "eper\n    2. and numbered\n  ▪ nest"
 
     asyncio.run(main())
 

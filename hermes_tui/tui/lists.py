@@ -6,10 +6,10 @@ layout, first render). While an answer streamed at ~1,000 tokens/s, the screen u
 brought a new list on screen took 60-90 ms of the app's thread, and a key typed then waited as
 long (bench/stream_render.py). Two remedies, one per kind of list:
 
-* A *simple* list, where each item is one paragraph (most lists in answers), is one widget that
-  draws its bullets and the hanging indent itself (``ItemsVisual``); it grows by taking the
-  re-parsed items, without mounting anything.
-* Any other list (nested lists, code inside an item) keeps Textual's widgets but grows in place:
+* A *simple* list, where each item is one paragraph, maybe followed by a simple list nested in
+  it (most lists in answers), is one widget that draws its bullets and the hanging indents
+  itself (``ItemsVisual``); it grows by taking the re-parsed items, without mounting anything.
+* Any other list (code or several paragraphs in an item) keeps Textual's widgets but grows in place:
   on every append Textual would remove the list and mount it anew; here it keeps the items it
   has, replaces its last (the only one still open) and adds the new ones. Items before the last
   never change when text is appended, so the result is the widget tree a full rebuild gives.
@@ -19,13 +19,16 @@ Either way the screen shows what Textual's own lists show (tested cell by cell).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 
+from rich.segment import Segment
 from rich.style import Style as RichStyle
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.content import Content
 from textual.css.styles import RulesMap
+from textual.geometry import Offset
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.style import Style
@@ -39,50 +42,92 @@ from textual.widgets._markdown import (
     MarkdownParagraph,
 )
 
-Item = tuple[str, Content]  # the bullet (or number) and the item's text
+
+@dataclass
+class Item:
+    """One item of a simple list: its bullet (or number), its text, the simple list under it."""
+
+    symbol: str
+    text: Content
+    sub: list[Item] | None = None
+
+    @property
+    def lines(self) -> int:
+        """The item's lines in the list's text: its own, then its sub-list's."""
+        return 1 + sum(item.lines for item in self.sub or ())
 
 
 class ItemsVisual(Visual):
-    """A simple list: each item's bullet, then its text wrapped beside it, indented under it.
+    """A simple list: each item's bullet, then its text wrapped beside it and indented under it,
+    then the list nested in it (if any), indented as deep.
 
-    The texts are one Content, a line per item, rendered by Content itself: so wrapping, inline
-    styles, links and the selection's highlight are Textual's own, and a selection's (x, y)
-    offsets are (column in the item, item number).
+    Each item's text is rendered by Textual's Content (wrapping, inline styles, links, the
+    selection's highlight). The list's text, for selections, has a line per item, nested items
+    after their parent: a selection offset is (column in the item, line).
     """
 
-    def __init__(self, bullets: list[Content], text: Content) -> None:
-        self.bullets = bullets
-        self.text = text
-        self.indent = max((bullet.cell_length for bullet in bullets), default=0)
+    def __init__(self, items: list[Item]) -> None:
+        self.items = items
+        self.bullets = [Content.styled(item.symbol, ".list--bullet") for item in items]
+        self.subs = [ItemsVisual(item.sub) if item.sub else None for item in items]
+        self.indent = max((bullet.cell_length for bullet in self.bullets), default=0)
 
     def render_strips(self, width: int, height: int | None, style: Style, options: RenderOptions) -> list[Strip]:
         inner = width - self.indent
         if inner <= 0:
             return []
-        lines = self.text.render_strips(inner, None, style, options)
-        blank = Content.styled(" " * self.indent, ".list--bullet")
+        blank = Content.styled(" " * self.indent, ".list--bullet").render_strips(self.indent, 1, style, options)[0]
         strips: list[Strip] = []
-        first = 0  # the item's first line in ``lines``
-        for bullet, line in zip(self.bullets, self.text.split(allow_blank=True)):
-            rows = line.get_height(options.rules, inner)
-            for row in range(rows if line.plain else 0):  # an empty item shows nothing, as in Textual
-                head = (blank if row else bullet).render_strips(self.indent, 1, style, options)[0]
-                strips.append(_with_offsets(head, lines[first + row], inner, style))
-            first += rows
+        y = 0  # the item's line in the list's text
+        for item, bullet, sub in zip(self.items, self.bullets, self.subs):
+            if item.text.plain:  # an empty item shows nothing, as in Textual
+                head = bullet.render_strips(self.indent, 1, style, options)[0]
+                for row, line in enumerate(item.text.render_strips(inner, None, style, _from_line(options, y))):
+                    strips.append(_row(blank if row else head, _moved(line, y), inner, style))
+            if sub is not None:
+                for line in sub.render_strips(inner, None, style, _from_line(options, y + 1)):
+                    strips.append(_row(blank, _moved(line, y + 1), inner, style))
+            y += item.lines
         return strips[:height] if height is not None else strips
 
     def get_optimal_width(self, rules: RulesMap, container_width: int) -> int:
-        return self.indent + self.text.get_optimal_width(rules, container_width - self.indent)
+        inner = container_width - self.indent
+        return self.indent + max((width for item, sub in zip(self.items, self.subs) for width in (
+            item.text.get_optimal_width(rules, inner), sub.get_optimal_width(rules, inner) if sub else 0)), default=0)
 
     def get_minimal_width(self, rules: RulesMap) -> int:
-        return self.indent + self.text.get_minimal_width(rules)
+        return self.indent + max((width for item, sub in zip(self.items, self.subs) for width in (
+            item.text.get_minimal_width(rules), sub.get_minimal_width(rules) if sub else 0)), default=0)
 
     def get_height(self, rules: RulesMap, width: int) -> int:
-        return sum(line.get_height(rules, width - self.indent) for line in self.text.split(allow_blank=True)
-                   if line.plain)
+        inner = width - self.indent
+        return sum((item.text.get_height(rules, inner) if item.text.plain else 0)
+                   + (sub.get_height(rules, inner) if sub else 0) for item, sub in zip(self.items, self.subs))
 
 
-def _with_offsets(head: Strip, text: Strip, width: int, style: Style) -> Strip:
+def _from_line(options: RenderOptions, y: int) -> RenderOptions:
+    """``options`` for a part of the list that starts at line ``y`` of its text."""
+    selection = options.selection
+    if selection is None or not y:
+        return options
+    start, end = (None if at is None else Offset(at.x, at.y - y) for at in selection)
+    return replace(options, selection=Selection(start, end))
+
+
+def _moved(strip: Strip, y: int) -> Strip:
+    """``strip``, its selection offsets moved down by ``y`` lines (to the list's text)."""
+    if not y:
+        return strip
+    moved = []
+    for segment in strip:
+        style = segment.style
+        if style is not None and (offset := style.meta.get("offset")) is not None:
+            style = style + RichStyle.from_meta({"offset": (offset[0], offset[1] + y)})
+        moved.append(Segment(segment.text, style, segment.control))
+    return Strip(moved, strip.cell_length)
+
+
+def _row(head: Strip, text: Strip, width: int, style: Style) -> Strip:
     """One row: ``head`` (a bullet or the indent), then ``text`` padded to ``width``. Head and
     padding carry the selection offsets of the row's first and last characters, so a selection
     dragged over them starts or ends on that row (without, Textual takes the list's end)."""
@@ -96,20 +141,27 @@ def _with_offsets(head: Strip, text: Strip, width: int, style: Style) -> Strip:
                        text.extend_cell_length(width, end)])
 
 
-def simple_items(items: Iterable[MarkdownBlock]) -> list[Content] | None:
-    """Each item's text, if every item is one paragraph on one line (or empty); else None."""
-    texts: list[Content] = []
-    for item in items:
-        if not isinstance(item, MarkdownListItem):
-            continue
+def simple_items(list_block: MarkdownList) -> list[Item] | None:
+    """The items of ``list_block`` (parsed, not yet composed) if each is one paragraph on one
+    line (or empty), or one followed by a simple list; else None."""
+    items = [block for block in list_block._blocks if isinstance(block, MarkdownListItem)]
+    symbols = list_block.symbols(items) if isinstance(list_block, SimpleItems) else []
+    if len(symbols) != len(items):
+        return None
+    simple: list[Item] = []
+    for symbol, item in zip(symbols, items):
         blocks = item._blocks
         if not blocks:  # "- " while it streams, say
-            texts.append(Content(""))
-        elif len(blocks) == 1 and type(blocks[0]) is MarkdownParagraph and "\n" not in blocks[0]._content.plain:
-            texts.append(blocks[0]._content)
-        else:
+            simple.append(Item(symbol, Content("")))
+            continue
+        first, *rest = blocks
+        if type(first) is not MarkdownParagraph or "\n" in first._content.plain:
             return None
-    return texts
+        sub = simple_items(rest[0]) if len(rest) == 1 and isinstance(rest[0], MarkdownList) else None
+        if rest and sub is None:
+            return None
+        simple.append(Item(symbol, first._content, sub))
+    return simple
 
 
 class SimpleItems:
@@ -125,14 +177,8 @@ class SimpleItems:
         """The bullet or number shown before each item, as Textual's own list shows them."""
         raise NotImplementedError
 
-    def _simple(self, blocks: list[MarkdownBlock]) -> list[Item] | None:
-        texts = simple_items(blocks)
-        if texts is None:
-            return None
-        return list(zip(self.symbols([b for b in blocks if isinstance(b, MarkdownListItem)]), texts))
-
     def compose(self) -> ComposeResult:
-        self.items = self._simple(self._blocks)
+        self.items = simple_items(self)  # type: ignore[arg-type]
         if self.items is None:
             yield from super().compose()  # type: ignore[misc]
         self._blocks.clear()
@@ -141,27 +187,27 @@ class SimpleItems:
         if self.items is None:
             return super().render()  # type: ignore[misc]
         if self._drawn is None:
-            self._drawn = ItemsVisual([Content.styled(symbol, ".list--bullet") for symbol, _ in self.items],
-                                      Content("\n").join(text for _, text in self.items))
+            self._drawn = ItemsVisual(self.items)
         return self._drawn
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
-        """The selected text, a line per item; an item selected from its start keeps its bullet,
-        as with Textual's own lists."""
+        """The selected text, a line per item; an item selected from its start keeps its bullet
+        (indented as deep as it is nested), as with Textual's own lists."""
         if self.items is None:
             return super().get_selection(selection)  # type: ignore[misc]
-        lines = []
-        for y, (symbol, text) in enumerate(self.items):
+        selected = []
+        for y, (depth, item) in enumerate(_walk(self.items)):
             if (span := selection.get_span(y)) is not None:
                 start, end = span
-                lines.append((symbol.strip() + " " if start == 0 else "") + text.plain[start:None if end == -1 else end])
-        return "\n".join(lines), "\n"
+                bullet = "  " * depth + item.symbol.strip() + " " if start == 0 else ""
+                selected.append(bullet + item.text.plain[start:None if end == -1 else end])
+        return "\n".join(selected), "\n"
 
     async def _update_from_block(self, block: MarkdownBlock) -> None:
         """Take the longer re-parse of this list: its items, else grow in place, else rebuild."""
         assert isinstance(self, MarkdownList)
         if type(block) is type(self):
-            items = self._simple(block._blocks)
+            items = simple_items(block)  # type: ignore[arg-type]
             if items is not None and self.items is not None:
                 self.items, self._drawn = items, None
                 self.refresh(layout=True)
@@ -169,6 +215,13 @@ class SimpleItems:
             if items is None and self.items is None and await _grow_list(self, block):
                 return
         await super()._update_from_block(block)  # type: ignore[misc]
+
+
+def _walk(items: list[Item], depth: int = 0) -> Iterator[tuple[int, Item]]:
+    """The items in the order of the list's text: each, then the items nested in it."""
+    for item in items:
+        yield depth, item
+        yield from _walk(item.sub or [], depth + 1)
 
 
 BULLET_STYLE = """
