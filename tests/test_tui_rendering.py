@@ -174,12 +174,12 @@ class OurMarkdown(Markdown):
 
 
 class MarkdownApp(App[None]):
-    def __init__(self, markdown: type[Markdown], theme: str) -> None:
+    def __init__(self, markdown: type[Markdown], theme: str, text: str = LISTS_TEXT) -> None:
         super().__init__()
-        self.markdown, self.wanted_theme = markdown, theme
+        self.markdown, self.wanted_theme, self.text = markdown, theme, text
 
     def compose(self) -> ComposeResult:
-        yield self.markdown(LISTS_TEXT)
+        yield self.markdown(self.text)
 
     def on_mount(self) -> None:
         self.theme = self.wanted_theme
@@ -223,6 +223,27 @@ def test_simple_lists_are_one_widget_each_and_look_exactly_like_textuals_own() -
                 # bullets, numbers, nested three deep, with an empty item (not shown, as in Textual),
                 # with code in an item (Textual's widgets)
                 assert lists == [(True, False), (True, False), (True, False), (True, False), (False, True)]
+
+    asyncio.run(main())
+
+
+def test_lists_nested_deeper_than_the_screen_is_wide_still_draw() -> None:
+    """A hostile answer can nest lists as deep as the parser allows: the list draws its bullets
+    until the width runs out, as Textual's does, and never fails (it did, at zero width)."""
+    text = "".join("  " * i + f"- level {i}\n" for i in range(40)) + "\n" + "".join(
+        "  " * i + f"1. n{i}\n" for i in range(12))
+
+    async def render(markdown: type[Markdown], width: int) -> list:
+        app = MarkdownApp(markdown, "textual-dark", text)
+        async with app.run_test(size=(width, 80)) as pilot:
+            await pilot.pause(0.1)
+            return _cells(app)
+
+    async def main() -> None:
+        assert await render(OurMarkdown, 20) == await render(StockMarkdown, 20)
+        for width in (8, 3, 1):  # (Textual's own list scrolls sideways at some of these)
+            rows = ["".join(char for char, _ in row) for row in await render(OurMarkdown, width)]
+            assert rows[0].strip().startswith("•") or width < 5  # (the Markdown's padding is 2 a side)
 
     asyncio.run(main())
 

@@ -74,8 +74,9 @@ class ItemsVisual(Visual):
 
     def render_strips(self, width: int, height: int | None, style: Style, options: RenderOptions) -> list[Strip]:
         inner = width - self.indent
-        if inner <= 0:
-            return []
+        if inner <= 0:  # nested deeper than the screen is wide: bullets only, as in Textual
+            return [bullet.render_strips(self.indent, 1, style, options)[0].crop(0, width)
+                    for item, bullet in zip(self.items, self.bullets) if item.text.plain][:height]
         blank = Content.styled(" " * self.indent, ".list--bullet").render_strips(self.indent, 1, style, options)[0]
         strips: list[Strip] = []
         y = 0  # the item's line in the list's text
@@ -101,6 +102,8 @@ class ItemsVisual(Visual):
 
     def get_height(self, rules: RulesMap, width: int) -> int:
         inner = width - self.indent
+        if inner <= 0:  # nested deeper than the screen is wide: bullets only, as in Textual
+            return sum(1 for item in self.items if item.text.plain) if width > 0 else 0
         return sum((item.text.get_height(rules, inner) if item.text.plain else 0)
                    + (sub.get_height(rules, inner) if sub else 0) for item, sub in zip(self.items, self.subs))
 
