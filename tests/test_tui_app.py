@@ -797,25 +797,26 @@ def test_no_tui_module_imports_litellm() -> None:
     assert result.stdout.strip() == "False"
 
 
-def test_the_markdown_widgets_load_after_the_first_frame(server: FakeLLMServer) -> None:
-    """Not at start-up (markdown-it costs ~60 ms), nor when the first answer's words arrive."""
+def test_the_markdown_widgets_and_highlighters_load_after_the_first_frame(server: FakeLLMServer) -> None:
+    """Not at start-up (markdown-it costs ~60 ms), nor when the first answer's words or its first
+    code block arrive (a lexer's regular expressions ~50 ms, guessing a language ~0.5 s)."""
     code = ("import asyncio, sys\n"
             "from hermes_tui.config import Config\n"
             "from hermes_tui.tui.app import build_app\n"
-            "before = 'hermes_tui.tui.answer' in sys.modules\n"
+            "before = 'hermes_tui.tui.answer' in sys.modules or 'pygments.lexers.python' in sys.modules\n"
             "app = build_app(Config.load())\n"
             "async def main():\n"
             "    async with app.run_test() as pilot:\n"
-            "        for _ in range(600):\n"
-            "            if 'hermes_tui.tui.answer' in sys.modules:\n"
-            "                break\n"
+            "        while app.markdown_loading.is_alive() or not app.markdown_loading.ident:\n"
             "            await pilot.pause(0.05)\n"
             "    app.stores.close()\n"
-            "    print(before, 'hermes_tui.tui.answer' in sys.modules)\n"
+            "    from pygments.lexers.python import PythonLexer\n"
+            "    print(before, 'hermes_tui.tui.answer' in sys.modules, '_tokens' in PythonLexer.__dict__,\n"
+            "          'pygments.lexers.teraterm' in sys.modules)  # compiled; all imported to guess\n"
             "asyncio.run(main())\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["False", "True"]
+    assert result.stdout.split() == ["False", "True", "True", "True"]
 
 
 def test_an_old_store_upgrade_is_announced(server: FakeLLMServer, hermes_home: Path) -> None:

@@ -68,5 +68,21 @@ class AnswerText(Markdown):
         self.update_cost = time.monotonic() - started
 
 
+COMMON_LANGUAGES = ("python", "bash", "shell", "console", "javascript", "typescript", "json", "yaml", "toml",
+                    "html", "css", "sql", "rust", "go", "java", "c", "cpp", "diff", "markdown", "text")
+
+
+def warm_highlighting() -> None:
+    """Build Pygments' lexers ahead (a thread after the first frame): a lexer compiles its regular
+    expressions on first use (~50 ms for Python, ~70 for CSS), and the first code block without a
+    language imports every lexer to guess one (~0.3-0.6 s). Done when the first answer's first
+    code block arrived, it stalled the screen and the keys for as long."""
+    from textual.highlight import highlight
+
+    highlight("x = 1", language=None)
+    for language in COMMON_LANGUAGES:
+        highlight("x", language=language)
+
+
 class HelpText(Markdown):
     """The /help card."""

@@ -74,6 +74,8 @@ class HermesApp(App[int]):
         self._command_runner: CommandRunner | None = None
         self._resume_at_start = session_id
         self._summaries: list[threading.Thread] = []
+        # started after the first frame (load_markdown)
+        self.markdown_loading = threading.Thread(target=load_markdown, name="hermes-markdown", daemon=True)
         self._quitting = False
         self._quit_armed_until = 0.0
 
@@ -126,7 +128,7 @@ class HermesApp(App[int]):
         else:
             if self.memory.notice:  # e.g. a read-only store: browsing works, saving does not
                 await self.chat.add_notice(self.memory.notice, "error")
-        threading.Thread(target=load_markdown, name="hermes-markdown-import", daemon=True).start()
+        self.markdown_loading.start()
         warm_llm(self.config)
         if self._resume_at_start is not None:
             await self.resume(self._resume_at_start)
@@ -459,9 +461,12 @@ class HermesApp(App[int]):
 
 
 def load_markdown() -> None:
-    """Import the answer's Markdown widgets (~60 ms, markdown-it) on a thread after the first
-    frame: the first answer's first words no longer wait for the import."""
-    import hermes_tui.tui.answer  # noqa: F401
+    """Import the answer's Markdown widgets (~60 ms, markdown-it) and build the code highlighters
+    on a thread after the first frame: the first answer's first words, and its first code block,
+    no longer wait for them."""
+    from hermes_tui.tui import answer
+
+    answer.warm_highlighting()
 
 
 def warm_llm(config: Config) -> None:
