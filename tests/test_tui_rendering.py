@@ -1,6 +1,7 @@
-"""Rendering: long answers split over several Markdown widgets (same text, no cut inside code),
-fold far from the view, and grow lists in place; wide code lines scroll with a visible
-scrollbar; the transcript pages by screen."""
+"""Rendering: long answers split over several Markdown widgets (same text, no cut inside code)
+and fold far from the view; simple lists are one widget that looks like Textual's own, other
+lists grow in place; wide code lines scroll with a visible scrollbar; the transcript pages by
+screen."""
 
 from __future__ import annotations
 
