@@ -202,9 +202,10 @@ def _cells(app: App[None]) -> list[list[tuple[str, object]]]:
 
 
 def test_simple_lists_are_one_widget_each_and_look_exactly_like_textuals_own() -> None:
-    """lists.py draws a list of one-paragraph items itself: the screen is the same cell by cell
-    (bullets, numbers, hanging indent, inline styles, links), in both themes and when wrapped;
-    a nested list keeps Textual's widgets."""
+    """lists.py draws a list of one-paragraph items (maybe with simple lists nested in them)
+    itself: the screen is the same cell by cell (bullets, numbers, hanging indents, inline
+    styles, links), in both themes and when wrapped; a list with code in an item keeps
+    Textual's widgets."""
 
     async def render(markdown: type[Markdown], theme: str, width: int) -> tuple[list, list[tuple[bool, bool]]]:
         """The screen's cells; for each list whether it draws its items and has child widgets."""
