@@ -17,7 +17,8 @@ from typing import Any
 
 from hermes_tui.agent.context import ContextWindow
 from hermes_tui.agent.history import checked_arguments, repair
-from hermes_tui.agent.prompts import INDEX_LIMIT, MAIN_SYSTEM_PROMPT, relevant_skills_note, skills_index
+from hermes_tui.agent import fixed_prompt
+from hermes_tui.agent.prompts import relevant_skills_note
 from hermes_tui.agent.tools import APPROVAL_TOOLS, Approver, ToolRegistry
 from hermes_tui.config import Config
 from hermes_tui.events import (
@@ -95,10 +96,9 @@ class AgentLoop:
                 self.context.restore(self.history, compaction.summary, compaction.through_id,
                                      compaction.trim_through_id)
         # Built once: byte-identical for the whole session so providers can cache it.
-        self.system_prompt = MAIN_SYSTEM_PROMPT.format(
-            workspace=config.workspace, tool_names=", ".join(self.tools.names),
-            skills_index=skills_index(skills.for_prompt(INDEX_LIMIT), skills.count()),
-        )
+        self.fixed_prompt = fixed_prompt.build(config.workspace, config.home, self.tools.names,
+                                               self.tools.specs(), skills)
+        self.system_prompt = self.fixed_prompt.system
 
     # -- control ------------------------------------------------------------------------------
 
@@ -252,6 +252,10 @@ class AgentLoop:
         specs = self.tools.specs()
         self.context_fill = (self.context.tokens(self.history, self._fixed_tokens(specs)), self.context.limit())
         return Usage(context_tokens=self.context_fill[0], context_limit=self.context_fill[1])
+
+    def prompt_parts(self) -> list[fixed_prompt.Part]:
+        """Each part of the fixed prompt with its tokens, for ``/context``."""
+        return self.fixed_prompt.parts(self.context.count)
 
     def _fixed_tokens(self, specs: list[dict[str, Any]]) -> int:
         """Tokens of the system prompt and the tool schemas (counted once per tool set)."""

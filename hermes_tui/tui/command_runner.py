@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -149,6 +150,30 @@ class CommandRunner:
 
         rows = self.app.usage.of(self.app.session.session_id)
         await self.app.chat.add_help(cost_markdown(rows))
+
+    async def _context(self, argument: str) -> None:
+        from hermes_tui.agent import instructions
+        from hermes_tui.agent.runtime import Surface, context_report
+
+        app = self.app
+        word, _, number = argument.partition(" ")
+        if argument and (word != "approve" or not number.strip().isdigit()):
+            await app.chat.add_notice("Usage: /context, or /context approve N (N from the list /context shows).",
+                                      "error")
+            return
+        report = await asyncio.to_thread(context_report, app.config, app.memory, app.skills, Surface("tui"),
+                                         app.session.loop)
+        if not argument:
+            await app.chat.add_help(report.markdown())
+            return
+        files = report.instructions.files
+        index = int(number) - 1
+        if not 0 <= index < len(files) or not files[index].flagged or files[index].approved:
+            await app.chat.add_notice(f"Instruction file {number} is not held back: /context lists them.", "error")
+            return
+        await asyncio.to_thread(instructions.approve, app.config.home, files[index])
+        await app.chat.add_notice(f"Approved {files[index].label}: sessions started from now on read it "
+                                  "(this one keeps the prompt it started with).")
 
     async def _copy(self, argument: str) -> None:
         from hermes_tui.tui.session_tools import code_blocks, last_answer, osc52_likely, write_private

@@ -33,6 +33,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("undo", "", "take the last turn out of the conversation (memory keeps it, marked undone)"),
     SlashCommand("retry", "", "send your last message again; the last answer is left out of what is sent"),
     SlashCommand("cost", "", "tokens in, out and cached, and the cost, per model for this session"),
+    SlashCommand("context", "[approve N]", "the fixed prompt part by part with token counts; approve a held-back instruction file"),
     SlashCommand("copy", "[N]", "copy the last answer, or its Nth code block (OSC 52, else a file)"),
     SlashCommand("export", "[path]", "write this session as a Markdown transcript"),
     SlashCommand("setup", "", "provider, key, model and endpoint (checks the endpoint)"),

@@ -149,6 +149,17 @@ def compact() -> Response:
                    context_tokens=usage.get("context_tokens"), context_limit=usage.get("context_limit"))
 
 
+@bp.get("/context")
+def context() -> Response:
+    """The fixed prompt of this browser's conversation (or of a new one), part by part, like ``/context``."""
+    from hermes_tui.agent.runtime import context_report, web_surface
+
+    state = web().state
+    report = context_report(state.config, state.memory, state.skills, web_surface(state.config),
+                            state.loop_of(session_key()))
+    return jsonify(report.to_dict())
+
+
 @bp.post("/chat/cancel")
 def cancel() -> Response:
     return jsonify(cancelled=web().state.cancel(session_key()))
