@@ -18,6 +18,7 @@ from hermes_tui.events import (
     Error,
     Event,
     Notice,
+    Receipt,
     SkillLearned,
     TextDelta,
     ToolCallFinished,
@@ -268,6 +269,8 @@ class _Output:
             self._err(f"{mark} {event.name} ({event.seconds:.1f} s){': ' + first if not event.ok else ''}")
         elif isinstance(event, Notice):
             self._err(event.message)
+        elif isinstance(event, Receipt):
+            self._err(event.text)
         elif isinstance(event, Error):
             self._err(f"error: {event.message}")
         elif isinstance(event, SkillLearned):

@@ -35,11 +35,12 @@ class FixedPrompt:
     skills_index: str
     instructions: Instructions
     tool_specs: tuple[dict[str, Any], ...]
+    memory: str = ""  # the curated facts, added at the session's first turn
 
     @property
     def system(self) -> str:
         """The system message, exactly as sent."""
-        return self.rules + self.skills_index + self.instructions.section()
+        return self.rules + self.skills_index + self.instructions.section() + self.memory
 
     def parts(self, count: Counter) -> list[Part]:
         """Each part with its token count (``count(messages, tools)``, the provider's tokenizer)."""
@@ -55,6 +56,8 @@ class FixedPrompt:
             Part("tool schemas", tools, f"{len(self.tool_specs)} tools"),
             Part("skills index", tokens(self.skills_index)),
             Part("instruction files", tokens(section), ", ".join(included) or "none"),
+            Part("memory", tokens(self.memory), f"{self.memory.count(chr(10) + '- ')} facts" if self.memory
+                 else "none yet (added at the first message)"),
         ]
 
 

@@ -16,7 +16,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from hermes_tui.events import Error, Event, TurnFinished
@@ -101,6 +101,10 @@ def context_report(config: Config, memory: MemoryStore, skills: SkillManager, su
         window = ContextWindow(LLMClient(config), config)
     else:
         prompt, window = loop.fixed_prompt, loop.context
+    if loop is None or not loop.memory_frozen:  # what the first message will add
+        from hermes_tui.memory import facts
+
+        prompt = replace(prompt, memory=facts.for_config(config).prompt_block(""))
     return fixed_prompt.Report(tuple(prompt.parts(window.count)), window.limit(), prompt.instructions)
 
 

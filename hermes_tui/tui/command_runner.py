@@ -151,6 +151,23 @@ class CommandRunner:
         rows = self.app.usage.of(self.app.session.session_id)
         await self.app.chat.add_help(cost_markdown(rows))
 
+    async def _remember(self, argument: str) -> None:
+        from hermes_tui.memory import facts
+
+        scope, text = "user", argument.strip()
+        if text.lower().startswith("project:"):
+            scope, text = "project", text[len("project:"):].strip()
+        if not text:
+            await self.app.chat.add_notice("Usage: /remember TEXT (about you), or /remember project: TEXT.", "error")
+            return
+        store = facts.for_config(self.app.config)
+        try:
+            saved = await asyncio.to_thread(store.save, scope, text, session_id=self.app.session.session_id, by="user")
+        except (facts.FactError, OSError) as exc:
+            await self.app.chat.add_notice(f"Not remembered: {exc}", "error")
+            return
+        await self.app.chat.add_notice(saved.receipt + " — from the next session on, it is in the prompt.", "receipt")
+
     async def _context(self, argument: str) -> None:
         from hermes_tui.agent import instructions
         from hermes_tui.agent.runtime import Surface, context_report

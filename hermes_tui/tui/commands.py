@@ -26,6 +26,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("model", "[provider:]model", "show the model, or switch to another one"),
     SlashCommand("skills", "[filter]", "open the Skills pane, optionally filtered"),
     SlashCommand("memory", "<query>", "search every past message in the Memory pane"),
+    SlashCommand("remember", "[project:] <fact>", "keep a fact about you (or, with project:, this workspace) for future sessions"),
     SlashCommand("learn", "", "distil the last turn into a skill now"),
     SlashCommand("compact", "[focus]", "summarise older turns to free the context window (optional focus)"),
     SlashCommand("sessions", "", "open the Sessions pane"),
