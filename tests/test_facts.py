@@ -53,6 +53,9 @@ def test_five_sessions_remember_scope_and_forget(
         receipts = [e.text for e in events if isinstance(e, Receipt)]
         assert receipts == [f"remembered (user): {PYTEST}", f"remembered (project): {STAGING}"]
         assert PYTEST in (hermes_home / "memory" / "USER.md").read_text()
+        (kept,) = facts.for_config(config).facts("user")
+        first_user = next(m for m in memory.get_messages(kept.session_id) if m.role == "user")
+        assert (kept.message_id, kept.by) == (first_user.id, "model") and kept.saved, "provenance"
 
         # 2: an answer that only says it will remember gets no receipt, and says so.
         events, second = session(config, memory, fake_llm_env, "Also I like tabs.",

@@ -136,6 +136,7 @@ class AgentLoop:
         yield TurnStarted(self.session_id)
         self._freeze_memory(text)
         message_id = self.memory.add_message(self.session_id, "user", text)
+        self.tools.message_id = message_id
         note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS))
         self.history.append({"role": "user", "content": text + note, "_id": message_id})
 

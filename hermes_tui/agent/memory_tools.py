@@ -17,9 +17,9 @@ def memory(ctx: ToolContext, action: str, text: str = "", scope: str = "user", i
         return ToolResult(False, "memory: curated memory is not available here")
     try:
         if action == "save":
-            saved = facts.save(scope, text, session_id=ctx.session_id)  # type: ignore[arg-type]
+            saved = facts.save(scope, text, session_id=ctx.session_id, message_id=ctx.message_id)  # type: ignore[arg-type]
         elif action == "replace":
-            saved = facts.replace(id, text, session_id=ctx.session_id)
+            saved = facts.replace(id, text, session_id=ctx.session_id, message_id=ctx.message_id)
         elif action == "remove":
             gone = facts.remove(id)
             return ToolResult(True, f"removed ({gone.scope}): {gone.text}", receipt=f"forgot ({gone.scope}): {gone.text}")

@@ -37,6 +37,7 @@ class ToolContext:
     environment: dict[str, str] | None = None  # run_bash's environment, already stripped of secrets
     facts: FactStore | None = None  # curated memory (the memory tool)
     session_id: int | None = None  # the session the call belongs to (provenance)
+    message_id: int | None = None  # the user message of the turn (provenance)
     cancel: threading.Event = field(default_factory=threading.Event)
 
 

@@ -222,6 +222,7 @@ class ToolRegistry:
         self.approver = approver
         self.facts: FactStore | None = None  # set by the agent: curated memory of its workspace
         self.session_id: int | None = None
+        self.message_id: int | None = None  # the turn's user message, set by the agent
         switches = {"shell": enable_shell, "write": enable_write}
         self._tools = {t.name: t for t in tools if t.switch is None or switches[t.switch]}
 
@@ -279,7 +280,7 @@ class ToolRegistry:
         ctx = ToolContext(self.workspace, self.memory, self.skills, home=self.home,
                           cancel=cancel if tool.cancellable else threading.Event(),
                           environment=self.secrets.clean_environment(os.environ),
-                          facts=self.facts, session_id=self.session_id)
+                          facts=self.facts, session_id=self.session_id, message_id=self.message_id)
         try:
             return tool.run(ctx, **args)
         except PathError as exc:
