@@ -187,3 +187,10 @@ def test_the_web_lists_and_forgets_facts(app: Flask, hermes_home: Path, workspac
     assert client.delete(f"/api/facts/{fact.id}").status_code in (400, 403), "CSRF applies"
     assert client.delete(f"/api/facts/{fact.id}", headers={"X-CSRF-Token": token}).get_json() == {"deleted": fact.id}
     assert store.facts() == []
+
+
+def test_facts_that_differ_in_a_number_are_not_duplicates(hermes_home: Path, workspace: Path) -> None:
+    store = FactStore(hermes_home, workspace)
+    store.save("project", "Service 1 is owned by team 1 and lives in repo svc-1.")
+    assert store.save("project", "Service 2 is owned by team 2 and lives in repo svc-2.").action == "saved"
+    assert store.save("project", "service 1 is owned by team 1, and lives in repo svc-1").action == "already known"

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 Scope = Literal["user", "project"]
 SCOPES: tuple[Scope, ...] = ("user", "project")
 MAX_CHARS = 500
-PROMPT_TOKENS = 1_500  # about; estimated at 4 characters a token
+PROMPT_TOKENS = 1_500  # about: estimated at CHARS_PER_TOKEN (short words and numbers cost more than 4)
+CHARS_PER_TOKEN = 3
 DUPLICATE_SHARE = 0.8  # word overlap at which a new fact is the same as an old one
 FACTS_HEADING = "## Facts"
 EARLIER_HEADING = "## Earlier versions"
@@ -187,7 +188,7 @@ class FactStore:
         facts = self.facts()
         if not facts:
             return ""
-        budget = budget_tokens * 4
+        budget = budget_tokens * CHARS_PER_TOKEN
         wanted = _words(first_message)
         ranked = sorted(facts, key=lambda f: (-len(wanted & _words(f.text)), -(f.confirmed or f.saved or 0)))
         chosen: list[Fact] = []
@@ -273,10 +274,13 @@ def for_config(config: Config) -> FactStore:
 
 
 def same_fact(a: str, b: str) -> bool:
-    """Near-duplicates: the same words after normalising, or most of them shared."""
+    """Near-duplicates: the same words after normalising, or most of them shared, but never two
+    facts that differ in a number or a name with digits."""
     wa, wb = _words(a), _words(b)
     if not wa or not wb:
         return False
+    if any(ch.isdigit() for word in wa ^ wb for ch in word):
+        return False  # "staging-7" and "staging-8", "service 1" and "service 2" are different facts
     return wa == wb or len(wa & wb) / len(wa | wb) >= DUPLICATE_SHARE
 
 
