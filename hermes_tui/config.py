@@ -38,6 +38,8 @@ PRIVILEGED = frozenset({
     "HERMES_APPROVAL",  # "always" runs commands without asking
     "HERMES_HOME",  # where HERMES_HOME/.env, with all of the above, is read from
     "HERMES_WORKSPACE",  # the folder the tools are confined to
+    "HERMES_SANDBOX",  # "off" lets commands read every file and setting
+    "HERMES_SANDBOX_NETWORK",  # "on" lets commands reach the network
 })
 """Read only from the process environment or HERMES_HOME/.env, never from ./.env."""
 
@@ -84,6 +86,8 @@ class Config:
     ignored_local: tuple[str, ...] = ()  # privileged variables found in ./.env and not used
     context_tokens: int | None = None  # HERMES_CONTEXT_TOKENS: the window when litellm does not know the model
     compact_at: float = 0.8  # HERMES_COMPACT_AT: share of the window that triggers compaction
+    sandbox: bool = True  # HERMES_SANDBOX: run_bash in bubblewrap when it works (agent/sandbox.py)
+    sandbox_network: bool = False  # HERMES_SANDBOX_NETWORK: commands in the sandbox may use the network
 
     @property
     def secrets(self) -> dict[str, str]:
@@ -186,6 +190,8 @@ class Config:
             ignored_local=ignored,
             context_tokens=_tokens(env, "HERMES_CONTEXT_TOKENS"),
             compact_at=_share(env, "HERMES_COMPACT_AT", 0.8),
+            sandbox=_flag(env, "HERMES_SANDBOX", default=True),
+            sandbox_network=_flag(env, "HERMES_SANDBOX_NETWORK"),
         )
 
 
@@ -247,8 +253,10 @@ def _workspace_from(env: Mapping[str, str], cwd: Path | None) -> Path:
     return path.resolve()
 
 
-def _flag(env: Mapping[str, str], name: str) -> bool:
+def _flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
     value = (env.get(name) or "").strip().lower()
+    if not value:
+        return default
     if value in _TRUE:
         return True
     if value in _FALSE:

@@ -1,19 +1,25 @@
 """Secret values: which variables hold them, and how tool output and the shell are kept free of them.
 
-``Secrets.scrub`` is the backstop behind the file tools' refusals: whatever a tool prints (``cat .env``,
-``printenv``, ``base64 .env``) has every configured secret replaced by ``[redacted: NAME]`` before it
-reaches the model, memory, logs or a screen. It catches the literal value, its hex form and its base64
-form at any byte alignment, also when wrapped over several lines (``base64``, ``xxd -p``); it cannot
-catch every transformation (reversed, split, encrypted), so the shell's environment is stripped too.
+``Secrets.scrub`` is a second line of defence behind the file tools' refusals and the shell's sandbox
+(``agent/sandbox.py``), which keep secrets out of reach: whatever a tool prints still has every
+configured secret replaced by ``[redacted: NAME]`` before it reaches the model, memory, logs or a
+screen. Only the characters that encode the secret are replaced. It finds a value as it is, reversed,
+spread over lines or spaces (``fold``), in hex, base64 or base32 at any byte alignment (also wrapped,
+``base64``, ``xxd -p``), gzipped then base64-encoded, and in the dumps of ``xxd``, ``hexdump -C``,
+``hexdump``, ``od`` and ``od -c`` (both the byte columns and the text column). It cannot catch every
+transformation (encrypted, or re-ordered by the command), which is why it is not the boundary.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import bisect
+import itertools
 import os
 import re
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,21 +32,129 @@ SECRET_VARIABLE = re.compile(r".*_API_KEY|.*_SECRET_KEY|.*_SECRET_ACCESS_KEY|HER
 MIN_LENGTH = 6  # shorter values would redact ordinary words
 _MIN_ENCODED = 12  # an encoded fragment shorter than this would match ordinary text
 _ENCODED_RUN = re.compile(r"[A-Za-z0-9+/=_\-]+(?:\r?\n[A-Za-z0-9+/=_\-]+)*")
+_GZIP_BASE64 = "H4sI"  # how base64 of a gzip stream starts
+_GZIP_LIMIT = 1 << 20  # bytes of a gzip stream unpacked to look for secrets
 
 
 def is_secret_variable(name: str) -> bool:
     return SECRET_VARIABLE.fullmatch(name) is not None
 
 
-def _encoded_forms(value: str) -> list[str]:
-    """Fragments present in any hex or base64 text that encodes ``value`` (at any byte alignment)."""
+def _encoded_forms(value: str) -> list[tuple[str, int]]:
+    """Fragments present in any hex, base64 or base32 text that encodes ``value`` (at any byte
+    alignment), each with how many characters around it may still carry part of the value."""
     raw = value.encode("utf-8")
-    forms = [binascii.hexlify(raw).decode(), binascii.hexlify(raw).decode().upper()]
+    hexed = binascii.hexlify(raw).decode()
+    forms = [(hexed, 0), (hexed.upper(), 0)]
     for skip in range(3):  # the value may start at any offset of a 3-byte base64 group
         body = raw[skip:]
         body = body[: len(body) // 3 * 3]
-        forms += [base64.b64encode(body).decode(), base64.urlsafe_b64encode(body).decode()]
-    return [f for f in dict.fromkeys(forms) if len(f) >= _MIN_ENCODED]
+        forms += [(base64.b64encode(body).decode(), 4), (base64.urlsafe_b64encode(body).decode(), 4)]
+    for skip in range(5):  # ... or of a 5-byte base32 group
+        body = raw[skip:]
+        forms.append((base64.b32encode(body[: len(body) // 5 * 5]).decode(), 8))
+    return [(f, slack) for f, slack in dict.fromkeys(forms) if len(f) >= _MIN_ENCODED]
+
+
+class _View:
+    """The pieces of ``text`` that ``keep`` matches, joined; maps positions back to ``text``."""
+
+    def __init__(self, text: str, keep: re.Pattern[str], offset: int = 0) -> None:
+        pieces = [(m.start() + offset, m.group()) for m in keep.finditer(text)]
+        self.text = "".join(p for _, p in pieces)
+        self._origins = [o for o, _ in pieces]
+        self._starts = list(itertools.accumulate((len(p) for _, p in pieces[:-1]), initial=0))
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The span of ``text`` that view positions ``start:end`` came from."""
+        return self._at(start), self._at(end - 1) + 1
+
+    def _at(self, index: int) -> int:
+        piece = bisect.bisect_right(self._starts, index) - 1
+        return self._origins[piece] + index - self._starts[piece]
+
+
+_NOT_SPACE = re.compile(r"\S+")
+_NOT_NEWLINE = re.compile(r"[^\r\n]+")
+
+
+def _find_all(haystack: str | bytes, needle: str | bytes) -> Iterator[int]:
+    at = haystack.find(needle)  # type: ignore[arg-type]
+    while at >= 0:
+        yield at
+        at = haystack.find(needle, at + 1)  # type: ignore[arg-type]
+
+
+# -- dumps: each line parser yields (stream, byte, start, end) for the bytes a dump line shows ------
+
+_XXD = re.compile(r"^[0-9a-f]{6,16}: ([0-9a-f]{2,16}(?: [0-9a-f]{2,16})*)  ")
+_HEXDUMP_C = re.compile(r"^[0-9a-f]{8,16}  ((?:[0-9a-f]{2}  ?)+) *\|(.*)\|$")
+_OD_WORDS = re.compile(r"^(?:[0-9a-f]{7,16})?((?: +[0-9a-f]+)+) *$")
+_OD_CHARS = re.compile(r"^([0-7]{7,16})?((?:    |   \S|  \\.| [0-7]{3})+)$")
+_ESCAPES = {"0": 0, "a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13}
+Dumped = tuple[str, int, int, int]
+
+
+def _token_bytes(token: str, start: int, little: bool) -> list[Dumped]:
+    """The bytes of one hex token, in memory order for ``little`` (od -x) or as written (xxd)."""
+    data = bytes.fromhex(token)
+    stream = "le" if little and len(data) > 1 else "be"
+    return [(stream, b, start, start + len(token)) for b in (data[::-1] if little else data)]
+
+
+def _dump_line(line: str, at: int) -> list[Dumped]:
+    found: list[Dumped] = []
+    if (match := _XXD.match(line)) is not None:
+        for token in re.finditer(r"[0-9a-f]+", match.group(1)):
+            found += _token_bytes(token.group(), at + match.start(1) + token.start(), little=False)
+        count = len(found)
+        column = len(line) - count  # the text column: one character per byte, at the end of the line
+        found += [("text", ord(c), at + column + i, at + column + i + 1) for i, c in enumerate(line[column:])]
+        return found
+    if (match := _HEXDUMP_C.match(line)) is not None:
+        for token in re.finditer(r"[0-9a-f]{2}", match.group(1)):
+            found += _token_bytes(token.group(), at + match.start(1) + token.start(), little=False)
+        text = match.start(2)
+        return found + [("text", ord(c), at + text + i, at + text + i + 1) for i, c in enumerate(match.group(2))]
+    if (match := _OD_CHARS.match(line)) is not None and len(match.group(2)) % 4 == 0:
+        body, base = match.group(2), at + match.start(2)
+        for i in range(0, len(body), 4):
+            cell = body[i:i + 4].strip() or " "
+            if len(cell) == 3 and cell.isdigit():
+                value = int(cell, 8)
+            elif cell.startswith("\\"):
+                value = _ESCAPES.get(cell[1:], -1)
+            else:
+                value = ord(cell) if len(cell) == 1 else -1
+            if 0 <= value < 256:
+                found.append(("od-c", value, base + i, base + i + 4))
+        return found
+    if (match := _OD_WORDS.match(line)) is not None:
+        tokens = list(re.finditer(r"[0-9a-f]+", match.group(1)))
+        widths = {len(t.group()) for t in tokens}
+        base = at + match.start(1)
+        for token in tokens:
+            text = token.group()
+            if widths == {6} and all(c in "01234567" for c in text):  # od: octal 16-bit words
+                word = int(text, 8)
+                found += [("le", word & 0xFF, base + token.start(), base + token.end()),
+                          ("le", word >> 8 & 0xFF, base + token.start(), base + token.end())]
+            elif widths <= {2, 4, 8}:  # od -t x1, od -x, hexdump: hex bytes or little-endian words
+                found += _token_bytes(text, base + token.start(), little=True)
+    return found
+
+
+def _dump_streams(text: str) -> dict[str, tuple[bytes, list[tuple[int, int]]]]:
+    """Every dump line's bytes, joined per kind of dump, with the span each byte came from."""
+    streams: dict[str, tuple[bytearray, list[tuple[int, int]]]] = {}
+    at = 0
+    for line in text.splitlines(keepends=True):
+        for stream, value, start, end in _dump_line(line.rstrip("\r\n"), at):
+            data, spans = streams.setdefault(stream, (bytearray(), []))
+            data.append(value)
+            spans.append((start, end))
+        at += len(line)
+    return {k: (bytes(data), spans) for k, (data, spans) in streams.items()}
 
 
 @dataclass(frozen=True)
@@ -53,7 +167,12 @@ class Secrets:
         kept = {k: v for k, v in self.values.items() if len(v) >= MIN_LENGTH}
         by_length = dict(sorted(kept.items(), key=lambda item: -len(item[1])))
         object.__setattr__(self, "values", by_length)
-        object.__setattr__(self, "_encoded", [(n, f) for n, v in by_length.items() for f in _encoded_forms(v)])
+        compact = [(n, "".join(v.split())) for n, v in by_length.items()]
+        object.__setattr__(self, "_compact", [(n, f) for n, c in compact if len(c) >= MIN_LENGTH
+                                              for f in dict.fromkeys((c, c[::-1]))])
+        object.__setattr__(self, "_encoded", [(n, f, slack) for n, v in by_length.items()
+                                              for f, slack in _encoded_forms(v)])
+        object.__setattr__(self, "_raw", [(n, v.encode("utf-8")) for n, v in by_length.items()])
 
     @classmethod
     def from_config(cls, config: Config, environ: Mapping[str, str] | None = None) -> Secrets:
@@ -64,29 +183,87 @@ class Secrets:
         return cls(found)
 
     def scrub(self, text: str) -> str:
-        """``text`` with every secret (literal, hex or base64) replaced by ``[redacted: NAME]``."""
+        """``text`` with every secret found (see the module docstring) replaced by ``[redacted: NAME]``."""
         if not self.values:
             return text
-        for name, value in self.values.items():
-            if value in text:
-                text = text.replace(value, f"[redacted: {name}]")
-        encoded: list[tuple[str, str]] = self._encoded  # type: ignore[attr-defined]
-        if not encoded:
-            return text
+        spans = [*self._in_text(text), *self._in_encoded_runs(text), *self._in_dumps(text)]
+        return _redact(text, spans)
 
-        def redact_run(match: re.Match[str]) -> str:
+    def _in_text(self, text: str) -> Iterator[tuple[int, int, str]]:
+        """The value or its reverse, whitespace inside and between lines ignored."""
+        view = _View(text, _NOT_SPACE)
+        forms: list[tuple[str, str]] = self._compact  # type: ignore[attr-defined]
+        for name, form in forms:
+            for at in _find_all(view.text, form):
+                yield (*view.span(at, at + len(form)), name)
+
+    def _in_encoded_runs(self, text: str) -> Iterator[tuple[int, int, str]]:
+        encoded: list[tuple[str, str, int]] = self._encoded  # type: ignore[attr-defined]
+        for match in _ENCODED_RUN.finditer(text):
             run = match.group(0)
             if len(run) < _MIN_ENCODED:
-                return run
-            joined = run.replace("\r", "").replace("\n", "")
-            for name, form in encoded:
-                if form in joined:
-                    return f"[redacted: {name}]"
-            return run
+                continue
+            view = _View(run, _NOT_NEWLINE, match.start())
+            for name, form, slack in encoded:
+                for at in _find_all(view.text, form):
+                    start, end = view.span(at, at + len(form))
+                    yield _widened(text, start, end, slack, match.start(), match.end(), name)
+            yield from self._in_gzip(view, match.start())
 
-        return _ENCODED_RUN.sub(redact_run, text)
+    def _in_gzip(self, view: _View, offset: int) -> Iterator[tuple[int, int, str]]:
+        raw: list[tuple[str, bytes]] = self._raw  # type: ignore[attr-defined]
+        for at in _find_all(view.text, _GZIP_BASE64):
+            body = view.text[at:]
+            try:
+                packed = base64.b64decode(body[: len(body) // 4 * 4])
+                unpacked = zlib.decompressobj(wbits=31).decompress(packed, _GZIP_LIMIT)
+            except (binascii.Error, ValueError, zlib.error):
+                continue
+            for name, value in raw:
+                if value in unpacked:
+                    yield (*view.span(at, len(view.text)), name)
+
+    def _in_dumps(self, text: str) -> Iterator[tuple[int, int, str]]:
+        raw: list[tuple[str, bytes]] = self._raw  # type: ignore[attr-defined]
+        for data, spans in _dump_streams(text).values():
+            for name, value in raw:
+                for at in _find_all(data, value):
+                    yield spans[at][0], spans[at + len(value) - 1][1], name
 
     def clean_environment(self, environ: Mapping[str, str]) -> dict[str, str]:
         """A copy of ``environ`` without secret variables or any variable whose value is a secret."""
         values = set(self.values.values())
         return {k: v for k, v in environ.items() if not is_secret_variable(k) and v not in values}
+
+
+def _widened(text: str, start: int, end: int, slack: int, low: int, high: int,
+             name: str) -> tuple[int, int, str]:
+    """``start:end`` grown by up to ``slack`` characters each side within its own lines of the run
+    ``low:high``: the edges of an encoded value share their characters with its neighbours."""
+    for _ in range(slack):
+        if start <= low or text[start - 1] in "\r\n":
+            break
+        start -= 1
+    for _ in range(slack):
+        if end >= high or text[end] in "\r\n":
+            break
+        end += 1
+    return start, end, name
+
+
+def _redact(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """``text`` with each span (overlapping ones merged) replaced by ``[redacted: NAME]``."""
+    if not spans:
+        return text
+    merged: list[list[object]] = []
+    for start, end, name in sorted(spans):
+        if merged and start <= merged[-1][1]:  # type: ignore[operator]
+            merged[-1][1] = max(merged[-1][1], end)  # type: ignore[call-overload]
+        else:
+            merged.append([start, end, name])
+    out, at = [], 0
+    for start, end, name in merged:
+        out += [text[at:start], f"[redacted: {name}]"]  # type: ignore[index]
+        at = end  # type: ignore[assignment]
+    out.append(text[at:])
+    return "".join(out)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.config import Config
 from hermes_tui.events import ToolCallFinished
 from hermes_tui.memory.store import MemoryStore
@@ -107,7 +108,10 @@ def test_secrets_never_reach_the_model_or_memory(planted: Config, fake_llm_env: 
     by_command = {json.dumps(a): r for a, r in zip(ATTACKS, results, strict=True)}
     assert "refused" in by_command[json.dumps(ATTACKS[0])].result  # read_file .env
     assert "Hermes' own folder" in by_command[json.dumps(ATTACKS[1])].result
-    assert "[redacted: FLASK_SECRET_KEY]" in by_command[json.dumps(ATTACKS[3])].result  # cat: scrubbed
+    if Sandbox().active:  # HERMES_HOME is masked: there is nothing to read
+        assert ".hermes/.env: No such file" in by_command[json.dumps(ATTACKS[3])].result
+    else:  # the scrubber is what is left
+        assert "[redacted: FLASK_SECRET_KEY]" in by_command[json.dumps(ATTACKS[3])].result
     assert "[redacted: GEMINI_API_KEY]" in by_command[json.dumps(ATTACKS[3])].result
     assert "PATH=" in by_command[json.dumps(ATTACKS[4])].result  # env ran; the keys were not in it
     assert "MYSERVICE_API_KEY" not in by_command[json.dumps(ATTACKS[5])].result  # stripped, not just masked
