@@ -19,7 +19,7 @@ from dotenv import dotenv_values
 
 from hermes_tui.private import private_dir
 from hermes_tui.providers import KEY_ENV_VARS, PROVIDER_TABLE, PROVIDERS, Provider
-from hermes_tui.secrets import is_secret_variable
+from hermes_tui.secrets import is_secret_variable, process_environment
 
 # Derived from the provider table (hermes_tui.providers), kept here for the code that reads them.
 DEFAULT_MODELS = {name: p.default_model for name, p in PROVIDER_TABLE.items()}
@@ -158,7 +158,8 @@ class Config:
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
         """Build a Config; raises ``ConfigError`` for an invalid value. Creates HERMES_HOME (0700)."""
-        env, ignored = _merged_environment(dict(os.environ if environ is None else environ), cwd or Path.cwd())
+        env, ignored = _merged_environment(process_environment() if environ is None else dict(environ),
+                                           cwd or Path.cwd())
         provider = _check_provider(env.get("HERMES_PROVIDER") or "anthropic")
         model = (env.get("HERMES_MODEL") or "").strip() or DEFAULT_MODELS[provider]
         api_base = (env.get("HERMES_API_BASE") or "").strip() or None

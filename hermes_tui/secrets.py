@@ -40,6 +40,55 @@ def is_secret_variable(name: str) -> bool:
     return SECRET_VARIABLE.fullmatch(name) is not None
 
 
+_withheld: dict[str, str] = {}
+
+
+def withhold_from_environment() -> list[str]:
+    """Take every secret-named variable out of this process's environment; return their names.
+
+    Called once by the programs (``hermes-tui``, ``hermes-web``) before anything starts a child, so
+    no child inherits a key; ``Config.load`` still sees them through ``process_environment``. The
+    kernel's copy of the environment the process started with (``/proc/PID/environ``, readable by
+    any process of the same user) is overwritten too, where the platform shows it.
+    """
+    names = [name for name in os.environ if is_secret_variable(name)]
+    for name in names:
+        _withheld[name] = os.environ.pop(name)
+    if names:
+        _wipe_initial_environment(names)
+    return names
+
+
+def process_environment() -> dict[str, str]:
+    """This process's environment, with the variables ``withhold_from_environment`` took out."""
+    return {**_withheld, **os.environ}
+
+
+def _wipe_initial_environment(names: list[str]) -> None:
+    """Zero the ``NAME=value`` strings the process started with (Linux: /proc/self/stat gives where).
+
+    Safe because ``os.environ.pop`` already unset them: nothing in the C library points there now.
+    """
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start, env_end (fields 50 and 51)
+        with open("/proc/self/environ", "rb") as environ:
+            block = environ.read()
+    except (OSError, IndexError, ValueError):
+        return
+    if not start or len(block) > end - start:
+        return
+    import ctypes
+
+    prefixes = tuple(f"{name}=".encode() for name in names)
+    offset = 0
+    for entry in block.split(b"\0"):
+        if entry.startswith(prefixes):
+            ctypes.memset(start + offset, 0, len(entry))
+        offset += len(entry) + 1
+
+
 def _encoded_forms(value: str) -> list[tuple[str, int]]:
     """Fragments present in any hex, base64 or base32 text that encodes ``value`` (at any byte
     alignment), each with how many characters around it may still carry part of the value."""

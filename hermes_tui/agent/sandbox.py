@@ -130,9 +130,9 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def notice(sandbox: Sandbox) -> str | None:
+def startup_notice(config: Config) -> str | None:
     """The one line a surface shows at start when commands run without the sandbox, or None."""
-    if not sandbox.enabled:
+    if not config.sandbox:
         return None  # HERMES_SANDBOX=off: the user chose it
     reason = unavailable_reason()
     if reason is None:
