@@ -24,6 +24,7 @@ import pytest
 
 from hermes_tui.agent import sandbox as sandbox_module
 from hermes_tui.agent.sandbox import Sandbox, startup_notice, unavailable_reason
+from hermes_tui.agent.shell import NO_NETWORK_HINT
 from hermes_tui.agent.tools import ToolRegistry
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.memory.store import MemoryStore
@@ -242,6 +243,9 @@ def test_network_is_off_unless_asked_for(tmp_path: Path, network: bool) -> None:
         command = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 5); print('connected')\""
         result = reg.execute("run_bash", {"command": command})
     assert ("connected" in result.output) is network, result.output
+    # A failed lookup says how to get the network (this machine has none either way).
+    lookup = reg.execute("run_bash", {"command": "python3 -c \"import socket; socket.getaddrinfo('example.com', 80)\""})
+    assert not lookup.ok and (NO_NETWORK_HINT in lookup.output) is not network, lookup.output
 
 
 def test_sandbox_settings_are_privileged_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
