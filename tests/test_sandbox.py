@@ -119,28 +119,41 @@ def test_cancel_ends_every_descendant(registry: ToolRegistry) -> None:
     assert _with_marker(marker) == []
 
 
-def test_fallback_reaper_ends_escapes_without_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No bwrap on PATH: one notice; commands still run, and their escaped processes still end."""
-    bin_dir = tmp_path / "bin"  # the usual tools, without bwrap
+@pytest.fixture
+def no_bwrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """PATH with the usual tools but without bwrap, and the probe forgotten before and after."""
+    bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name in ("bash", "sleep", "setsid", "python3", "echo"):
         (bin_dir / name).symlink_to(shutil.which(name) or name)
     monkeypatch.setenv("PATH", str(bin_dir))
     unavailable_reason.cache_clear()
-    try:
-        assert unavailable_reason() == "bubblewrap (bwrap) is not installed"
-        line = startup_notice(Config())
-        assert line and "without a sandbox" in line and "HERMES_SANDBOX=off" in line
-        assert startup_notice(Config(sandbox=False)) is None  # the explicit opt-out is quiet
-        reg = ToolRegistry(tmp_path, MemoryStore(tmp_path / "m.sqlite3"), SkillManager(tmp_path / "s"))
-        assert not reg.sandbox.active
-        marker = _marker()
-        result = reg.execute("run_bash", {"command": _escapes(marker)})
-        assert result.ok and "started" in result.output, result.output
-        assert _with_marker(marker) == []
-    finally:
-        monkeypatch.undo()
-        unavailable_reason.cache_clear()
+    yield
+    unavailable_reason.cache_clear()
+
+
+def test_fallback_reaper_ends_escapes_without_bubblewrap(tmp_path: Path, no_bwrap: None) -> None:
+    """No bwrap on PATH: one notice; commands still run, and their escaped processes still end."""
+    assert unavailable_reason() == "bubblewrap (bwrap) is not installed"
+    line = startup_notice(Config())
+    assert line and "without a sandbox" in line and "HERMES_SANDBOX=off" in line
+    assert startup_notice(Config(sandbox=False)) is None  # the explicit opt-out is quiet
+    reg = ToolRegistry(tmp_path, MemoryStore(tmp_path / "m.sqlite3"), SkillManager(tmp_path / "s"))
+    assert not reg.sandbox.active
+    marker = _marker()
+    result = reg.execute("run_bash", {"command": _escapes(marker)})
+    assert result.ok and "started" in result.output, result.output
+    assert _with_marker(marker) == []
+
+
+def test_headless_says_once_that_there_is_no_sandbox(no_bwrap: None, hermes_home: Path) -> None:
+    # No key configured: the run stops right after start-up, without importing litellm.
+    for sandbox, expected in (("on", 1), ("off", 0)):
+        done = subprocess.run([HERMES_TUI, "-p", "hi"], env={**os.environ, "HERMES_SANDBOX": sandbox},
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        notices = [line for line in done.stderr.splitlines() if "without a sandbox" in line]
+        assert len(notices) == expected, done.stderr
+        assert "ANTHROPIC_API_KEY is not set" in done.stderr
 
 
 # -- what a sandboxed command can reach --------------------------------------------------------
