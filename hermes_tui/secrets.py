@@ -15,11 +15,11 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import itertools
+import functools
 import os
 import re
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,8 @@ SECRET_VARIABLE = re.compile(r".*_API_KEY|.*_SECRET_KEY|.*_SECRET_ACCESS_KEY|HER
 
 MIN_LENGTH = 6  # shorter values would redact ordinary words
 _MIN_ENCODED = 12  # an encoded fragment shorter than this would match ordinary text
-_ENCODED_RUN = re.compile(r"[A-Za-z0-9+/=_\-]+(?:\r?\n[A-Za-z0-9+/=_\-]+)*")
+_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")  # hex, base64, base32
+_ENCODED = re.compile(r"[A-Za-z0-9+/=_\-]*")
 _GZIP_BASE64 = "H4sI"  # how base64 of a gzip stream starts
 _GZIP_LIMIT = 1 << 20  # bytes of a gzip stream unpacked to look for secrets
 
@@ -106,16 +107,27 @@ def _encoded_forms(value: str) -> list[tuple[str, int]]:
 
 
 class _View:
-    """The pieces of ``text`` that ``keep`` matches, joined; maps positions back to ``text``."""
+    """``text`` without what ``drop`` matches (``joined``, computed by the caller the fast way); maps
+    positions back to ``text``, with a map built only when something was found."""
 
-    def __init__(self, text: str, keep: re.Pattern[str], offset: int = 0) -> None:
-        pieces = [(m.start() + offset, m.group()) for m in keep.finditer(text)]
-        self.text = "".join(p for _, p in pieces)
-        self._origins = [o for o, _ in pieces]
-        self._starts = list(itertools.accumulate((len(p) for _, p in pieces[:-1]), initial=0))
+    def __init__(self, text: str, drop: re.Pattern[str], joined: str, offset: int = 0) -> None:
+        self._source, self._drop, self._offset = text, drop, offset
+        self.text = joined
+        self._starts: list[int] = []  # where each kept piece starts in the view ...
+        self._origins: list[int] = []  # ... and in ``text``
 
     def span(self, start: int, end: int) -> tuple[int, int]:
         """The span of ``text`` that view positions ``start:end`` came from."""
+        if not self._starts:
+            at = kept = 0
+            for gap in self._drop.finditer(self._source):
+                if gap.start() > at:
+                    self._starts.append(kept)
+                    self._origins.append(at + self._offset)
+                    kept += gap.start() - at
+                at = gap.end()
+            self._starts.append(kept)
+            self._origins.append(at + self._offset)
         return self._at(start), self._at(end - 1) + 1
 
     def _at(self, index: int) -> int:
@@ -123,8 +135,8 @@ class _View:
         return self._origins[piece] + index - self._starts[piece]
 
 
-_NOT_SPACE = re.compile(r"\S+")
-_NOT_NEWLINE = re.compile(r"[^\r\n]+")
+_SPACE = re.compile(r"\s+")
+_BREAK = re.compile(r"[\r\n]+")
 
 
 def _find_all(haystack: str | bytes, needle: str | bytes) -> Iterator[int]:
@@ -134,76 +146,92 @@ def _find_all(haystack: str | bytes, needle: str | bytes) -> Iterator[int]:
         at = haystack.find(needle, at + 1)  # type: ignore[arg-type]
 
 
-# -- dumps: each line parser yields (stream, byte, start, end) for the bytes a dump line shows ------
+# -- dumps: each line's bytes, per kind of dump, and where in the text each byte is shown ----------
 
 _XXD = re.compile(r"^[0-9a-f]{6,16}: ([0-9a-f]{2,16}(?: [0-9a-f]{2,16})*)  ")
 _HEXDUMP_C = re.compile(r"^[0-9a-f]{8,16}  ((?:[0-9a-f]{2}  ?)+) *\|(.*)\|$")
 _OD_WORDS = re.compile(r"^(?:[0-9a-f]{7,16})?((?: +[0-9a-f]+)+) *$")
 _OD_CHARS = re.compile(r"^([0-7]{7,16})?((?:    |   \S|  \\.| [0-7]{3})+)$")
+_HEX_PAIR = re.compile(r"[0-9a-f]{2}")
+_TOKEN = re.compile(r"[0-9a-f]+")
 _ESCAPES = {"0": 0, "a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13}
-Dumped = tuple[str, int, int, int]
+Locate = Callable[[int], tuple[int, int]]
+Segment = tuple[str, bytes, Locate]  # (kind of dump, bytes of one line, byte index -> span of text)
 
 
-def _token_bytes(token: str, start: int, little: bool) -> list[Dumped]:
-    """The bytes of one hex token, in memory order for ``little`` (od -x) or as written (xxd)."""
-    data = bytes.fromhex(token)
-    stream = "le" if little and len(data) > 1 else "be"
-    return [(stream, b, start, start + len(token)) for b in (data[::-1] if little else data)]
+def _pairs(area: str, base: int) -> Locate:
+    """Bytes written as hex pairs in order (xxd, hexdump -C, od -t x1)."""
+    return lambda i: (base + (m := list(_HEX_PAIR.finditer(area))[i]).start(), base + m.end())
 
 
-def _dump_line(line: str, at: int) -> list[Dumped]:
-    found: list[Dumped] = []
+def _tokens(area: str, base: int, width: int) -> Locate:
+    """Bytes in little-endian words of ``width`` bytes (od, od -x, hexdump): the word's span."""
+    return lambda i: (base + (m := list(_TOKEN.finditer(area))[i // width]).start(), base + m.end())
+
+
+def _column(base: int, width: int = 1) -> Locate:
+    return lambda i: (base + i * width, base + (i + 1) * width)
+
+
+@functools.lru_cache(maxsize=1024)
+def _od_cell(cell: str) -> int:
+    """One od -c cell (4 characters: a character, an escape or three octal digits), or -1."""
+    shown = cell.strip() or " "
+    if len(shown) == 3 and shown.isdigit():
+        return int(shown, 8) if int(shown, 8) < 256 else -1
+    if shown.startswith("\\"):
+        return _ESCAPES.get(shown[1:], -1)
+    return ord(shown) if len(shown) == 1 and ord(shown) < 256 else -1
+
+
+def _dump_line(line: str, at: int) -> list[Segment]:
     if (match := _XXD.match(line)) is not None:
-        for token in re.finditer(r"[0-9a-f]+", match.group(1)):
-            found += _token_bytes(token.group(), at + match.start(1) + token.start(), little=False)
-        count = len(found)
-        column = len(line) - count  # the text column: one character per byte, at the end of the line
-        found += [("text", ord(c), at + column + i, at + column + i + 1) for i, c in enumerate(line[column:])]
-        return found
+        data = bytes.fromhex(match.group(1))
+        column = len(line) - len(data)  # the text column: one character per byte, at the end
+        return [("hex", data, _pairs(match.group(1), at + match.start(1))),
+                ("text", line[column:].encode("latin-1", "replace"), _column(at + column))]
     if (match := _HEXDUMP_C.match(line)) is not None:
-        for token in re.finditer(r"[0-9a-f]{2}", match.group(1)):
-            found += _token_bytes(token.group(), at + match.start(1) + token.start(), little=False)
-        text = match.start(2)
-        return found + [("text", ord(c), at + text + i, at + text + i + 1) for i, c in enumerate(match.group(2))]
+        return [("hex", bytes.fromhex(match.group(1)), _pairs(match.group(1), at + match.start(1))),
+                ("text", match.group(2).encode("latin-1", "replace"), _column(at + match.start(2)))]
     if (match := _OD_CHARS.match(line)) is not None and len(match.group(2)) % 4 == 0:
-        body, base = match.group(2), at + match.start(2)
-        for i in range(0, len(body), 4):
-            cell = body[i:i + 4].strip() or " "
-            if len(cell) == 3 and cell.isdigit():
-                value = int(cell, 8)
-            elif cell.startswith("\\"):
-                value = _ESCAPES.get(cell[1:], -1)
-            else:
-                value = ord(cell) if len(cell) == 1 else -1
-            if 0 <= value < 256:
-                found.append(("od-c", value, base + i, base + i + 4))
-        return found
+        body = match.group(2)
+        cells = [_od_cell(body[i:i + 4]) for i in range(0, len(body), 4)]
+        if -1 not in cells:
+            return [("od-c", bytes(cells), _column(at + match.start(2), 4))]
     if (match := _OD_WORDS.match(line)) is not None:
-        tokens = list(re.finditer(r"[0-9a-f]+", match.group(1)))
-        widths = {len(t.group()) for t in tokens}
+        tokens = match.group(1).split()
+        widths = {len(t) for t in tokens}
         base = at + match.start(1)
-        for token in tokens:
-            text = token.group()
-            if widths == {6} and all(c in "01234567" for c in text):  # od: octal 16-bit words
-                word = int(text, 8)
-                found += [("le", word & 0xFF, base + token.start(), base + token.end()),
-                          ("le", word >> 8 & 0xFF, base + token.start(), base + token.end())]
-            elif widths <= {2, 4, 8}:  # od -t x1, od -x, hexdump: hex bytes or little-endian words
-                found += _token_bytes(text, base + token.start(), little=True)
-    return found
+        if widths == {6} and all(set(t) <= set("01234567") for t in tokens):  # od: octal 16-bit words
+            words = [int(t, 8) for t in tokens]
+            if all(w < 1 << 16 for w in words):
+                return [("le", b"".join(w.to_bytes(2, "little") for w in words), _tokens(match.group(1), base, 2))]
+        elif len(widths) == 1 and widths <= {2, 4, 8}:  # od -t x1 / od -x / hexdump: little-endian
+            width = widths.pop() // 2
+            data = b"".join(bytes.fromhex(t)[::-1] for t in tokens)
+            return [("le", data, _tokens(match.group(1), base, width))]
+    return []
 
 
-def _dump_streams(text: str) -> dict[str, tuple[bytes, list[tuple[int, int]]]]:
-    """Every dump line's bytes, joined per kind of dump, with the span each byte came from."""
-    streams: dict[str, tuple[bytearray, list[tuple[int, int]]]] = {}
+def _dump_streams(text: str) -> list[tuple[bytes, list[int], list[Locate]]]:
+    """Every dump line's bytes joined per kind of dump: (bytes, where each line starts, locators)."""
+    if "00000" not in text and not text.startswith(" ") and "\n " not in text:
+        return []  # no offset column (xxd, hexdump, od) and no od -An line: not a dump
+    streams: dict[str, tuple[list[bytes], list[int], list[Locate]]] = {}
     at = 0
     for line in text.splitlines(keepends=True):
-        for stream, value, start, end in _dump_line(line.rstrip("\r\n"), at):
-            data, spans = streams.setdefault(stream, (bytearray(), []))
-            data.append(value)
-            spans.append((start, end))
+        for kind, data, locate in _dump_line(line.rstrip("\r\n"), at):
+            parts, starts, locators = streams.setdefault(kind, ([], [], []))
+            starts.append(starts[-1] + len(parts[-1]) if parts else 0)
+            parts.append(data)
+            locators.append(locate)
         at += len(line)
-    return {k: (bytes(data), spans) for k, (data, spans) in streams.items()}
+    return [(b"".join(parts), starts, locators) for parts, starts, locators in streams.values()]
+
+
+def _locate(starts: list[int], locators: list[Locate], index: int) -> tuple[int, int]:
+    line = bisect.bisect_right(starts, index) - 1
+    return locators[line](index - starts[line])
 
 
 @dataclass(frozen=True)
@@ -240,29 +268,25 @@ class Secrets:
 
     def _in_text(self, text: str) -> Iterator[tuple[int, int, str]]:
         """The value or its reverse, whitespace inside and between lines ignored."""
-        view = _View(text, _NOT_SPACE)
+        view = _View(text, _SPACE, "".join(text.split()))
         forms: list[tuple[str, str]] = self._compact  # type: ignore[attr-defined]
         for name, form in forms:
             for at in _find_all(view.text, form):
                 yield (*view.span(at, at + len(form)), name)
 
     def _in_encoded_runs(self, text: str) -> Iterator[tuple[int, int, str]]:
+        """Hex, base64 and base32 forms, also wrapped: line breaks inside a run are ignored."""
         encoded: list[tuple[str, str, int]] = self._encoded  # type: ignore[attr-defined]
-        for match in _ENCODED_RUN.finditer(text):
-            run = match.group(0)
-            if len(run) < _MIN_ENCODED:
-                continue
-            view = _View(run, _NOT_NEWLINE, match.start())
-            for name, form, slack in encoded:
-                for at in _find_all(view.text, form):
-                    start, end = view.span(at, at + len(form))
-                    yield _widened(text, start, end, slack, match.start(), match.end(), name)
-            yield from self._in_gzip(view, match.start())
-
-    def _in_gzip(self, view: _View, offset: int) -> Iterator[tuple[int, int, str]]:
+        # Dropping every line break joins wrapped runs; a form, made of encoded characters only, cannot
+        # match across anything else.
+        view = _View(text, _BREAK, text.replace("\r", "").replace("\n", ""))
+        for name, form, slack in encoded:
+            for at in _find_all(view.text, form):
+                yield _widened(text, *view.span(at, at + len(form)), slack, name)
         raw: list[tuple[str, bytes]] = self._raw  # type: ignore[attr-defined]
         for at in _find_all(view.text, _GZIP_BASE64):
-            body = view.text[at:]
+            end = _ENCODED.match(view.text, at).end()  # type: ignore[union-attr]
+            body = view.text[at:end]
             try:
                 packed = base64.b64decode(body[: len(body) // 4 * 4])
                 unpacked = zlib.decompressobj(wbits=31).decompress(packed, _GZIP_LIMIT)
@@ -270,14 +294,14 @@ class Secrets:
                 continue
             for name, value in raw:
                 if value in unpacked:
-                    yield (*view.span(at, len(view.text)), name)
+                    yield (*view.span(at, end), name)
 
     def _in_dumps(self, text: str) -> Iterator[tuple[int, int, str]]:
         raw: list[tuple[str, bytes]] = self._raw  # type: ignore[attr-defined]
-        for data, spans in _dump_streams(text).values():
+        for data, starts, locators in _dump_streams(text):
             for name, value in raw:
                 for at in _find_all(data, value):
-                    yield spans[at][0], spans[at + len(value) - 1][1], name
+                    yield _locate(starts, locators, at)[0], _locate(starts, locators, at + len(value) - 1)[1], name
 
     def clean_environment(self, environ: Mapping[str, str]) -> dict[str, str]:
         """A copy of ``environ`` without secret variables or any variable whose value is a secret."""
@@ -285,16 +309,15 @@ class Secrets:
         return {k: v for k, v in environ.items() if not is_secret_variable(k) and v not in values}
 
 
-def _widened(text: str, start: int, end: int, slack: int, low: int, high: int,
-             name: str) -> tuple[int, int, str]:
-    """``start:end`` grown by up to ``slack`` characters each side within its own lines of the run
-    ``low:high``: the edges of an encoded value share their characters with its neighbours."""
+def _widened(text: str, start: int, end: int, slack: int, name: str) -> tuple[int, int, str]:
+    """``start:end`` grown by up to ``slack`` encoded characters each side, without crossing a line:
+    the edges of an encoded value share their characters with its neighbours."""
     for _ in range(slack):
-        if start <= low or text[start - 1] in "\r\n":
+        if start == 0 or text[start - 1] not in _ALPHABET:
             break
         start -= 1
     for _ in range(slack):
-        if end >= high or text[end] in "\r\n":
+        if end >= len(text) or text[end] not in _ALPHABET:
             break
         end += 1
     return start, end, name
