@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes_tui import __version__
 from hermes_tui.config import Config, ConfigError
-from hermes_tui.secrets import withhold_from_environment
 from hermes_tui.events import (
     Error,
     Event,
@@ -26,6 +25,7 @@ from hermes_tui.events import (
     ToolCallStarted,
     TurnFinished,
 )
+from hermes_tui.secrets import withhold_from_environment
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
@@ -412,4 +412,3 @@ def web_main(argv: Sequence[str] | None = None) -> int:
         print(f"hermes-web: {exc}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
-
