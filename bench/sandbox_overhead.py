@@ -4,6 +4,7 @@ Three ways to run `true`, interleaved so a busy machine slows them alike:
   bare      bash started directly, as run_bash did before the sandbox (the baseline)
   sandbox   run_bash in bubblewrap (HERMES_SANDBOX=on, the default where bwrap works)
   fallback  run_bash under the reaper (HERMES_SANDBOX=off, or no bubblewrap)
+  bwrap     bubblewrap alone, with the sandbox's arguments, running `true` instead of bash
 Prints p50/p99 of each and the difference and ratio to the baseline; asserts nothing.
 Run: python bench/sandbox_overhead.py [CALLS]   (default: 40 of each)
 """
@@ -40,10 +41,14 @@ def main() -> None:
     def fallback() -> None:
         run_command("true", workspace, 30, never, sandbox=Sandbox(enabled=False))
 
+    def bwrap_alone() -> None:
+        subprocess.run(Sandbox().wrap(["true"], workspace, None), stdin=subprocess.DEVNULL, check=True)
+
     reason = unavailable_reason()
     ways: dict[str, Callable[[], None]] = {"bare": bare, "fallback": fallback}
     if reason is None:
         ways["sandbox"] = sandboxed
+        ways["bwrap"] = bwrap_alone
     else:
         print(f"sandbox: not measured, {reason}")
     times: dict[str, list[float]] = {name: [] for name in ways}
