@@ -319,3 +319,20 @@ def test_a_real_hermes_keeps_its_key_and_leaves_no_process(
         if mode == "off" and form.endswith("-ubzr"):
             continue  # without the sandbox HERMES_HOME is readable: the README says so
         assert form not in sent
+
+
+def test_web_logs_the_notice_once_when_its_shell_is_on(no_bwrap: None, hermes_home: Path,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    from dataclasses import replace
+
+    from hermes_tui.web.app import create_app
+    from hermes_tui.web.context import EXTENSION
+
+    base = replace(Config.load(), flask_secret_key="test-secret-key-0123456789abcdef",
+                   web_password="papaya orbit lantern 42")
+    for shell, expected in ((True, 1), (False, 0)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="hermes_tui"):
+            app = create_app(replace(base, web_enable_shell=shell))
+        app.extensions[EXTENSION].state.close()
+        assert sum("without a sandbox" in r.getMessage() for r in caplog.records) == expected
