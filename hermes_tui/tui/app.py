@@ -128,16 +128,16 @@ class HermesApp(App[int]):
         else:
             if self.memory.notice:  # e.g. a read-only store: browsing works, saving does not
                 await self.chat.add_notice(self.memory.notice, "error")
-        from hermes_tui.agent.sandbox import startup_notice
-
-        if sandbox_line := await asyncio.to_thread(startup_notice, self.config):  # probes bwrap once
-            await self.chat.add_notice(sandbox_line, "error")
         self.markdown_loading.start()
         warm_llm(self.config)
         if self._resume_at_start is not None:
             await self.resume(self._resume_at_start)
         if not self.config.has_api_key:
             self.open_setup()
+        from hermes_tui.agent.sandbox import startup_notice
+
+        if sandbox_line := await asyncio.to_thread(startup_notice, self.config):  # probes bwrap once
+            await self.chat.add_notice(sandbox_line, "error")
 
     # -- parts
 
