@@ -25,6 +25,7 @@ from hermes_tui.events import (
     ToolCallStarted,
     TurnFinished,
 )
+from hermes_tui.secrets import withhold_from_environment
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
@@ -58,6 +59,8 @@ def tui_parser() -> argparse.ArgumentParser:
 def tui_main(argv: Sequence[str] | None = None) -> int:
     """The ``hermes-tui`` program; called with ``argv`` (tests, other code) it only returns."""
     as_program = argv is None  # then a headless run ends the process itself (_exit_now)
+    if as_program:  # no child of this process (shell, helpers) ever inherits a key
+        withhold_from_environment()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["doctor"]:
         return doctor_main(argv[1:])
@@ -73,6 +76,11 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     for line in config.warnings:
         print(f"hermes: {line}", file=sys.stderr)
+    if args.prompt is not None:  # the app says it on screen
+        from hermes_tui.agent.sandbox import startup_notice
+
+        if line := startup_notice(config):
+            print(f"hermes: {line}", file=sys.stderr)
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
 
@@ -396,6 +404,8 @@ def web_main(argv: Sequence[str] | None = None) -> int:
     from hermes_tui.memory.errors import StoreError
     from hermes_tui.web.serve import serve
 
+    if argv is None:  # the program itself: no child ever inherits a key
+        withhold_from_environment()
     try:
         serve(argv)
     except (ConfigError, StoreError) as exc:

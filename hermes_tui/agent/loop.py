@@ -19,6 +19,7 @@ from hermes_tui.agent.context import ContextWindow
 from hermes_tui.agent.history import checked_arguments, repair
 from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.prompts import relevant_skills_note
+from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.tools import APPROVAL_TOOLS, Approver, ToolRegistry
 from hermes_tui.config import Config
 from hermes_tui.events import (
@@ -71,7 +72,7 @@ class AgentLoop:
         self.tools = ToolRegistry(
             config.workspace, memory, skills, enable_shell=enable_shell, enable_write=enable_write,
             approver=None if config.approval == "always" else approver,
-            home=config.home, secrets=Secrets.from_config(config),
+            home=config.home, secrets=Secrets.from_config(config), sandbox=Sandbox.from_config(config),
         )
         self._cancel = threading.Event()
         self._last_turn: list[dict[str, Any]] = []

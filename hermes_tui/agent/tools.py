@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_tui.agent.paths import PathError, display_path, open_in_workspace
 from hermes_tui.agent.memory_tools import MEMORY_TOOLS
+from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.skill_tools import SKILL_TOOLS
 from hermes_tui.agent.shell import BASH_DEFAULT_TIMEOUT, BASH_MAX_TIMEOUT, OUTPUT_CAP, run_command
 from hermes_tui.agent.toolkit import (
@@ -61,7 +62,8 @@ def run_bash(ctx: ToolContext, command: str, timeout: int = BASH_DEFAULT_TIMEOUT
     if not command.strip():
         return ToolResult(False, "run_bash: command is empty")
     timeout = max(1, min(int(timeout), BASH_MAX_TIMEOUT))
-    outcome = run_command(command, ctx.workspace, timeout, ctx.cancel, ctx.environment)
+    outcome = run_command(command, ctx.workspace, timeout, ctx.cancel, ctx.environment, sandbox=ctx.sandbox,
+                          home=ctx.home)
     if outcome.status == "timeout":
         return ToolResult(False, f"Timed out after {timeout} s; the command and its children were killed.\n{outcome.text}")
     if outcome.status == "cancelled":
@@ -209,6 +211,7 @@ class ToolRegistry:
         *,
         home: Path | None = None,
         secrets: Secrets | None = None,
+        sandbox: Sandbox | None = None,
         enable_shell: bool = True,
         enable_write: bool = True,
         approver: Approver | None = None,
@@ -219,6 +222,7 @@ class ToolRegistry:
         self.skills = skills
         self.home = home
         self.secrets = secrets if secrets is not None else Secrets()
+        self.sandbox = sandbox if sandbox is not None else Sandbox()
         self.approver = approver
         self.facts: FactStore | None = None  # set by the agent: curated memory of its workspace
         self.session_id: int | None = None
@@ -280,7 +284,8 @@ class ToolRegistry:
         ctx = ToolContext(self.workspace, self.memory, self.skills, home=self.home,
                           cancel=cancel if tool.cancellable else threading.Event(),
                           environment=self.secrets.clean_environment(os.environ),
-                          facts=self.facts, session_id=self.session_id, message_id=self.message_id)
+                          facts=self.facts, session_id=self.session_id, message_id=self.message_id,
+                          sandbox=self.sandbox)
         try:
             return tool.run(ctx, **args)
         except PathError as exc:

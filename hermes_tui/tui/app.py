@@ -134,6 +134,10 @@ class HermesApp(App[int]):
             await self.resume(self._resume_at_start)
         if not self.config.has_api_key:
             self.open_setup()
+        from hermes_tui.agent.sandbox import startup_notice
+
+        if sandbox_line := await asyncio.to_thread(startup_notice, self.config):  # probes bwrap once
+            await self.chat.add_notice(sandbox_line, "error")
 
     # -- parts
 
