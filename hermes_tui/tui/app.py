@@ -22,12 +22,14 @@ from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
+from hermes_tui.agent.mcp.manager import McpManager
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.tui import actions, collector, commands
 from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
 from hermes_tui.tui.chat import ChatPane
 from hermes_tui.tui.format import short_path
 from hermes_tui.tui.history import HISTORY_FILE, PromptHistory
+from hermes_tui.tui.messages import McpLine
 from hermes_tui.tui.panes import BROWSING_PANES, make_pane
 from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.session import ChatSession, close_in_background
@@ -68,7 +70,8 @@ class HermesApp(App[int]):
         self.history = PromptHistory(config.home / HISTORY_FILE)
         self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
                                         on_answered=self._approval_answered)
-        self.session = ChatSession(config, stores, self.approvals)
+        self.mcp = McpManager(config.home, config.workspace)  # its servers start after the first frame
+        self.session = ChatSession(config, stores, self.approvals, self.mcp)
         self.usage = UsageLedger(config.db_path)
         self.undo_log = UndoLog(config.db_path)
         self._command_runner: CommandRunner | None = None
@@ -130,6 +133,8 @@ class HermesApp(App[int]):
                 await self.chat.add_notice(self.memory.notice, "error")
         self.markdown_loading.start()
         warm_llm(self.config)
+        self.mcp.subscribe(lambda line: self.post_message(McpLine(line)))
+        await asyncio.to_thread(self.mcp.start)
         if self._resume_at_start is not None:
             await self.resume(self._resume_at_start)
         if not self.config.has_api_key:
@@ -352,6 +357,12 @@ class HermesApp(App[int]):
 
     # -- messages from the panes
 
+    async def on_mcp_line(self, message: McpLine) -> None:
+        from hermes_tui.textsafe import printable
+
+        if self.query("#chat-pane"):
+            await self.chat.add_notice(printable(message.line), "error")
+
     def on_forget_session(self, message: ForgetSession) -> None:
         self.ask_to_forget(message.session_id)
 
@@ -503,4 +514,5 @@ def run_app(config: Config, session_id: int | None = None) -> int:
         app.run()
     finally:
         app.stores.close()
+        app.mcp.close()
     return app.return_code or 0
