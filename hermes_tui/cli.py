@@ -50,7 +50,7 @@ def tui_parser() -> argparse.ArgumentParser:
     parser.add_argument("--session", type=int, metavar="ID", help="continue the session with this id")
     parser.add_argument("--provider", help="override HERMES_PROVIDER")
     parser.add_argument("--model", help="override HERMES_MODEL")
-    parser.add_argument("--yes", action="store_true", help="with -p: allow run_bash and write_file without asking")
+    parser.add_argument("--yes", action="store_true", help="with -p: allow run_bash, write_file and MCP tools without asking")
     parser.add_argument("--version", action="version", version=f"hermes-tui {__version__}")
     return parser
 
