@@ -21,7 +21,7 @@ import pytest
 from hermes_tui.agent.mcp.bridge import CALL, SEARCH, McpTools
 from hermes_tui.agent.mcp.config import McpState, ResolveError, declared, lookup, resolve
 from hermes_tui.agent.mcp.manager import McpManager
-from hermes_tui.agent.tools import ToolRegistry
+from hermes_tui.agent.tools import OUTPUT_CAP, ToolRegistry
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import wire_env
@@ -151,7 +151,7 @@ def test_references_come_from_the_environment_or_hermes_home_env_never_dot_env(t
 def test_listing_names_counts_and_schema_tokens(served: tuple[McpManager, Path, str]) -> None:
     manager, _workspace, _kind = served
     (status,) = manager.statuses()
-    assert status.state == "ready" and len(status.tools) == 7 and status.tokens > 100
+    assert status.state == "ready" and len(status.tools) == 8 and status.tokens > 100
     names = [tool.name for tool in McpTools(manager)(200_000)]
     assert "mcp__fake__echo" in names and "mcp__fake__slow" in names
     assert all(name.startswith("mcp__fake__") for name in names)
@@ -176,6 +176,16 @@ def test_a_call_an_error_result_bad_arguments_and_approval(served: tuple[McpMana
     assert not wrong.ok and "'two' is not of type 'integer'" in wrong.output
     assert asked == ["mcp__fake__echo", "mcp__fake__fail"]  # bad arguments never reach approval
     assert tools.execute("mcp__fake__add", {"a": 2, "b": 3}).output.splitlines()[1] == "5"
+
+
+def test_results_are_capped_like_a_commands_output(served: tuple[McpManager, Path, str]) -> None:
+    manager, workspace, _kind = served
+    tools = registry(workspace, lambda: McpTools(manager)(200_000))
+    result = tools.execute("mcp__fake__big", {"size": 10 * OUTPUT_CAP})
+    assert result.ok and len(result.output) < OUTPUT_CAP + 500
+    body = result.output.splitlines()
+    assert body[1].startswith("HEAD") and body[-2].endswith("TAIL") and "bytes cut" in result.output
+    assert body[-1] == "[end of MCP result]"
 
 
 def test_secrets_given_to_a_server_are_scrubbed_and_hermes_secrets_stay_out(served: tuple[McpManager, Path, str]) -> None:
@@ -206,7 +216,7 @@ def test_a_slow_call_is_cancelled_and_the_server_hears_it(served: tuple[McpManag
 
 def test_the_bridge_searches_and_calls_when_schemas_exceed_the_budget(served: tuple[McpManager, Path, str]) -> None:
     manager, workspace, _kind = served
-    window = 1_000  # the fake's ~460 tokens of schemas are more than 10 % of it
+    window = 1_000  # the fake's ~500 tokens of schemas are more than 10 % of it
     assert [tool.name for tool in McpTools(manager)(window)] == [SEARCH, CALL]
     tools = registry(workspace, lambda: McpTools(manager)(window))
     assert tools.specs()[0]["function"]["name"] == SEARCH and len(tools.specs()) == 2
@@ -285,6 +295,6 @@ def test_headless_names_a_server_not_ready_in_time_and_mcp_list(fake_llm: FakeLL
     listing = run_cli("mcp", "list")
     assert listing.returncode == 0, listing.stderr
     assert "fake: disabled · stdio · asks first" in listing.stdout
-    assert "repo: ready · stdio · 7 tools · ≈" in listing.stdout and "from .mcp.json" in listing.stdout
+    assert "repo: ready · stdio · 8 tools · ≈" in listing.stdout and "from .mcp.json" in listing.stdout
     unknown = run_cli("mcp", "approve", "nope")
     assert unknown.returncode == 1 and "no MCP server 'nope'; declared: fake, repo" in unknown.stderr

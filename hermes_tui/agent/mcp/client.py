@@ -116,9 +116,10 @@ class Connection:
                 self.tools = await self._list(session)
                 self.session = session
                 self._ready.set_result(None)
-                stop, gone = asyncio.ensure_future(self._stop.wait()), asyncio.ensure_future(self.gone.wait())
-                await asyncio.wait({stop, gone}, return_when=asyncio.FIRST_COMPLETED)
-                stop.cancel(), gone.cancel()
+                waits = {asyncio.ensure_future(self._stop.wait()), asyncio.ensure_future(self.gone.wait())}
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                for waiting in waits:
+                    waiting.cancel()
                 if self.gone.is_set() and not self._stop.is_set():
                     self.failure = "the server exited" if self.resolved.spec.transport == "stdio" else \
                         "the connection closed"
@@ -197,10 +198,15 @@ class Connection:
             log.info("could not tell MCP server %s to cancel request %s", self.name, request_id, exc_info=True)
 
     async def close(self) -> None:
-        """Stop the server (a stdio server's process ends with its stdin)."""
+        """Stop the server (a stdio server's process ends with its stdin; the SDK then waits a
+        little and terminates it). One still starting is cancelled: it may never answer."""
         self._stop.set()
-        if self._task is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._task), 10.0)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - stuck in its own teardown
-                self._task.cancel()
+        task = self._task
+        if task is None or task.done():
+            return
+        if not self._ready.done():
+            task.cancel()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 10.0)
+        except (asyncio.TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - stuck in its teardown
+            task.cancel()

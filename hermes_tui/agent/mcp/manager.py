@@ -216,10 +216,6 @@ class McpManager:
             asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     def _start_one(self, server: _Server) -> None:
-        if self._loop is None:  # nothing was running: the first server started by the user
-            self._loop = asyncio.new_event_loop()
-            self._thread = threading.Thread(target=self._loop.run_forever, name="hermes-mcp", daemon=True)
-            self._thread.start()
         self._set(server, "starting")
         self._submit(self._connect(server, restart=True))
 
