@@ -72,7 +72,7 @@ class ServerGone(RuntimeError):
 
 def first_line(exc: BaseException) -> str:
     """The innermost readable cause of a failure, on one line (task groups nest them)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # an exception group
         exc = exc.exceptions[0]
     if isinstance(exc, FileNotFoundError) and exc.filename:
         return f"command not found: {exc.filename}"
@@ -95,6 +95,8 @@ class Connection:
         self.failure: str | None = None  # why it ended, when it was not asked to
         self._stop = asyncio.Event()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Its failure is read by ``start`` unless start gave up first: never "never retrieved".
+        self._ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, timeout: float) -> None:
@@ -123,9 +125,7 @@ class Connection:
                 if self.gone.is_set() and not self._stop.is_set():
                     self.failure = "the server exited" if self.resolved.spec.transport == "stdio" else \
                         "the connection closed"
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - the reason becomes the server's one line
+        except Exception as exc:  # noqa: BLE001 - the reason becomes the server's one line
             log.info("MCP server %s failed", self.name, exc_info=True)
             self.failure = first_line(exc)
             if not self._ready.done():
@@ -182,11 +182,17 @@ class Connection:
         session = self.session
         if session is None or self.gone.is_set():
             raise ServerGone(self.failure or "not connected")
-        request_id = session._request_id  # the id call_tool's request takes (no await before it)
+        sent: list[int] = []
+
+        async def send() -> types.CallToolResult:
+            sent.append(session._request_id)  # the id call_tool's request takes (no await before it)
+            return await session.call_tool(tool, arguments)
+
         try:
-            return await asyncio.wait_for(session.call_tool(tool, arguments), timeout)
+            return await asyncio.wait_for(send(), timeout)
         except (asyncio.CancelledError, asyncio.TimeoutError):
-            await asyncio.shield(self._cancel_request(session, request_id))
+            if sent:
+                await asyncio.shield(self._cancel_request(session, sent[0]))
             raise
 
     async def _cancel_request(self, session: ClientSession, request_id: int) -> None:

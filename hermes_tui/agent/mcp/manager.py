@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import CancelledError as FutureCancelled
 from dataclasses import dataclass, replace
@@ -131,6 +132,8 @@ class McpManager:
         loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             self._thread.join(timeout)
+            if not self._thread.is_alive():
+                loop.close()
         self._loop = None
         for errlog in self._errlogs.values():
             errlog.close()
@@ -147,9 +150,9 @@ class McpManager:
 
     def wait_ready(self, timeout: float) -> list[str]:
         """Wait (at most ``timeout`` s in all) until no server is starting; the names still starting."""
-        deadline = _now() + timeout
+        deadline = time.monotonic() + timeout
         for server in list(self._servers.values()):
-            server.settled.wait(max(0.0, deadline - _now()))
+            server.settled.wait(max(0.0, deadline - time.monotonic()))
         return [s.status.name for s in self._servers.values() if s.status.state == "starting"]
 
     def tools(self) -> list[RemoteTool]:
@@ -328,8 +331,3 @@ class McpManager:
             self._errlogs[name] = open(private_file(folder / f"mcp-{name}.log"), "a", encoding="utf-8")  # noqa: SIM115
         return self._errlogs[name]
 
-
-def _now() -> float:
-    import time
-
-    return time.monotonic()
