@@ -49,11 +49,11 @@ def test_the_mcp_screen_failures_and_an_approved_call(server: FakeLLMServer, her
     server.queue(Reply(tool_calls=[ToolCall("mcp__repo__echo", {"text": "from the repo"})]), Reply(text="Echoed."))
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        await wait_for(pilot, lambda: any("MCP server broken failed to start" in n for n in notices(app)))
+        await wait_for(pilot, lambda: any("MCP server broken failed to start" in n for n in notices(app)), timeout=120)
         assert any("MCP server repo from the workspace's .mcp.json is not approved yet" in n for n in notices(app))
         await send(app, pilot, "/mcp")
         await wait_for(pilot, lambda: isinstance(app.screen, McpScreen))
-        await wait_for(pilot, lambda: rows(app)[0].startswith("fake: ready · stdio · 8 tools · ≈"))
+        await wait_for(pilot, lambda: rows(app)[0].startswith("fake: ready · stdio · 8 tools · ≈"), timeout=120)
         assert rows(app)[1].startswith("broken: failed") and "missing" in rows(app)[1]
         assert rows(app)[2].startswith("repo: needs approval · stdio") and "from .mcp.json" in rows(app)[2]
 
@@ -65,14 +65,15 @@ def test_the_mcp_screen_failures_and_an_approved_call(server: FakeLLMServer, her
         await pilot.press("down", "down", "a")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, McpScreen) and rows(app)[2].startswith("repo: ready"))
+        await wait_for(pilot, lambda: isinstance(app.screen, McpScreen) and rows(app)[2].startswith("repo: ready"),
+                       timeout=120)
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, McpScreen))
 
         await send(app, pilot, "echo something")
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))  # MCP tools ask first
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=120)  # MCP tools ask first
         await pilot.press("y")
-        await wait_for(pilot, lambda: not app.chat.busy)
+        await wait_for(pilot, lambda: not app.chat.busy, timeout=120)
 
     run(scenario)
     offered = server.requests[0].tools

@@ -1,9 +1,10 @@
 """The Hermes app: header, four panes one key away, status line, footer; sending, setup,
 approvals, sessions and quitting. ``build_app`` is the one place an app is assembled (CLI, tests).
 
-Start-up: the first frame shows the chat only. Then, in this order: the stores open, litellm is
-imported in the background (``llm.warm()``), a resumed session is shown, the setup opens if
-there is no key. The browsing panes are built the first time they are shown.
+Start-up: the first frame shows the chat only. Then, in this order: the MCP servers start in the
+background (``agent/mcp``), the stores open, litellm is imported in the background
+(``llm.warm()``), a resumed session is shown, the setup opens if there is no key. The browsing
+panes are built the first time they are shown.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
-from hermes_tui.agent.mcp.manager import McpManager
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.tui import actions, collector, commands
 from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
@@ -39,6 +39,7 @@ from hermes_tui.tui.undo import UndoLog
 from hermes_tui.tui.usage import UsageLedger, totals
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
@@ -70,8 +71,8 @@ class HermesApp(App[int]):
         self.history = PromptHistory(config.home / HISTORY_FILE)
         self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
                                         on_answered=self._approval_answered)
-        self.mcp = McpManager(config.home, config.workspace)  # its servers start after the first frame
-        self.session = ChatSession(config, stores, self.approvals, self.mcp)
+        self._mcp: McpManager | None = None
+        self.session = ChatSession(config, stores, self.approvals)
         self.usage = UsageLedger(config.db_path)
         self.undo_log = UndoLog(config.db_path)
         self._command_runner: CommandRunner | None = None
@@ -90,6 +91,16 @@ class HermesApp(App[int]):
 
             self._command_runner = CommandRunner(self)
         return self._command_runner
+
+    @property
+    def mcp(self) -> McpManager:
+        """The MCP servers (built after the first frame, when they start; ``/mcp`` shows them)."""
+        if self._mcp is None:
+            from hermes_tui.agent.mcp.manager import McpManager
+
+            self._mcp = McpManager(self.config.home, self.config.workspace)
+            self.session.mcp = self._mcp
+        return self._mcp
 
     @property
     def memory(self) -> MemoryStore:
@@ -119,6 +130,9 @@ class HermesApp(App[int]):
         self.call_after_refresh(self._after_first_frame)
 
     async def _after_first_frame(self) -> None:
+        # The MCP servers first: before a session can be built, so every session offers their tools.
+        self.mcp.subscribe(lambda line: self.post_message(McpLine(line)))
+        await asyncio.to_thread(self.mcp.start)
         # Said from whichever thread opens the store (``call_from_thread`` would raise on this one).
         loop = asyncio.get_running_loop()
         self.stores.on_upgrade = lambda line: loop.call_soon_threadsafe(
@@ -133,8 +147,6 @@ class HermesApp(App[int]):
                 await self.chat.add_notice(self.memory.notice, "error")
         self.markdown_loading.start()
         warm_llm(self.config)
-        self.mcp.subscribe(lambda line: self.post_message(McpLine(line)))
-        await asyncio.to_thread(self.mcp.start)
         if self._resume_at_start is not None:
             await self.resume(self._resume_at_start)
         if not self.config.has_api_key:
