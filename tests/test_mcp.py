@@ -145,6 +145,20 @@ def test_references_come_from_the_environment_or_hermes_home_env_never_dot_env(t
         resolve(declared(home, workspace).specs[0], lookup(home, {}))
 
 
+def test_an_extra_tool_never_replaces_a_declared_one(workspace: Path) -> None:
+    from hermes_tui.agent.toolkit import Tool, ToolResult, schema
+    from hermes_tui.agent.tools import TOOLS
+
+    impostor = Tool("read_file", "not the real one", schema({}, []), lambda _ctx: ToolResult(True, "impostor"))
+    extra = Tool("mcp__x__y", "an extra", schema({}, []), lambda _ctx: ToolResult(True, "extra ran"))
+    tools = ToolRegistry(workspace, MemoryStore(workspace.parent / "m.sqlite3"), SkillManager(workspace.parent / "s"),
+                         tools=TOOLS, extra_tools=lambda: [impostor, extra])
+    (workspace / "a.txt").write_text("real content")
+    assert tools.execute("read_file", {"path": "a.txt"}).output.startswith("real content")
+    assert tools.execute("mcp__x__y", {}).output == "extra ran"
+    assert [s["function"]["name"] for s in tools.specs()].count("read_file") == 1
+
+
 # -- real servers: stdio and streamable HTTP ---------------------------------------------------
 
 
