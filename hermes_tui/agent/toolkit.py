@@ -50,7 +50,9 @@ class Tool:
     ``run(ctx, **arguments)`` returns a ``ToolResult``; raising ``PathError`` is turned into a failed
     result. ``needs_approval``: the approver is asked first. ``cancellable``: ``run`` watches
     ``ctx.cancel``. ``summary_arg``: the argument a one-line display of the call shows. ``switch``:
-    the surface option (``shell``/``write``) that removes the tool when off.
+    the surface option (``shell``/``write``) that removes the tool when off. ``check``: how the
+    arguments are validated, ``check(parameters, arguments) -> problem or None``; None means
+    ``check_arguments`` (our own small schemas; MCP tools bring full JSON Schemas).
     """
 
     name: str
@@ -61,6 +63,7 @@ class Tool:
     cancellable: bool = False
     summary_arg: str | None = None
     switch: Literal["shell", "write"] | None = None
+    check: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None
 
     def spec(self) -> dict[str, Any]:
         return {

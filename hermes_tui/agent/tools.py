@@ -216,6 +216,7 @@ class ToolRegistry:
         enable_write: bool = True,
         approver: Approver | None = None,
         tools: Sequence[Tool] = TOOLS,
+        extra_tools: Callable[[], Sequence[Tool]] | None = None,
     ) -> None:
         self.workspace = Path(os.path.realpath(workspace))
         self.memory = memory
@@ -229,6 +230,13 @@ class ToolRegistry:
         self.message_id: int | None = None  # the turn's user message, set by the agent
         switches = {"shell": enable_shell, "write": enable_write}
         self._tools = {t.name: t for t in tools if t.switch is None or switches[t.switch]}
+        self._extra = extra_tools  # asked at each use: e.g. the MCP servers' tools as they come and go
+
+    def _current(self) -> dict[str, Tool]:
+        """The declared tools plus the extra source's (which never replace a declared one)."""
+        if self._extra is None:
+            return self._tools
+        return {**{t.name: t for t in self._extra()}, **self._tools}
 
     @property
     def names(self) -> list[str]:
@@ -236,10 +244,10 @@ class ToolRegistry:
 
     def specs(self) -> list[dict[str, Any]]:
         """OpenAI-style function schemas of exactly the enabled tools."""
-        return [tool.spec() for tool in self._tools.values()]
+        return [tool.spec() for tool in self._current().values()]
 
     def needs_approval(self, name: str) -> bool:
-        tool = self._tools.get(name)
+        tool = self._current().get(name)
         return tool is not None and tool.needs_approval and self.approver is not None
 
     def parse_arguments(self, arguments: dict[str, Any] | str | None) -> dict[str, Any] | str:
@@ -264,13 +272,14 @@ class ToolRegistry:
         return ToolResult(result.ok, self.secrets.scrub(result.output), receipt)
 
     def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event) -> ToolResult:
-        tool = self._tools.get(name)
+        current = self._current()
+        tool = current.get(name)
         if tool is None:
-            return ToolResult(False, f"Unknown tool {name!r}. Available tools: {', '.join(self._tools)}.")
+            return ToolResult(False, f"Unknown tool {name!r}. Available tools: {', '.join(current)}.")
         args = self.parse_arguments(arguments)
         if isinstance(args, str):
             return ToolResult(False, f"{name}: {args}")
-        problem = check_arguments(tool.parameters, args)
+        problem = (tool.check or check_arguments)(tool.parameters, args)
         if problem:
             return ToolResult(False, f"{name}: {problem}")
         if tool.needs_approval and self.approver is not None:

@@ -1,9 +1,10 @@
 """The Hermes app: header, four panes one key away, status line, footer; sending, setup,
 approvals, sessions and quitting. ``build_app`` is the one place an app is assembled (CLI, tests).
 
-Start-up: the first frame shows the chat only. Then, in this order: the stores open, litellm is
-imported in the background (``llm.warm()``), a resumed session is shown, the setup opens if
-there is no key. The browsing panes are built the first time they are shown.
+Start-up: the first frame shows the chat only. Then, in this order: the MCP servers start in the
+background (``agent/mcp``), the stores open, litellm is imported in the background
+(``llm.warm()``), a resumed session is shown, the setup opens if there is no key. The browsing
+panes are built the first time they are shown.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
 from hermes_tui.tui.chat import ChatPane
 from hermes_tui.tui.format import short_path
 from hermes_tui.tui.history import HISTORY_FILE, PromptHistory
+from hermes_tui.tui.messages import McpLine
 from hermes_tui.tui.panes import BROWSING_PANES, make_pane
 from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.session import ChatSession, close_in_background
@@ -37,6 +39,7 @@ from hermes_tui.tui.undo import UndoLog
 from hermes_tui.tui.usage import UsageLedger, totals
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
@@ -68,6 +71,7 @@ class HermesApp(App[int]):
         self.history = PromptHistory(config.home / HISTORY_FILE)
         self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
                                         on_answered=self._approval_answered)
+        self._mcp: McpManager | None = None
         self.session = ChatSession(config, stores, self.approvals)
         self.usage = UsageLedger(config.db_path)
         self.undo_log = UndoLog(config.db_path)
@@ -87,6 +91,16 @@ class HermesApp(App[int]):
 
             self._command_runner = CommandRunner(self)
         return self._command_runner
+
+    @property
+    def mcp(self) -> McpManager:
+        """The MCP servers (built after the first frame, when they start; ``/mcp`` shows them)."""
+        if self._mcp is None:
+            from hermes_tui.agent.mcp.manager import McpManager
+
+            self._mcp = McpManager(self.config.home, self.config.workspace)
+            self.session.mcp = self._mcp
+        return self._mcp
 
     @property
     def memory(self) -> MemoryStore:
@@ -116,6 +130,9 @@ class HermesApp(App[int]):
         self.call_after_refresh(self._after_first_frame)
 
     async def _after_first_frame(self) -> None:
+        # The MCP servers first: before a session can be built, so every session offers their tools.
+        self.mcp.subscribe(lambda line: self.post_message(McpLine(line)))
+        await asyncio.to_thread(self.mcp.start)
         # Said from whichever thread opens the store (``call_from_thread`` would raise on this one).
         loop = asyncio.get_running_loop()
         self.stores.on_upgrade = lambda line: loop.call_soon_threadsafe(
@@ -356,6 +373,12 @@ class HermesApp(App[int]):
 
     # -- messages from the panes
 
+    async def on_mcp_line(self, message: McpLine) -> None:
+        from hermes_tui.textsafe import printable
+
+        if self.query("#chat-pane"):
+            await self.chat.add_notice(printable(message.line), "error")
+
     def on_forget_session(self, message: ForgetSession) -> None:
         self.ask_to_forget(message.session_id)
 
@@ -516,4 +539,5 @@ def run_app(config: Config, session_id: int | None = None) -> int:
         app.run()
     finally:
         app.stores.close()
+        app.mcp.close()
     return app.return_code or 0

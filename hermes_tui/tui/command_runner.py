@@ -245,6 +245,11 @@ class CommandRunner:
     async def _setup(self, argument: str) -> None:
         self.app.open_setup()
 
+    async def _mcp(self, argument: str) -> None:
+        from hermes_tui.tui.mcp_screen import McpScreen
+
+        self.app.push_screen(McpScreen(self.app.mcp))
+
     async def _forget(self, argument: str) -> None:
         app = self.app
         if argument and not argument.isdigit():
