@@ -95,16 +95,22 @@ def read_file(ctx: ToolContext, path: str, offset: int = 0, limit: int = READ_CA
     return ToolResult(True, text)
 
 
+class _Cancelled(Exception):
+    """Raised inside a write block so the new content is discarded, not put in place."""
+
+
 def write_file(ctx: ToolContext, path: str, content: str) -> ToolResult:
     data = content.encode("utf-8")
-    with open_in_workspace(ctx.workspace, path, "write", home=ctx.home) as (fd, real):
-        os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            if ctx.cancel.is_set():
-                return ToolResult(False, f"write_file: cancelled by the user; {path!r} is incomplete")
-            written = os.write(fd, view[:_CHUNK])
-            view = view[written:]
+    try:
+        with open_in_workspace(ctx.workspace, path, "write", home=ctx.home) as (fd, real):
+            view = memoryview(data)
+            while view:
+                if ctx.cancel.is_set():
+                    raise _Cancelled
+                written = os.write(fd, view[:_CHUNK])
+                view = view[written:]
+    except _Cancelled:
+        return ToolResult(False, f"write_file: cancelled by the user; {path!r} was left as it was")
     return ToolResult(True, f"wrote {len(data)} bytes to {display_path(ctx.workspace, real)}")
 
 
