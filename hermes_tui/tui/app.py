@@ -128,6 +128,8 @@ class HermesApp(App[int]):
         else:
             if self.memory.notice:  # e.g. a read-only store: browsing works, saving does not
                 await self.chat.add_notice(self.memory.notice, "error")
+        for line in self.config.warnings:  # e.g. a ./.env that tried to pick the provider or key
+            await self.chat.add_notice(line, "error")
         self.markdown_loading.start()
         warm_llm(self.config)
         if self._resume_at_start is not None:

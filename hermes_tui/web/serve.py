@@ -145,6 +145,8 @@ def serve(argv: Sequence[str] | None = None) -> None:
         port = int(raw) if raw else DEFAULT_PORT
     config = Config.load()
     check_config(config)
+    for line in config.warnings:  # before logging is set up, logging's last resort writes it to stderr
+        log.warning("%s", line)
     from hermes_tui.memory.store import MemoryStore
 
     MemoryStore(config.db_path).close()  # a damaged or unusable store: StoreError, one line, now
