@@ -29,7 +29,7 @@ from hermes_tui.agent.toolkit import (
     check_arguments,
     schema,
 )
-from hermes_tui.memory.text import HIT_END, HIT_START
+from hermes_tui.memory.framing import framed, screened
 from hermes_tui.secrets import Secrets
 
 if TYPE_CHECKING:
@@ -140,15 +140,11 @@ def search_memory(ctx: ToolContext, query: str, limit: int = 10) -> ToolResult:
     for s in sessions:
         when = time.strftime("%Y-%m-%d", time.localtime(s.last_activity))
         title = f" ({s.title})" if s.title else ""
-        lines.append(f"- session {s.session_id}{title}, summary, {when}: {_marked(s.snippet)}")
+        lines.append(f"- session {s.session_id}{title}, summary, {when}: {screened(s.snippet)}")
     for hit in hits:
         when = time.strftime("%Y-%m-%d", time.localtime(hit.created))
-        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {_marked(hit.snippet)}")
-    return ToolResult(True, "\n".join(lines))
-
-
-def _marked(snippet: str) -> str:
-    return snippet.replace(HIT_START, "**").replace(HIT_END, "**").replace("\n", " ")
+        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {screened(hit.snippet)}")
+    return ToolResult(True, framed(lines))
 
 
 # -- the declared tool set ---------------------------------------------------------------------
