@@ -1,9 +1,10 @@
 """Configuration: the environment plus optional ``.env`` files, frozen into one ``Config``.
 
 Order of precedence (first wins): real environment variables, ``./.env`` in the working
-directory, ``HERMES_HOME/.env``. Settings that widen what Hermes may do (``PRIVILEGED``) are
-never taken from ``./.env``: the agent can write files in the working folder, and what it writes
-must not become a setting. Nothing here checks API keys at load time, so every
+directory, ``HERMES_HOME/.env``. Settings that widen what Hermes may do, or choose where the
+conversation goes and on whose account (provider, model, endpoint, API keys: ``PRIVILEGED``), are
+never taken from ``./.env``: the agent can write files in the working folder, and a cloned
+repository may ship a ``.env``; neither must become a setting. Nothing here checks API keys at load time, so every
 surface can start without one and explain what to set (``Config.require_api_key``).
 """
 
@@ -40,7 +41,9 @@ PRIVILEGED = frozenset({
     "HERMES_WORKSPACE",  # the folder the tools are confined to
     "HERMES_SANDBOX",  # "off" lets commands read every file and setting
     "HERMES_SANDBOX_NETWORK",  # "on" lets commands reach the network
-})
+    "HERMES_PROVIDER",  # which company the conversation goes to
+    "HERMES_MODEL",  # which model (and bill) answers
+}) | KEY_ENV_VARS  # a key in a cloned repository's .env moves the conversation to its owner's account
 """Read only from the process environment or HERMES_HOME/.env, never from ./.env."""
 
 APPROVAL_MODES = ("ask", "always")
@@ -104,8 +107,8 @@ class Config:
         """One line per setting that was found but not used, for the surfaces to show."""
         if not self.ignored_local:
             return []
-        return [f"Ignored {', '.join(self.ignored_local)} in ./.env: settings that widen what Hermes may do "
-                "are read only from the environment or HERMES_HOME/.env."]
+        return [f"Ignored {', '.join(self.ignored_local)} in ./.env: the provider, model, API keys and settings "
+                "that widen what Hermes may do are read only from the environment or HERMES_HOME/.env."]
 
     @property
     def provider_info(self) -> Provider:

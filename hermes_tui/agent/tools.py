@@ -31,7 +31,7 @@ from hermes_tui.agent.toolkit import (
     check_arguments,
     schema,
 )
-from hermes_tui.memory.text import HIT_END, HIT_START
+from hermes_tui.memory.framing import framed, screened
 from hermes_tui.secrets import Secrets
 
 if TYPE_CHECKING:
@@ -99,16 +99,22 @@ def read_file(ctx: ToolContext, path: str, offset: int = 0, limit: int = READ_CA
     return ToolResult(True, text)
 
 
+class _Cancelled(Exception):
+    """Raised inside a write block so the new content is discarded, not put in place."""
+
+
 def write_file(ctx: ToolContext, path: str, content: str) -> ToolResult:
     data = content.encode("utf-8")
-    with open_in_workspace(ctx.workspace, path, "write", home=ctx.home) as (fd, real):
-        os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            if ctx.cancel.is_set():
-                return ToolResult(False, f"write_file: cancelled by the user; {path!r} is incomplete")
-            written = os.write(fd, view[:_CHUNK])
-            view = view[written:]
+    try:
+        with open_in_workspace(ctx.workspace, path, "write", home=ctx.home) as (fd, real):
+            view = memoryview(data)
+            while view:
+                if ctx.cancel.is_set():
+                    raise _Cancelled
+                written = os.write(fd, view[:_CHUNK])
+                view = view[written:]
+    except _Cancelled:
+        return ToolResult(False, f"write_file: cancelled by the user; {path!r} was left as it was")
     return ToolResult(True, f"wrote {len(data)} bytes to {display_path(ctx.workspace, real)}")
 
 
@@ -138,15 +144,11 @@ def search_memory(ctx: ToolContext, query: str, limit: int = 10) -> ToolResult:
     for s in sessions:
         when = time.strftime("%Y-%m-%d", time.localtime(s.last_activity))
         title = f" ({s.title})" if s.title else ""
-        lines.append(f"- session {s.session_id}{title}, summary, {when}: {_marked(s.snippet)}")
+        lines.append(f"- session {s.session_id}{title}, summary, {when}: {screened(s.snippet)}")
     for hit in hits:
         when = time.strftime("%Y-%m-%d", time.localtime(hit.created))
-        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {_marked(hit.snippet)}")
-    return ToolResult(True, "\n".join(lines))
-
-
-def _marked(snippet: str) -> str:
-    return snippet.replace(HIT_START, "**").replace(HIT_END, "**").replace("\n", " ")
+        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {screened(hit.snippet)}")
+    return ToolResult(True, framed(lines))
 
 
 # -- the declared tool set ---------------------------------------------------------------------

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
     from hermes_tui.tui.messages import EditFile, EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
+    from hermes_tui.tui.traces import Trace
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,8 @@ class HermesApp(App[int]):
         else:
             if self.memory.notice:  # e.g. a read-only store: browsing works, saving does not
                 await self.chat.add_notice(self.memory.notice, "error")
+        for line in self.config.warnings:  # e.g. a ./.env that tried to pick the provider or key
+            await self.chat.add_notice(line, "error")
         self.markdown_loading.start()
         warm_llm(self.config)
         if self._resume_at_start is not None:
@@ -358,6 +361,7 @@ class HermesApp(App[int]):
             await self.chat.clear()
             self.show_header()
         try:
+            prompts, files = await asyncio.to_thread(self._traces_of, session_id)
             count = await asyncio.to_thread(self.memory.delete_session, session_id)
         except KeyError:
             await self.chat.add_notice(f"There is no session {session_id}.", "error")
@@ -366,10 +370,24 @@ class HermesApp(App[int]):
             log.exception("forgetting session %s failed", session_id)
             await self.chat.add_notice(f"Could not forget session {session_id}: {exc}", "error")
             return
+        from hermes_tui.tui import traces
+
+        removed = await asyncio.to_thread(traces.remove, files)
+        dropped = await asyncio.to_thread(self.history.forget,
+                                          lambda entry: entry in prompts or commands.as_message(entry) in prompts)
         self.show_usage()
-        await self.chat.add_notice(f"Forgot session {session_id} ({count} messages).")
+        wrote = f"; removed {', '.join(short_path(p) for p in removed)}" if removed else ""
+        await self.chat.add_notice(f"Forgot session {session_id} ({count} messages, {dropped} prompts in the "
+                                   f"prompt history{wrote}).")
         if pane := self.mounted_pane("sessions"):
             pane.refresh_data()
+
+    def _traces_of(self, session_id: int) -> tuple[set[str], list[Trace]]:
+        """What /forget removes besides the database rows: the session's prompts, the files made of it."""
+        from hermes_tui.tui import traces
+
+        prompts = {m.content for m in self.memory.get_messages(session_id) if m.role == "user" and m.content}
+        return prompts, traces.traces_of(self.config.db_path, session_id)
 
     # -- messages from the panes
 
