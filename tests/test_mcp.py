@@ -295,7 +295,8 @@ def test_headless_names_a_server_not_ready_in_time_and_mcp_list(fake_llm: FakeLL
     for name, value in wire_env(fake_llm, "openai").items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("HERMES_MCP_WAIT", "0")
-    declare(hermes_home / "mcp.json", {"fake": stdio_entry()})
+    # A server that never answers its handshake: "not ready" whatever the machine's speed.
+    declare(hermes_home / "mcp.json", {"fake": {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]}})
     declare(workspace / ".mcp.json", {"repo": stdio_entry(trust=True)})
     fake_llm.queue(Reply(text="Fine."))
     result = run_cli("-p", "hello")
@@ -303,6 +304,7 @@ def test_headless_names_a_server_not_ready_in_time_and_mcp_list(fake_llm: FakeLL
     assert "MCP server fake is not ready after 0 s: this turn runs without its tools." in result.stderr
 
     monkeypatch.setenv("HERMES_MCP_WAIT", "60")
+    declare(hermes_home / "mcp.json", {"fake": stdio_entry()})
     approved = run_cli("mcp", "approve", "repo")
     assert approved.returncode == 0 and "runs `" in approved.stdout and "without asking" in approved.stdout
     assert run_cli("mcp", "disable", "fake").returncode == 0
