@@ -229,6 +229,7 @@ class LLMClient:
         the stream and ends with ``StreamResult(cancelled=True)`` within a fraction of a second.
         """
         cancel = cancel or threading.Event()
+        messages = sendable(messages)
         if self.host is not None:
             yield from self.host.stream(self.config, messages, tools, cancel)
             return
@@ -307,7 +308,7 @@ class LLMClient:
         last: LLMError | None = None
         for attempt in range(1, MAX_TRIES + 1):
             try:
-                response = lib.completion(messages=messages, **self._request_args(max(deadline - time.monotonic(), 0.1)))
+                response = lib.completion(messages=sendable(messages), **self._request_args(max(deadline - time.monotonic(), 0.1)))
                 return response.choices[0].message.content or ""
             except Exception as exc:  # noqa: BLE001
                 last = map_error(exc, self.config)
@@ -401,6 +402,28 @@ class _Pump:
         """Ask the reader thread to close the stream; it does so at its next chunk or at once
         when it is done. Closing from here would race its ``for`` loop over the same stream."""
         self._closed.set()
+
+
+def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages in the form every OpenAI-compatible server accepts: the one model boundary.
+
+    The OpenAI spec lets an assistant message with ``tool_calls`` leave out ``content`` or send
+    null, and lets optional keys be null; llama.cpp's chat templates read ``message.content``
+    strictly (a missing key fails after HTTP 200 with an empty body, null is a validation error),
+    and OpenAI itself refuses an empty ``tool_calls`` list. So: ``content`` is always a string
+    ("" when there is no text), keys whose value is None or an empty ``tool_calls`` are left
+    out, and Hermes' own bookkeeping keys (``_id``...) never leave the process.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        sent = {k: v for k, v in message.items() if v is not None and not k.startswith("_")}
+        if not sent.get("tool_calls"):
+            sent.pop("tool_calls", None)
+        content = sent.get("content")
+        if not isinstance(content, (str, list)):
+            sent["content"] = "" if content is None else str(content)
+        out.append(sent)
+    return out
 
 
 def litellm_model(config: Config) -> str:

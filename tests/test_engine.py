@@ -44,6 +44,9 @@ BODY:
 
 @pytest.fixture
 def stores(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> Iterator[tuple[Config, MemoryStore, SkillManager]]:
+    # On the OpenAI wire the fake answers like llama.cpp's server: what its chat templates cannot
+    # render (an assistant message without "content", or null content) fails the request.
+    fake_llm_env.strict_local = fake_llm_env.wire_under_test == "openai"
     config = Config.load()
     memory = MemoryStore(config.db_path)
     yield config, memory, SkillManager(config.skills_dir)
