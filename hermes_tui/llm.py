@@ -111,21 +111,28 @@ class LLMError(Exception):
     """A provider problem, already phrased for the user."""
 
     def __init__(self, message: str, *, retryable: bool = False, status: int | None = None,
-                 too_long: bool = False, max_tokens: int | None = None) -> None:
+                 too_long: bool = False, max_tokens: int | None = None, empty: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
         self.status = status
         self.too_long = too_long  # the provider said the request exceeds the context window
         self.max_tokens = max_tokens  # the window the provider named in that refusal, if any
+        self.empty = empty  # HTTP 200 and then no data: how llama.cpp reports template and context errors
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled whole: the helper process (``llm_host``) sends it to the caller."""
-        return (_llm_error, (self.message, self.retryable, self.status, self.too_long, self.max_tokens))
+        return (_llm_error, (self.message, self.retryable, self.status, self.too_long, self.max_tokens, self.empty))
 
 
-def _llm_error(message: str, retryable: bool, status: int | None, too_long: bool, max_tokens: int | None) -> LLMError:
-    return LLMError(message, retryable=retryable, status=status, too_long=too_long, max_tokens=max_tokens)
+def _llm_error(message: str, retryable: bool, status: int | None, too_long: bool, max_tokens: int | None,
+               empty: bool = False) -> LLMError:
+    return LLMError(message, retryable=retryable, status=status, too_long=too_long, max_tokens=max_tokens,
+                    empty=empty)
+
+
+EMPTY_CAUSES = ("local servers do this when their chat template fails on the conversation or the prompt "
+                "does not fit their context window: see the server's log")
 
 
 @dataclass
@@ -258,9 +265,10 @@ class LLMClient:
                         for fragment in getattr(delta, "tool_calls", None) or []:
                             calls.add(fragment)
                 if not (cancel.is_set() or result.text or calls.calls or usage):
-                    # litellm makes up a "stop" chunk for a 200 stream that sent no event at all
-                    raise LLMError(f"{self._where} sent an empty answer (HTTP 200 without any event).",
-                                   retryable=True)
+                    # litellm makes up a "stop" chunk for a 200 stream that sent no event at all.
+                    # Not retried: the same request meets the same template or window again.
+                    raise LLMError(f"{self._where} closed the response without sending any data (HTTP 200, "
+                                   f"empty body): {EMPTY_CAUSES}.", empty=True)
                 break
             except Exception as exc:  # noqa: BLE001 - every provider failure is mapped below
                 error = map_error(exc, self.config)
@@ -500,7 +508,8 @@ def map_error(exc: Exception, config: Config) -> LLMError:
     if isinstance(exc, lib.Timeout):
         return LLMError(f"{where} did not answer in time.", retryable=True)
     if _stream_cut(chain):
-        return LLMError(f"{where} closed the connection before the answer was complete.", retryable=True)
+        return LLMError(f"{where} closed the connection before the answer was complete, without sending any "
+                        f"text (HTTP 200): a network problem, or {EMPTY_CAUSES}.", retryable=True)
     if isinstance(exc, lib.APIConnectionError) and status in (None, 500):
         base = config.effective_api_base or config.provider_info.public_base or f"the {config.provider} API"
         return LLMError(f"Cannot reach {base}: {_first_line(exc)}. Check the network or HERMES_API_BASE.",
@@ -603,7 +612,9 @@ def _json_error_message(text: str) -> str | None:
 
 _WINDOW_PATTERNS = (
     re.compile(r"(\d+) tokens > (\d+) maximum"),  # Anthropic: "prompt is too long: N tokens > M maximum"
-    re.compile(r"maximum context length is (\d+) tokens"),  # OpenAI
+    re.compile(r"maximum context length is (\d+) tokens"),  # OpenAI, vLLM, llama-cpp-python
+    re.compile(r"exceed context window of (\d+)"),  # llama-cpp-python's own words
+    re.compile(r"\"n_ctx\"\s*:\s*(\d+)"),  # llama.cpp's llama-server error body
 )
 
 

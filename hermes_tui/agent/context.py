@@ -41,6 +41,10 @@ SUMMARY_TOOL_CHARS = 800
 SUMMARY_TIMEOUT = 120.0
 LEARNED_SHARE = 0.9
 """After a "too long" refusal the window is taken to be at most this share of what was sent."""
+NEAR_WINDOW = 0.5
+"""An empty answer (HTTP 200, no data) to a request over this share of the window is taken for a
+context overflow: llama.cpp refuses a prompt longer than its window that way, and Hermes' counts
+are estimates (a local model's tokenizer may count a fifth more)."""
 
 
 @dataclass
@@ -92,6 +96,18 @@ class ContextWindow:
             candidates.append(error.max_tokens)
         self.learned_limit = max(min(c for c in candidates if c > 0), 1_000)
         log.info("context window taken to be %d tokens after a 'too long' refusal", self.learned_limit)
+
+    def overflowed(self, error: LLMError, sent_tokens: int) -> bool:
+        """Whether ``error`` says the request did not fit: a "too long" refusal, or an empty answer to a
+        request near the window (what a local server does with a prompt over its window)."""
+        return error.too_long or (error.empty and sent_tokens >= NEAR_WINDOW * self.limit())
+
+    def explain(self, error: LLMError, sent_tokens: int) -> str:
+        """The error's message, with what the window was taken to be when an empty answer may mean it is wrong."""
+        if not error.empty:
+            return error.message
+        return (f"{error.message.rstrip('.')}. This request was ~{sent_tokens:,} tokens against a window taken to be "
+                f"{self.limit():,}; if the server's window is smaller, set HERMES_CONTEXT_TOKENS to it.")
 
     def reset_model(self, llm: LLMClient, config: Config) -> None:
         """Another model: another window (what was learned about the old one no longer holds)."""

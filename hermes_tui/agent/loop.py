@@ -140,13 +140,13 @@ class AgentLoop:
             try:
                 result = yield from self._call_model(texts)
             except LLMError as exc:
-                if exc.too_long and not retried_too_long:  # compact, then retry once
-                    retried_too_long = True
+                if self.context.overflowed(exc, self._sent_tokens) and not retried_too_long:
+                    retried_too_long = True  # compact, then retry once
                     with self._context_lock:
                         self.context.learn(exc, self._sent_tokens)
                         yield from self._compact()
                     continue
-                yield Error(exc.message, exc.retryable)
+                yield Error(self.context.explain(exc, self._sent_tokens), exc.retryable)
                 reason = "error"
                 break
             retried_too_long = False
