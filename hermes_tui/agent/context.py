@@ -6,7 +6,10 @@ is counted (litellm's tokenizer for the model) against the model's input window.
 compacted:
 
 * older messages are replaced by a structured summary the model writes (``COMPACTION_PROMPT``:
-  goals and constraints, facts to remember, tasks done/open, files, decisions, errors);
+  goals and constraints, facts to remember, tasks done/open, files, decisions, errors). The
+  summary is kept only when it has every section and is smaller than what it replaces; else the
+  turns stay and only old tool results are trimmed (a small model easily writes a made-up
+  dialogue, or more text than it was given);
 * the most recent messages stay verbatim; tool results before the current turn are sent
   trimmed to their head and tail, with a note;
 * the cut always falls between steps, so a tool call and its result are never separated.
@@ -18,11 +21,17 @@ A compaction is identified by stored message ids, so a resumed session sends the
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tui.agent.history import repair
-from hermes_tui.agent.prompts import COMPACTED_VIEW_HEADER, COMPACTION_FOCUS, COMPACTION_PROMPT
+from hermes_tui.agent.prompts import (
+    COMPACTED_VIEW_HEADER,
+    COMPACTION_FOCUS,
+    COMPACTION_PROMPT,
+    COMPACTION_SECTIONS,
+)
 from hermes_tui.config import Config
 from hermes_tui.learning.curator import render_transcript
 from hermes_tui.llm import LLMClient, LLMError
@@ -54,7 +63,8 @@ class Compacted:
     before: int
     after: int
     summarized: int  # messages newly folded into the summary
-    fallback: bool  # the model could not write the summary; a mechanical one stands in
+    fallback: bool  # the model's summary was not used: turns kept and trimmed, or a mechanical one
+    note: str = ""  # why, for the user (empty when the model's summary was kept)
 
 
 @dataclass
@@ -155,11 +165,49 @@ class ContextWindow:
         if start == self.start and trim_before <= self.trim_before:
             return None
         folded = history[self.start:start]
-        fallback = False
+        fallback, note = False, ""
         if folded:
-            self.summary, fallback = self._summarize(folded, focus)
+            summary, problem = self._summarize(folded, focus)
+            if problem is None:
+                problem = self._worse(history, start, summary)
+            if problem is None:
+                self.summary = summary
+            else:
+                fallback = True
+                log.warning("compaction summary not kept: %s", problem)
+                kept = self._trim_only(history, fixed, last_user, before)
+                if kept is not None:
+                    return Compacted(before, kept, 0, True, f"{problem}; the turns were kept and old tool "
+                                                            "results trimmed instead")
+                self.summary = _mechanical_summary(self.summary, folded)
+                note = f"{problem}; your messages were kept in a plain list instead"
         self.start, self.trim_before = start, max(trim_before, self.trim_before)
-        return Compacted(before, self.tokens(history, fixed), len(folded), fallback)
+        return Compacted(before, self.tokens(history, fixed), len(folded), fallback, note)
+
+    def _worse(self, history: list[dict[str, Any]], start: int, summary: str) -> str | None:
+        """Why the model's ``summary`` must not replace ``history[self.start:start]``, or None."""
+        missing = [name for name in COMPACTION_SECTIONS
+                   if not re.search(rf"^#+\s*{re.escape(name)}\s*$", summary, re.I | re.M)]
+        if missing:
+            return f"the model's summary lacks the section(s) {', '.join(missing)}"
+        replaced = self._summary_tokens() + sum(self._count_message(history[i], i < self.trim_before
+                                                                    and history[i].get("role") == "tool")
+                                                for i in range(self.start, start))
+        size = self.llm.count_tokens([{"role": "user", "content": COMPACTED_VIEW_HEADER + summary}])
+        if size >= replaced:
+            return f"the model's summary ({size:,} tokens) was not smaller than what it replaced ({replaced:,})"
+        return None
+
+    def _trim_only(self, history: list[dict[str, Any]], fixed: int, last_user: int, before: int) -> int | None:
+        """Keep every turn, trim the tool results before the current turn: the tokens then, or None
+        when that saves nothing or does not bring the request under the threshold."""
+        if last_user <= self.trim_before:
+            return None
+        tokens = fixed + self._summary_tokens() + self._suffix_tokens(history, last_user)[self.start]
+        if tokens >= min(before, self.threshold()):
+            return None
+        self.trim_before = last_user
+        return tokens
 
     def checkpoint(self, history: list[dict[str, Any]]) -> tuple[int, int | None] | None:
         """Store ids that identify this state: (last summarized id, last trimmed id), or None."""
@@ -212,8 +260,8 @@ class ContextWindow:
             self._summary_count = (self.summary, self.llm.count_tokens([message]))
         return self._summary_count[1]
 
-    def _summarize(self, folded: list[dict[str, Any]], focus: str | None) -> tuple[str, bool]:
-        """The model's summary of the previous summary plus ``folded``; a mechanical one if it fails."""
+    def _summarize(self, folded: list[dict[str, Any]], focus: str | None) -> tuple[str, str | None]:
+        """The model's summary of the previous summary plus ``folded``, or why there is none."""
         prompt = COMPACTION_PROMPT.format(
             focus=COMPACTION_FOCUS.format(focus=focus.strip()) if focus and focus.strip() else "",
             previous=self.summary or "(none: this is the first compaction)",
@@ -223,10 +271,8 @@ class ContextWindow:
             text = self.llm.complete([{"role": "user", "content": prompt}], timeout=SUMMARY_TIMEOUT).strip()
         except LLMError as exc:
             log.warning("compaction summary failed: %s", exc.message)
-            text = ""
-        if text:
-            return text, False
-        return _mechanical_summary(self.summary, folded), True
+            return "", "the model could not write the summary"
+        return text, None if text else "the model's summary was empty"
 
 
 def trimmed(content: str) -> str:

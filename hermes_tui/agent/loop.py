@@ -242,7 +242,7 @@ class AgentLoop:
         checkpoint = self.context.checkpoint(self.history)
         if checkpoint is not None and self.context.summary:
             self.memory.add_compaction(self.session_id, checkpoint[0], self.context.summary, checkpoint[1])
-        how = " (the model could not write the summary; your messages were kept)" if done.fallback else ""
+        how = f" ({done.note})" if done.note else ""
         yield Notice(f"Compacted the conversation: {done.before:,} → {done.after:,} tokens of "
                      f"{self.context.limit():,}{how}.")
         return True
