@@ -305,25 +305,46 @@ class LLMClient:
             return None
         return Usage(prompt, completion, self._cost(prompt, completion, read, write), read, write)
 
-    def complete(self, messages: list[dict[str, Any]], *, timeout: float = READ_TIMEOUT) -> str:
-        """One non-streamed answer (skill authoring, session summaries). Raises ``LLMError``.
+    def complete(self, messages: list[dict[str, Any]], *, timeout: float = READ_TIMEOUT,
+                 cancel: threading.Event | None = None) -> str:
+        """One answer as a whole (skill authoring, summaries, compaction). Raises ``LLMError``.
 
         ``timeout`` bounds the whole call, retries and their waits included, so a caller closing
-        a session against an unreachable provider is never held longer than it asked.
+        a session against an unreachable provider is never held longer than it asked. The answer
+        is streamed: giving up (the deadline, or ``cancel`` set) closes the connection at once,
+        and a one-at-a-time local server, which notices a closed connection only between the
+        tokens of a stream, stops working for a request nobody waits for any more.
         """
         lib = _lib()
+        cancel = cancel or threading.Event()
         deadline = time.monotonic() + timeout
+        sent = sendable(messages)
         last: LLMError | None = None
         for attempt in range(1, MAX_TRIES + 1):
+            left = max(deadline - time.monotonic(), 0.1)
+            kwargs = self._request_args(min(left, READ_TIMEOUT)) | {"messages": sent, "stream": True}
+            chunks = _Pump(lambda: lib.completion(**kwargs))
+            parts: list[str] = []
             try:
-                response = lib.completion(messages=sendable(messages), **self._request_args(max(deadline - time.monotonic(), 0.1)))
-                return response.choices[0].message.content or ""
+                for chunk in chunks.iterate(cancel, deadline):
+                    for choice in getattr(chunk, "choices", None) or []:
+                        parts.append(getattr(getattr(choice, "delta", None), "content", None) or "")
+                if cancel.is_set():
+                    raise LLMError(f"{self._where}: the request was abandoned.")
+                if time.monotonic() >= deadline:
+                    raise LLMError(f"{self._where} did not finish answering within {timeout:g} s.")
+                return "".join(parts)
             except Exception as exc:  # noqa: BLE001
                 last = map_error(exc, self.config)
+                if parts:  # some text came: the answer was cut, a retry would pay for it again
+                    break
                 wait = _retry_delay(exc, attempt)
                 if not last.retryable or attempt == MAX_TRIES or time.monotonic() + wait >= deadline:
                     break
-                time.sleep(wait)
+                if cancel.wait(wait):
+                    break
+            finally:
+                chunks.abandon()
         assert last is not None
         raise last
 
@@ -386,8 +407,8 @@ class _Pump:
         finally:
             self._close_stream()
 
-    def iterate(self, cancel: threading.Event) -> Iterator[Any]:
-        while not cancel.is_set():
+    def iterate(self, cancel: threading.Event, deadline: float | None = None) -> Iterator[Any]:
+        while not cancel.is_set() and (deadline is None or time.monotonic() < deadline):
             try:
                 item = self._queue.get(timeout=0.05)
             except queue.Empty:
@@ -410,6 +431,14 @@ class _Pump:
         """Ask the reader thread to close the stream; it does so at its next chunk or at once
         when it is done. Closing from here would race its ``for`` loop over the same stream."""
         self._closed.set()
+
+    def abandon(self) -> None:
+        """Close the stream now, even while the reader thread waits for the next chunk: a request
+        nobody waits for must not keep a one-at-a-time server busy until its next token. The
+        reader then fails on the closed stream, which nobody reads any more."""
+        self._closed.set()
+        if self._thread.is_alive():
+            self._close_stream()
 
 
 def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -167,7 +167,7 @@ class AgentLoop:
         yield TurnFinished("".join(texts), tool_count, reason)
         self._last_turn = self.history[start:]
         if tool_count >= LEARN_THRESHOLD and reason == "done":
-            learned = propose_skill(self.llm, self.skills, self._last_turn)
+            learned = propose_skill(self.llm, self.skills, self._last_turn, self._cancel)  # cancel() abandons it
             if learned is not None:
                 yield learned
 
@@ -176,15 +176,17 @@ class AgentLoop:
         if not self._last_turn:
             yield Notice("Nothing to learn from yet: run a task first.")
             return
-        learned = propose_skill(self.llm, self.skills, self._last_turn)
+        self._cancel.clear()  # a cancel of the turn before does not abandon this request
+        learned = propose_skill(self.llm, self.skills, self._last_turn, self._cancel)
         yield learned or Notice("Nothing worth saving as a skill in the last turn.")
 
-    def close(self, timeout: float = 15.0) -> str | None:
-        """End the session: store and return its summary (None when empty or unreachable)."""
+    def close(self, timeout: float = 15.0, cancel: threading.Event | None = None) -> str | None:
+        """End the session: store and return its summary (None when empty, unreachable or abandoned:
+        at ``timeout`` or ``cancel`` the request's connection is closed)."""
         messages = [m.to_llm() for m in self.memory.get_messages(self.session_id)]
         if not messages:
             return None
-        summary = summarize_session(self.llm, messages, timeout=timeout)
+        summary = summarize_session(self.llm, messages, timeout=timeout, cancel=cancel)
         if summary:
             self.memory.set_summary(self.session_id, summary)
         return summary

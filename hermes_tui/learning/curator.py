@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,7 +27,8 @@ TRANSCRIPT_CHARS = 40_000
 
 
 class Completer(Protocol):
-    def complete(self, messages: list[dict[str, Any]], *, timeout: float = ...) -> str: ...
+    def complete(self, messages: list[dict[str, Any]], *, timeout: float = ...,
+                 cancel: threading.Event | None = ...) -> str: ...
 
 
 class ProposalError(ValueError):
@@ -110,19 +112,21 @@ EXISTING_SHOWN = 25  # existing skills named in the authoring prompt (the closes
 
 
 def propose_skill(
-    llm: Completer, skills: SkillManager, transcript: Sequence[dict[str, Any]]
+    llm: Completer, skills: SkillManager, transcript: Sequence[dict[str, Any]],
+    cancel: threading.Event | None = None,
 ) -> SkillLearned | Notice | None:
     """Ask the model to author or refine a skill from ``transcript``; save it; report what happened.
 
     ``SkillLearned`` for a new skill or version; a ``Notice`` when the proposal was kept as a
     pending version (the user edited the file) or refused (the guard flagged it); None when there
     was nothing to save. Never raises for a provider failure or a bad answer: they are logged.
+    Setting ``cancel`` abandons the request and closes its connection (the user wants the model).
     """
     prompt = SKILL_AUTHORING_PROMPT.format(
         existing=_existing(skills, transcript), transcript=render_transcript(transcript)
     )
     try:
-        answer = llm.complete([{"role": "user", "content": prompt}])
+        answer = llm.complete([{"role": "user", "content": prompt}], cancel=cancel)
     except LLMError as exc:
         log.warning("skill proposal skipped: %s", exc.message)
         return None
@@ -160,13 +164,17 @@ def _existing(skills: SkillManager, transcript: Sequence[dict[str, Any]]) -> str
     return "\n".join(f"- {s.name}: {json.dumps(s.description, ensure_ascii=False)}" for s in shown.values()) or "(none)"
 
 
-def summarize_session(llm: Completer, transcript: Sequence[dict[str, Any]], *, timeout: float = 30.0) -> str | None:
-    """A first-person note for a future self, or None (empty session, provider failure)."""
+def summarize_session(llm: Completer, transcript: Sequence[dict[str, Any]], *, timeout: float = 30.0,
+                      cancel: threading.Event | None = None) -> str | None:
+    """A first-person note for a future self, or None (empty session, provider failure, abandoned).
+
+    At ``timeout``, or when ``cancel`` is set, the request is abandoned and its connection closed.
+    """
     if not any(m.get("role") == "user" for m in transcript):
         return None
     prompt = SESSION_SUMMARY_PROMPT.format(transcript=render_transcript(transcript, tool_chars=200))
     try:
-        summary = llm.complete([{"role": "user", "content": prompt}], timeout=timeout).strip()
+        summary = llm.complete([{"role": "user", "content": prompt}], timeout=timeout, cancel=cancel).strip()
     except LLMError as exc:
         log.warning("session summary skipped: %s", exc.message)
         return None

@@ -629,12 +629,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for number, event in enumerate(events[: reply.cut_after] if cut else events):
-            if number and reply.chunk_delay and self.server.owner._wait(reply.chunk_delay):
-                cut = True
-                break
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-            self.wfile.flush()
+        try:
+            for number, event in enumerate(events[: reply.cut_after] if cut else events):
+                if number and reply.chunk_delay and self.server.owner._wait(reply.chunk_delay):
+                    cut = True
+                    break
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+        except OSError:
+            self.server.owner._hung_up()
+            raise
         if cut:  # end the response without its final chunk, as a dying server or proxy would
             self.close_connection = True
             _hang_up(self.connection)
@@ -686,6 +690,7 @@ class FakeLLMServer:
         self.stream_usage = True
         """Send the usage chunk asked for with ``stream_options``; llama.cpp's server never does."""
         self.violations: list[str] = []  # why strict mode refused requests
+        self.hang_ups = 0  # streams whose client closed the connection before their end
         self.refused: list[RecordedRequest] = []  # requests answered by a strict or context-length refusal
 
     # lifecycle
@@ -804,6 +809,10 @@ class FakeLLMServer:
             self.refused.append(request)
             self.violations.append(refusal.reason)
         return refusal
+
+    def _hung_up(self) -> None:
+        with self._lock:
+            self.hang_ups += 1
 
     def _track(self, connection: socket.socket, open_: bool) -> None:
         with self._lock:
