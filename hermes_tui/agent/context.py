@@ -33,7 +33,7 @@ from hermes_tui.agent.prompts import (
     COMPACTION_SECTIONS,
 )
 from hermes_tui.config import Config
-from hermes_tui.learning.curator import render_transcript
+from hermes_tui.learning.curator import TRANSCRIPT_CHARS, render_transcript
 from hermes_tui.llm import LLMClient, LLMError
 from hermes_tui.providers import provider
 
@@ -48,6 +48,10 @@ TRIM_HEAD, TRIM_TAIL = 2_000, 600
 SUMMARY_TOOL_CHARS = 800
 """Characters of each tool result the summarizer sees."""
 SUMMARY_TIMEOUT = 120.0
+SUMMARY_PROMPT_TOKENS, SUMMARY_ANSWER_TOKENS = 600, 700
+"""Tokens of the compaction prompt without its transcript, and set aside for the summary written."""
+CHARS_PER_TOKEN, MIN_TRANSCRIPT_CHARS = 3, 1_500
+"""A cautious characters-per-token ratio, and the least of a transcript worth summarizing."""
 LEARNED_SHARE = 0.9
 """After a "too long" refusal the window is taken to be at most this share of what was sent."""
 NEAR_WINDOW = 0.5
@@ -265,7 +269,8 @@ class ContextWindow:
         prompt = COMPACTION_PROMPT.format(
             focus=COMPACTION_FOCUS.format(focus=focus.strip()) if focus and focus.strip() else "",
             previous=self.summary or "(none: this is the first compaction)",
-            transcript=render_transcript(folded, tool_chars=SUMMARY_TOOL_CHARS) or "(no new messages)",
+            transcript=render_transcript(folded, tool_chars=SUMMARY_TOOL_CHARS,
+                                         max_chars=self._transcript_chars()) or "(no new messages)",
         )
         try:
             text = self.llm.complete([{"role": "user", "content": prompt}], timeout=SUMMARY_TIMEOUT).strip()
@@ -273,6 +278,13 @@ class ContextWindow:
             log.warning("compaction summary failed: %s", exc.message)
             return "", "the model could not write the summary"
         return text, None if text else "the model's summary was empty"
+
+
+    def _transcript_chars(self) -> int:
+        """What of the transcript the summarizer is shown: its request must fit the window too
+        (a local model's 2,048 tokens hold a few thousand characters, not 40,000)."""
+        room = self.limit() - SUMMARY_PROMPT_TOKENS - SUMMARY_ANSWER_TOKENS - self._summary_tokens()
+        return max(MIN_TRANSCRIPT_CHARS, min(TRANSCRIPT_CHARS, room * CHARS_PER_TOKEN))
 
 
 def trimmed(content: str) -> str:

@@ -86,8 +86,9 @@ def parse_proposal(text: str) -> Proposal | None:
     return Proposal(name, fields["DESCRIPTION"], triggers, body)
 
 
-def render_transcript(messages: Sequence[dict[str, Any]], *, tool_chars: int = TOOL_RESULT_CHARS) -> str:
-    """Plain-text transcript with tool results trimmed, newest part kept when too long."""
+def render_transcript(messages: Sequence[dict[str, Any]], *, tool_chars: int = TOOL_RESULT_CHARS,
+                      max_chars: int = TRANSCRIPT_CHARS) -> str:
+    """Plain-text transcript with tool results trimmed, newest part kept when over ``max_chars``."""
     parts: list[str] = []
     for message in messages:
         role = message.get("role")
@@ -105,7 +106,7 @@ def render_transcript(messages: Sequence[dict[str, Any]], *, tool_chars: int = T
             function = call.get("function", {})
             parts.append(f"[{role} calls {function.get('name')}] {function.get('arguments') or '{}'}")
     text = "\n".join(parts)
-    return text if len(text) <= TRANSCRIPT_CHARS else "[... earlier part trimmed ...]\n" + text[-TRANSCRIPT_CHARS:]
+    return text if len(text) <= max_chars else "[... earlier part trimmed ...]\n" + text[-max_chars:]
 
 
 EXISTING_SHOWN = 25  # existing skills named in the authoring prompt (the closest, then the most used)
