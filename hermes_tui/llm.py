@@ -284,18 +284,27 @@ class LLMClient:
                 chunks.close()
         result.cancelled = cancel.is_set()
         result.tool_calls = [] if result.cancelled else calls.finish()
-        result.usage = self._usage(usage)
+        result.usage = self._usage(usage, messages, tools)
         yield result
 
     @property
     def _where(self) -> str:
         return f"{self.config.provider} ({self.config.model})"
 
-    def _usage(self, usage: Any) -> Usage | None:
-        """Token counts (cache reads and writes included) and their cost, from litellm's usage."""
+    def _usage(self, usage: Any, messages: list[dict[str, Any]] | None = None,
+               tools: list[dict[str, Any]] | None = None) -> Usage | None:
+        """Token counts (cache reads and writes included) and their cost, from litellm's usage.
+
+        A server that sends no usage in streams (llama.cpp's) gets litellm's stand-in, counted
+        from the messages alone; it is recognised by being exactly that count, and replaced by a
+        count that includes the tool schemas, marked ``estimated``.
+        """
         if not usage:
             return None
         prompt = getattr(usage, "prompt_tokens", 0) or 0
+        if messages and tools and prompt and prompt == self._count_quietly(messages, None):
+            return Usage(self._count_quietly(messages, tools) or prompt, getattr(usage, "completion_tokens", 0) or 0,
+                         None, estimated=True)
         completion = getattr(usage, "completion_tokens", 0) or 0
         details = getattr(usage, "prompt_tokens_details", None)
         read = getattr(usage, "cache_read_input_tokens", 0) or getattr(details, "cached_tokens", 0) or 0
@@ -347,6 +356,13 @@ class LLMClient:
                 chunks.abandon()
         assert last is not None
         raise last
+
+    def _count_quietly(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int | None:
+        try:
+            return self.count_tokens(messages, tools)
+        except Exception:  # noqa: BLE001 - a count is a nicety; never fail an answer for it
+            log.debug("token count failed", exc_info=True)
+            return None
 
     def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of a request as litellm counts them for this model (its tokenizer, or tiktoken)."""

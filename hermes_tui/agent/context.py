@@ -35,7 +35,7 @@ from hermes_tui.agent.prompts import (
 from hermes_tui.config import Config
 from hermes_tui.learning.curator import TRANSCRIPT_CHARS, render_transcript
 from hermes_tui.llm import LLMClient, LLMError
-from hermes_tui.providers import provider
+from hermes_tui.windows import SERVER, Window, window_of
 
 log = logging.getLogger(__name__)
 
@@ -87,18 +87,28 @@ class ContextWindow:
     learned_limit: int | None = None  # what a provider's "too long" refusal taught
     _counts: dict[tuple[int, bool], tuple[dict[str, Any], int]] = field(default_factory=dict, repr=False)
     _summary_count: tuple[str | None, int] = field(default=(None, 0), repr=False)
-    _known: int | None = field(default=None, repr=False)  # the window before anything was learned
+    _known: Window | None = field(default=None, repr=False)  # the window before anything was learned
 
     # -- the window
 
     def limit(self) -> int:
-        """The input window in tokens: litellm's model table, else HERMES_CONTEXT_TOKENS, else the
-        provider's fallback in the provider table."""
-        if self._known is None:
-            self._known = (self.llm.max_input_tokens() or self.config.context_tokens
-                           or provider(self.config.provider).context_window)
-        known = self._known
+        """The input window in tokens (``hermes_tui.windows``: a local server's own answer, litellm's
+        model table, HERMES_CONTEXT_TOKENS, else the provider's assumed fallback), or less when a
+        "too long" refusal taught so."""
+        known = self.window().tokens
         return min(known, self.learned_limit) if self.learned_limit else known
+
+    def window(self) -> Window:
+        """The window before anything was learned, and where it comes from (asked once)."""
+        if self._known is None:
+            table = None if self.config.provider_info.window_probe else self.llm.max_input_tokens()
+            self._known = window_of(self.config, table)
+        return self._known
+
+    @property
+    def assumed(self) -> bool:
+        """No one said what the window is: the number is the provider table's conservative guess."""
+        return self.learned_limit is None and self.window().assumed
 
     def threshold(self) -> int:
         return int(self.limit() * self.config.compact_at)
@@ -120,6 +130,8 @@ class ContextWindow:
         """The error's message, with what the window was taken to be when an empty answer may mean it is wrong."""
         if not error.empty:
             return error.message
+        if self.learned_limit is None and self.window().source == SERVER:
+            return f"{error.message.rstrip('.')}. This request was ~{sent_tokens:,} tokens of its {self.limit():,}."
         return (f"{error.message.rstrip('.')}. This request was ~{sent_tokens:,} tokens against a window taken to be "
                 f"{self.limit():,}; if the server's window is smaller, set HERMES_CONTEXT_TOKENS to it.")
 

@@ -232,7 +232,8 @@ class AgentLoop:
         if result.usage:
             self._count(result.usage)
         self.context_fill = (tokens, self.context.limit())
-        yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context_fill[1])
+        yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context_fill[1],
+                      context_assumed=self.context.assumed)
         return result
 
     def _compact(self, focus: str | None = None, manual: bool = False) -> Iterator[Event]:
@@ -253,7 +254,8 @@ class AgentLoop:
         """A zero-token usage event that tells surfaces how full the window is now."""
         specs = self.tools.specs()
         self.context_fill = (self.context.tokens(self.history, self._fixed_tokens(specs)), self.context.limit())
-        return Usage(context_tokens=self.context_fill[0], context_limit=self.context_fill[1])
+        return Usage(context_tokens=self.context_fill[0], context_limit=self.context_fill[1],
+                     context_assumed=self.context.assumed)
 
     def _fixed_tokens(self, specs: list[dict[str, Any]]) -> int:
         """Tokens of the system prompt and the tool schemas (counted once per tool set)."""
