@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
@@ -165,7 +166,7 @@ class Config:
                                            cwd or Path.cwd())
         provider = _check_provider(env.get("HERMES_PROVIDER") or "anthropic")
         model = (env.get("HERMES_MODEL") or "").strip() or DEFAULT_MODELS[provider]
-        api_base = (env.get("HERMES_API_BASE") or "").strip() or None
+        api_base = _api_base(env, "HERMES_API_BASE")
         if PROVIDER_TABLE[provider].requires_base and not api_base:
             raise ConfigError(
                 f"HERMES_API_BASE is not set: the {provider} provider needs the server's URL "
@@ -283,6 +284,26 @@ def _hosts(env: Mapping[str, str], name: str) -> tuple[str, ...]:
             raise ConfigError(f"{name} has {host!r}, which is not a host name: list names like "
                               "hermes.example.com (no '*', scheme, port or path).")
     return hosts
+
+
+def _api_base(env: Mapping[str, str], name: str) -> str | None:
+    """The endpoint URL, checked now: without a scheme every request would fail later as a "server error"."""
+    value = (env.get(name) or "").strip()
+    if not value:
+        return None
+    if "://" not in value:
+        raise ConfigError(f"{name}={value!r} has no scheme: write it with http:// or https:// in front, "
+                          f"e.g. http://{value}.")
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ConfigError(f"{name}={value!r} is not an http:// or https:// URL: use e.g. http://localhost:8000/v1.")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1 or port == 0:
+        raise ConfigError(f"{name}={value!r} has no valid host and port: use e.g. http://localhost:8000/v1.")
+    return value
 
 
 def _tokens(env: Mapping[str, str], name: str) -> int | None:

@@ -90,6 +90,8 @@ class Usage(Event):
     cache_write_tokens: int = 0
     context_tokens: int | None = None  # what the request sent counted, against...
     context_limit: int | None = None  # ...the model's input window (surfaces show the share)
+    estimated: bool = False  # the server sent no counts: these are Hermes' own (tool schemas included)
+    context_assumed: bool = False  # nobody said what the window is: context_limit is a conservative guess
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,11 @@ def test_started_inside_home_reads_its_env_as_home(hermes_home: Path, monkeypatc
         ("HERMES_APPROVAL", "sometimes", "HERMES_APPROVAL"),
         ("HERMES_WEB_ENABLE_SHELL", "maybe", "HERMES_WEB_ENABLE_SHELL"),
         ("HERMES_WEB_TRUSTED_PROXIES", "-1", "HERMES_WEB_TRUSTED_PROXIES"),
+        ("HERMES_API_BASE", "127.0.0.1:8765/v1", "http://127.0.0.1:8765/v1"),
+        ("HERMES_API_BASE", "localhost:8765/v1", "HERMES_API_BASE"),
+        ("HERMES_API_BASE", "ftp://localhost:8765/v1", "HERMES_API_BASE"),
+        ("HERMES_API_BASE", "http://localhost:99999/v1", "HERMES_API_BASE"),
+        ("HERMES_API_BASE", "http:///v1", "HERMES_API_BASE"),
     ],
 )
 def test_invalid_values_name_the_variable(monkeypatch: pytest.MonkeyPatch, hermes_home: Path,

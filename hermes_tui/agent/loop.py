@@ -154,13 +154,13 @@ class AgentLoop:
             try:
                 result = yield from self._call_model(texts)
             except LLMError as exc:
-                if exc.too_long and not retried_too_long:  # compact, then retry once
-                    retried_too_long = True
+                if self.context.overflowed(exc, self._sent_tokens) and not retried_too_long:
+                    retried_too_long = True  # compact, then retry once
                     with self._context_lock:
                         self.context.learn(exc, self._sent_tokens)
                         yield from self._compact()
                     continue
-                yield Error(exc.message, exc.retryable)
+                yield Error(self.context.explain(exc, self._sent_tokens), exc.retryable)
                 reason = "error"
                 break
             retried_too_long = False
@@ -184,7 +184,7 @@ class AgentLoop:
         yield TurnFinished("".join(texts), tool_count, reason)
         self._last_turn = self.history[start:]
         if tool_count >= LEARN_THRESHOLD and reason == "done":
-            learned = propose_skill(self.llm, self.skills, self._last_turn)
+            learned = propose_skill(self.llm, self.skills, self._last_turn, self._cancel)  # cancel() abandons it
             if learned is not None:
                 yield learned
 
@@ -193,21 +193,24 @@ class AgentLoop:
         if not self._last_turn:
             yield Notice("Nothing to learn from yet: run a task first.")
             return
-        learned = propose_skill(self.llm, self.skills, self._last_turn)
+        self._cancel.clear()  # a cancel of the turn before does not abandon this request
+        learned = propose_skill(self.llm, self.skills, self._last_turn, self._cancel)
         yield learned or Notice("Nothing worth saving as a skill in the last turn.")
 
-    def close(self, timeout: float = 15.0) -> str | None:
-        """End the session: store and return its summary (None when empty or unreachable)."""
+    def close(self, timeout: float = 15.0, cancel: threading.Event | None = None) -> str | None:
+        """End the session: store and return its summary (None when empty, unreachable or abandoned:
+        at ``timeout`` or ``cancel`` the request's connection is closed)."""
         messages = [m.to_llm() for m in self.memory.get_messages(self.session_id)]
         if not messages:
             return None
         deadline = time.monotonic() + timeout
-        summary = summarize_session(self.llm, messages, timeout=timeout)
+        summary = summarize_session(self.llm, messages, timeout=timeout, cancel=cancel)
         if summary:
             self.memory.set_summary(self.session_id, summary)
         left = deadline - time.monotonic()
-        if left > 1:  # alongside the summary, within the same budget
-            propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left)
+        if left > 1 and not (cancel is not None and cancel.is_set()):  # alongside, within the same budget
+            propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left,
+                             cancel=cancel)
         return summary
 
     # -- internals ----------------------------------------------------------------------------
@@ -251,7 +254,8 @@ class AgentLoop:
         if result.usage:
             self._count(result.usage)
         self.context_fill = (tokens, self.context.limit())
-        yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context_fill[1])
+        yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context_fill[1],
+                      context_assumed=self.context.assumed)
         return result
 
     def _compact(self, focus: str | None = None, manual: bool = False) -> Iterator[Event]:
@@ -263,7 +267,7 @@ class AgentLoop:
         checkpoint = self.context.checkpoint(self.history)
         if checkpoint is not None and self.context.summary:
             self.memory.add_compaction(self.session_id, checkpoint[0], self.context.summary, checkpoint[1])
-        how = " (the model could not write the summary; your messages were kept)" if done.fallback else ""
+        how = f" ({done.note})" if done.note else ""
         yield Notice(f"Compacted the conversation: {done.before:,} → {done.after:,} tokens of "
                      f"{self.context.limit():,}{how}.")
         return True
@@ -272,7 +276,8 @@ class AgentLoop:
         """A zero-token usage event that tells surfaces how full the window is now."""
         specs = self.tools.specs()
         self.context_fill = (self.context.tokens(self.history, self._fixed_tokens(specs)), self.context.limit())
-        return Usage(context_tokens=self.context_fill[0], context_limit=self.context_fill[1])
+        return Usage(context_tokens=self.context_fill[0], context_limit=self.context_fill[1],
+                     context_assumed=self.context.assumed)
 
     def _freeze_memory(self, first_message: str) -> None:
         """Put the curated facts in the system prompt once, ranked against the session's first message."""

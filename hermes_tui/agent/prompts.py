@@ -125,6 +125,10 @@ Previous summary:
 Conversation to summarize:
 {transcript}"""
 
+COMPACTION_SECTIONS = ("Goals and constraints", "Facts to remember", "Tasks", "Files touched", "Decisions",
+                       "Errors met", "Current state")
+"""The headings COMPACTION_PROMPT asks for: a summary without all of them is not kept."""
+
 COMPACTION_FOCUS = "\nThe user asked you to focus on: {focus}"
 
 COMPACTED_VIEW_HEADER = (

@@ -178,7 +178,8 @@ class HermesApp(App[int]):
         for status in self.query(StatusLine):  # none while the app shuts down
             loop = self.session.loop
             status.set_usage(total.prompt_tokens, total.completion_tokens, total.cost_usd,
-                             loop.context_fill if loop is not None else None)
+                             loop.context_fill if loop is not None else None, estimated=total.estimated,
+                             assumed=loop is not None and loop.context_fill is not None and loop.context.assumed)
 
     # -- panes
 
@@ -262,7 +263,8 @@ class HermesApp(App[int]):
         if session_id is not None:
             usage = message.usage
             self.usage.add(session_id, f"{self.config.provider}:{self.config.model}", usage.prompt_tokens,
-                           usage.completion_tokens, usage.cache_read_tokens, usage.cost_usd)
+                           usage.completion_tokens, usage.cache_read_tokens, usage.cost_usd,
+                           estimated=usage.estimated)
         self.show_usage()
 
     def on_chat_pane_skills_changed(self) -> None:

@@ -146,10 +146,14 @@ class CommandRunner:
             "marked undone. Your message is back in the prompt.")
 
     async def _cost(self, argument: str) -> None:
-        from hermes_tui.tui.session_tools import cost_markdown
+        from hermes_tui.tui.session_tools import cost_markdown, window_line
 
         rows = self.app.usage.of(self.app.session.session_id)
-        await self.app.chat.add_help(cost_markdown(rows))
+        loop = self.app.session.loop
+        window = None
+        if loop is not None and loop.context_fill is not None:  # known once a request was counted
+            window = window_line(loop.context.limit(), loop.context.window().source, loop.context.assumed)
+        await self.app.chat.add_help(cost_markdown(rows, window))
 
     async def _remember(self, argument: str) -> None:
         from hermes_tui.memory import facts
