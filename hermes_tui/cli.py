@@ -17,6 +17,7 @@ from hermes_tui.config import Config, ConfigError
 from hermes_tui.events import (
     Error,
     Event,
+    FilesChanged,
     Notice,
     SkillLearned,
     TextDelta,
@@ -62,6 +63,10 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         return doctor_main(argv[1:])
     if argv[:1] == ["skills"]:  # hermes-tui skills import DIR
         return skills_main(argv[1:])
+    if argv[:1] == ["checkpoints"]:  # hermes-tui checkpoints list|restore N
+        from hermes_tui.checkpoints_cli import checkpoints_main
+
+        return checkpoints_main(argv[1:])
     args = tui_parser().parse_args(argv)
     try:
         config = Config.load().with_overrides(provider=args.provider, model=args.model)
@@ -266,6 +271,11 @@ class _Output:
             self._err(f"{mark} {event.name} ({event.seconds:.1f} s){': ' + first if not event.ok else ''}")
         elif isinstance(event, Notice):
             self._err(event.message)
+        elif isinstance(event, FilesChanged):
+            files = ", ".join(f"{f['path']} ({f['status']})" for f in event.files[:10])
+            more = f" and {len(event.files) - 10} more" if len(event.files) > 10 else ""
+            self._err(f"changed {len(event.files)} file(s): {files}{more}; 'hermes-tui checkpoints restore "
+                      f"{event.checkpoint}' undoes them")
         elif isinstance(event, Error):
             self._err(f"error: {event.message}")
         elif isinstance(event, SkillLearned):

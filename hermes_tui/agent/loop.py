@@ -15,6 +15,7 @@ from dataclasses import replace
 from collections.abc import Iterator
 from typing import Any
 
+from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
 from hermes_tui.agent.history import checked_arguments, repair
 from hermes_tui.agent.prompts import INDEX_LIMIT, MAIN_SYSTEM_PROMPT, relevant_skills_note, skills_index
@@ -69,6 +70,7 @@ class AgentLoop:
             approver=None if config.approval == "always" else approver,
             home=config.home, secrets=Secrets.from_config(config),
         )
+        self.checkpoints = TurnCheckpoints(config.home, config.workspace)
         self._cancel = threading.Event()
         self._last_turn: list[dict[str, Any]] = []
         self.prompt_tokens = 0
@@ -131,6 +133,7 @@ class AgentLoop:
         message_id = self.memory.add_message(self.session_id, "user", text)
         note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS))
         self.history.append({"role": "user", "content": text + note, "_id": message_id})
+        self.checkpoints.start_turn(self.session_id, message_id, text)
 
         texts: list[str] = []
         tool_count = 0
@@ -164,6 +167,8 @@ class AgentLoop:
                 break
         else:
             yield Notice(f"Stopped after {MAX_STEPS} steps without a final answer. Ask me to continue if needed.")
+        if (changed := self.checkpoints.end_turn()) is not None:
+            yield changed
         yield TurnFinished("".join(texts), tool_count, reason)
         self._last_turn = self.history[start:]
         if tool_count >= LEARN_THRESHOLD and reason == "done":
@@ -270,6 +275,8 @@ class AgentLoop:
         if self._cancel.is_set():
             ok, output = False, "Cancelled by the user before it ran."
         else:
+            if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
+                yield Notice(notice)
             if call.name in APPROVAL_TOOLS and self.tools.approver is not None:
                 yield ApprovalNeeded(call.id, call.name, shown)
             result = self.tools.execute(call.name, call.arguments, cancel=self._cancel)
