@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from hermes_tui.agent.checkpoints import Checkpoint, CheckpointError, CheckpointStore, RestorePlan
+from hermes_tui.agent.checkpoints import FILES_SHOWN, CheckpointError, CheckpointStore, describe_plan, file_lines, headline
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.textsafe import printable
 
 EXIT_OK, EXIT_ERROR = 0, 1
-FILES_SHOWN = 10
-VERB = {"added": "recreate", "modified": "restore", "deleted": "delete"}
 
 
 def checkpoints_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
@@ -53,25 +50,9 @@ def _list(store: CheckpointStore) -> int:
     _say(f"Checkpoints of {store.workspace} (newest last; 'restore N' goes back to before N):")
     for checkpoint in checkpoints:
         _say(headline(checkpoint))
-        for line in _file_lines([(c.status, c.path) for c in checkpoint.files]):
+        for line in file_lines([(c.status, c.path) for c in checkpoint.files]):
             _say("    " + line)
     return EXIT_OK
-
-
-def headline(checkpoint: Checkpoint) -> str:
-    """One line per checkpoint: number, time, session, what was asked, how many files."""
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(checkpoint.created))
-    where = f"session {checkpoint.session_id}" if checkpoint.session_id is not None else checkpoint.kind
-    count = f"{len(checkpoint.files)} file{'s' if len(checkpoint.files) != 1 else ''}" if checkpoint.finished \
-        else "unfinished turn"
-    return f"#{checkpoint.number}  {when}  {where}  {count}  {checkpoint.prompt}"
-
-
-def _file_lines(pairs: list[tuple[str, str]]) -> list[str]:
-    lines = [f"{status:<8} {path}" for status, path in pairs[:FILES_SHOWN]]
-    if len(pairs) > FILES_SHOWN:
-        lines.append(f"… and {len(pairs) - FILES_SHOWN} more")
-    return lines
 
 
 def _restore(store: CheckpointStore, number: int, *, yes: bool, overwrite: bool, stdin: TextIO) -> int:
@@ -105,17 +86,6 @@ def _restore(store: CheckpointStore, number: int, *, yes: bool, overwrite: bool,
         _say(f"This restore is checkpoint {result.checkpoint.number}: 'hermes-tui checkpoints restore "
              f"{result.checkpoint.number}' undoes it.")
     return EXIT_OK
-
-
-def describe_plan(plan: RestorePlan) -> list[str]:
-    """What a restore will do, as lines: the turns it undoes, each file, and the conflicts."""
-    numbers = ", ".join(f"#{c.number}" for c in plan.covered)
-    lines = [f"Restoring to before checkpoint {plan.target.number} ({plan.target.prompt}) undoes {numbers}:"]
-    lines += ["  " + line for line in _file_lines([(VERB[a.status], a.path) for a in plan.actions])]
-    if plan.conflicts:
-        lines.append(f"Changed since by someone else (kept unless you choose to overwrite): "
-                     f"{', '.join(sorted(plan.conflicts)[:FILES_SHOWN])}")
-    return lines
 
 
 def _ask(question: str, stdin: TextIO) -> bool:

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 NO_GIT = ("git is not installed, so Hermes keeps no checkpoints: /undo cannot restore files. "
           "Install git to have them.")
 PROMPT_CHARS = 80
+FILES_SHOWN = 10  # files listed per checkpoint or plan; the rest are counted
+VERB = {"added": "recreate", "modified": "restore", "deleted": "delete"}  # a plan's action, said
 Kind = Literal["turn", "restore"]
 
 
@@ -320,6 +322,34 @@ class TurnCheckpoints:
         if self.store is None:
             self.store = CheckpointStore(self.home, self.workspace)
         return self.store
+
+
+def headline(checkpoint: Checkpoint) -> str:
+    """One line per checkpoint: number, time, session, how many files, what was asked."""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(checkpoint.created))
+    where = f"session {checkpoint.session_id}" if checkpoint.session_id is not None else checkpoint.kind
+    count = (f"{len(checkpoint.files)} file{'s' if len(checkpoint.files) != 1 else ''}" if checkpoint.finished
+             else "unfinished turn")
+    return f"#{checkpoint.number}  {when}  {where}  {count}  {checkpoint.prompt}"
+
+
+def file_lines(pairs: list[tuple[str, str]]) -> list[str]:
+    """``(what, path)`` pairs as aligned lines, at most ``FILES_SHOWN`` and a count of the rest."""
+    lines = [f"{what:<8} {path}" for what, path in pairs[:FILES_SHOWN]]
+    if len(pairs) > FILES_SHOWN:
+        lines.append(f"… and {len(pairs) - FILES_SHOWN} more")
+    return lines
+
+
+def describe_plan(plan: RestorePlan) -> list[str]:
+    """What a restore will do, as lines: the checkpoints it undoes, each file, and the conflicts."""
+    numbers = ", ".join(f"#{c.number}" for c in plan.covered)
+    lines = [f"Restoring to before checkpoint {plan.target.number} ({plan.target.prompt}) undoes {numbers}:"]
+    lines += ["  " + line for line in file_lines([(VERB[a.status], a.path) for a in plan.actions])]
+    if plan.conflicts:
+        lines.append(f"Changed since by someone else (kept unless you choose to overwrite): "
+                     f"{', '.join(sorted(plan.conflicts)[:FILES_SHOWN])}")
+    return lines
 
 
 def _first_line(text: str) -> str:
