@@ -12,7 +12,7 @@ from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import UserMessage
 from hermes_tui.tui.rewind import RestoreScreen, RewindScreen
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.test_tui_app import conversation, notices, run, send, send_and_wait, server, text_of, wait_for
+from tests.test_tui_app import conversation, notices, run, send, server, text_of, wait_for
 
 __all__ = ["server"]
 
@@ -30,6 +30,14 @@ def queue_changing_turn(server: FakeLLMServer) -> None:
     )
 
 
+async def send_and_finish(app: HermesApp, pilot: Pilot, text: str) -> None:
+    """Send and wait for the turn to end; the first turn waits for the stream helper to import litellm,
+    which takes a minute on a busy machine."""
+    await send(app, pilot, text)
+    await wait_for(pilot, lambda: not app.chat.busy, timeout=300)
+    await pilot.pause()
+
+
 def plan_text(app: HermesApp) -> str:
     return text_of(app.screen.query_one("#restore-plan"))
 
@@ -39,7 +47,7 @@ def test_undo_restores_files_and_keeps_one_changed_since(server: FakeLLMServer, 
     queue_changing_turn(server)
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        await send_and_wait(app, pilot, "tidy the notes")
+        await send_and_finish(app, pilot, "tidy the notes")
         assert any("Changed 2 file(s): made.txt, notes.txt" in n for n in notices(app))
         (workspace / "made.txt").write_text("I edited this myself\n")  # after the turn
         await send(app, pilot, "/undo")
@@ -70,7 +78,7 @@ def test_undo_can_be_cancelled_or_leave_the_files(server: FakeLLMServer, workspa
     queue_changing_turn(server)
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        await send_and_wait(app, pilot, "make files")
+        await send_and_finish(app, pilot, "make files")
         await send(app, pilot, "/undo")
         await wait_for(pilot, lambda: isinstance(app.screen, RestoreScreen))
         await pilot.press("enter")  # Cancel has the focus: a stray Enter changes nothing
@@ -91,7 +99,7 @@ def test_undo_of_a_turn_without_file_changes_does_not_ask(server: FakeLLMServer)
     server.queue(Reply(text="Just talk."))
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        await send_and_wait(app, pilot, "hello")
+        await send_and_finish(app, pilot, "hello")
         await send(app, pilot, "/undo")
         await wait_for(pilot, lambda: app.chat.prompt.text == "hello")
         assert not isinstance(app.screen, RestoreScreen)

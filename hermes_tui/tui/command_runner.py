@@ -154,8 +154,12 @@ class CommandRunner:
         async def chosen(choice: Choice | None) -> None:
             if choice is None:
                 await self.app.chat.add_notice("Nothing undone.")
-            elif choice == "chat" or await self.rewinder.restore(plan, choice):
+                return
+            restored = await self.rewinder.restore(plan, choice) if choice != "chat" else ""
+            if restored is not None:
                 await self._undo_conversation()
+            if restored:
+                await self.app.chat.add_notice(restored)
 
         self.rewinder.ask(plan, undo=True, then=chosen)
 

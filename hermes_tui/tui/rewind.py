@@ -187,22 +187,21 @@ class FileRewinder:
 
         self.app.push_screen(RestoreScreen(plan, undo=undo), answered)
 
-    async def restore(self, plan: RestorePlan, choice: Choice) -> bool:
-        """Carry out the choice; say what happened in the chat; True when it went through."""
+    async def restore(self, plan: RestorePlan, choice: Choice) -> str | None:
+        """Carry out the choice: the line saying what happened, or None when it failed (said in the chat)."""
         store = self.store
         try:
             result = await asyncio.to_thread(store.restore, plan, overwrite=choice == "all",
                                              session_id=self.app.session.session_id)
         except CheckpointError as exc:
             await self.app.chat.add_notice(str(exc), "error")
-            return False
+            return None
         line = f"Restored {len(result.restored)} file(s) to how they were before checkpoint {plan.target.number}."
         if result.kept:
             line += f" Kept the changed version of {printable(', '.join(result.kept))}."
         if result.checkpoint is not None:
             line += f" The restore is checkpoint {result.checkpoint.number}: /rewind undoes it."
-        await self.app.chat.add_notice(line)
-        return True
+        return line
 
     async def rewind(self) -> None:
         """/rewind: pick a checkpoint, see the plan, choose."""
@@ -230,8 +229,8 @@ class FileRewinder:
             async def chosen(choice: Choice | None) -> None:
                 if choice is None:
                     await self.app.chat.add_notice("Nothing restored.")
-                else:
-                    await self.restore(plan, choice)
+                elif (line := await self.restore(plan, choice)) is not None:
+                    await self.app.chat.add_notice(line)
 
             self.ask(plan, undo=False, then=chosen)
 
