@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from hermes_tui.agent.paths import check_not_secret, protected_folders
+from hermes_tui.agent.paths import check_not_secret, protected_folders, secret_name
 from hermes_tui.agent.shadow_git import Change, ShadowError, ShadowRepo, find_git
 from hermes_tui.events import FilesChanged
 from hermes_tui.private import private_dir
@@ -123,8 +123,13 @@ class CheckpointStore:
                                     excluded=self._protected_inside())
         return self._repo
 
-    def _secret(self, path: str) -> str | None:
-        return check_not_secret(self.workspace / path, home=self.home)
+    def _secret(self, path: str, is_link: bool) -> str | None:
+        """Secrets stay out of snapshots. git lists no path through a symlinked folder, so only a
+        link itself needs its target resolved; other files are judged by name (fast: 10,000 of them
+        on the first snapshot)."""
+        if is_link:
+            return check_not_secret(self.workspace / path, home=self.home)
+        return secret_name(tuple(path.split("/")))
 
     def _protected_inside(self) -> list[str]:
         """HERMES_HOME or the log folder, when inside the workspace, as anchored ignore lines."""

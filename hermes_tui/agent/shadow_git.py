@@ -8,7 +8,8 @@ command or change bytes. The workspace's ``.gitignore`` files are honoured. File
 ``MAX_FILE_BYTES``, secrets (``paths.check_not_secret``) and nested repositories are left out.
 
 Speed: a snapshot asks git for what changed since the last one (``ls-files -m -o``, which compares
-the index's stat data) and stages only those paths, so an unchanged tree costs one git process.
+the index's stat data) and stages only those paths (``update-index --stdin``), so an unchanged tree
+costs one git process.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ DEFAULT_EXCLUDES = ("node_modules/", ".venv/", "__pycache__/", ".mypy_cache/", "
 _CONFIG = {
     "core.hooksPath": "/dev/null",
     "core.fsmonitor": "false",
+    "core.excludesFile": os.devnull,  # the workspace's .gitignore files only, the same for everyone
     "core.autocrlf": "false",
     "core.safecrlf": "false",
     "core.symlinks": "true",
@@ -65,18 +67,18 @@ def find_git() -> str | None:
 class ShadowRepo:
     """Snapshots of one workspace as commits chained on ``refs/hermes/head``.
 
-    ``skip(relative_path)`` says why a path must stay out (a secret), or None. The caller serializes
-    calls (one index): see ``CheckpointStore``'s lock.
+    ``skip(relative_path, is_link)`` says why a path must stay out (a secret), or None. The caller
+    serializes calls (one index): see ``CheckpointStore``'s lock.
     """
 
     HEAD = "refs/hermes/head"
 
     def __init__(self, git_dir: Path, workspace: Path, git: str, *,
-                 skip: Callable[[str], str | None] | None = None, excluded: Sequence[str] = ()) -> None:
+                 skip: Callable[[str, bool], str | None] | None = None, excluded: Sequence[str] = ()) -> None:
         self.git_dir = Path(os.path.abspath(git_dir))
         self.workspace = Path(os.path.realpath(workspace))
         self.git = git
-        self._skip = skip or (lambda _path: None)
+        self._skip = skip or (lambda _path, _link: None)
         self._excluded = tuple(excluded)  # extra anchored ignore lines (HERMES_HOME inside the workspace...)
         self._env = _clean_environment(self.git_dir, self.workspace)
 
@@ -134,11 +136,12 @@ class ShadowRepo:
                 unstage.append(path)
         if head is not None and not stage and not unstage:
             return head
+        # update-index takes the paths as they are (no pathspec matching: linear in their number)
+        # and, with --remove, records a vanished file as deleted.
         if stage:
-            self._run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=_nul(stage))
+            self._run("update-index", "--add", "--remove", "-z", "--stdin", stdin=_nul(stage))
         if unstage:
-            self._run("rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
-                      "--pathspec-file-nul", stdin=_nul(unstage))
+            self._run("update-index", "--force-remove", "-z", "--stdin", stdin=_nul(unstage))
         tree = self._run("write-tree").decode().strip()
         if head is not None and self._run("rev-parse", f"{head}^{{tree}}").decode().strip() == tree:
             return head
@@ -157,7 +160,7 @@ class ShadowRepo:
             return False
         if not stat.S_ISLNK(info.st_mode) and (not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES):
             return False  # too big, or a FIFO, socket or device
-        return self._skip(path) is None
+        return self._skip(path, stat.S_ISLNK(info.st_mode)) is None
 
     # -- reading snapshots
 
