@@ -102,8 +102,10 @@ class ShadowRepo:
             return
         self.git_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._run("init", "-q")
-        for key, value in _CONFIG.items():
-            self._run("config", key, value)
+        with open(self.git_dir / "config", "a", encoding="utf-8") as config:  # one write, not a git per key
+            for key, value in _CONFIG.items():
+                section, name = key.split(".")
+                config.write(f"[{section}]\n\t{name} = {value}\n")
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
         (info / "attributes").write_text(_ATTRIBUTES)
