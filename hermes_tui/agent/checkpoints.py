@@ -262,8 +262,8 @@ class CheckpointStore:
             self._append({"n": number, "kind": "restore", "session": session_id, "message": None,
                           "prompt": prompt, "time": time.time(), "before": now})
             try:
-                self.repo.restore(plan.target.before, [a.path for a in chosen if a.status != "deleted"],
-                                  [a.path for a in chosen if a.status == "deleted"])
+                blocked = self.repo.restore(plan.target.before, [a.path for a in chosen if a.status != "deleted"],
+                                            [a.path for a in chosen if a.status == "deleted"])
             except (ShadowError, OSError) as exc:
                 raise CheckpointError(f"The restore failed partway: {exc}. 'hermes-tui checkpoints list' "
                                       f"shows checkpoint {number}, which undoes what it did.") from None
@@ -272,7 +272,8 @@ class CheckpointStore:
                 files = self.repo.changes(now, after)
                 self._append({"n": number, "after": after, "files": [[c.status, c.path] for c in files]})
             record = Checkpoint(number, "restore", session_id, None, prompt, time.time(), now, after, tuple(files))
-        return RestoreResult(tuple(chosen), kept, record)
+        restored = tuple(a for a in chosen if a.path not in blocked)
+        return RestoreResult(restored, tuple(sorted({*kept, *blocked})), record)
 
 
 class TurnCheckpoints:

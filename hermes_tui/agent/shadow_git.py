@@ -5,7 +5,8 @@ process gets an environment that ignores the system and global configuration and
 variable of the caller; the shadow's own configuration turns hooks, fsmonitor, filters and line-ending
 conversion off, so nothing in the workspace (``.gitattributes``, hooks, a hostile config) can run a
 command or change bytes. The workspace's ``.gitignore`` files are honoured. Files over
-``MAX_FILE_BYTES``, secrets (``paths.check_not_secret``) and nested repositories are left out.
+``MAX_FILE_BYTES`` and secrets (``paths``' rules) are left out, and so is every ``.git``, nested
+repositories' included (their files are snapshotted like any other).
 
 Speed: a snapshot asks git for what changed since the last one (``ls-files -m -o``, which compares
 the index's stat data) and stages only those paths (``update-index --stdin``), so an unchanged tree
@@ -130,20 +131,26 @@ class ShadowRepo:
         unstage: list[str] = []
         for entry in filter(None, listed):
             tag, path = entry[:1], os.fsdecode(entry[2:])
-            if path.endswith("/"):  # a nested repository: not ours to copy
-                continue
             if self._keep(path):
                 stage.append(path)
             elif tag != b"?":  # tracked before, now too big or a secret: out of the snapshot
                 unstage.append(path)
         if head is not None and not stage and not unstage:
             return head
-        # update-index takes the paths as they are (no pathspec matching: linear in their number)
-        # and, with --remove, records a vanished file as deleted.
-        if stage:
-            self._run("update-index", "--add", "--remove", "-z", "--stdin", stdin=_nul(stage))
+        try:
+            return self._commit(head, stage, unstage, message)
+        except ShadowError:
+            if head is not None:  # the index must match the last snapshot, or changes would go unseen
+                self._run("read-tree", head, check=False)
+            raise
+
+    def _commit(self, head: str | None, stage: list[str], unstage: list[str], message: str) -> str:
+        # update-index takes the paths as they are (no pathspec matching) and, with --remove, records a
+        # vanished file as deleted; --replace lets a file become a folder or the other way round.
         if unstage:
             self._run("update-index", "--force-remove", "-z", "--stdin", stdin=_nul(unstage))
+        if stage:
+            self._run("update-index", "--add", "--remove", "--replace", "-z", "--stdin", stdin=_nul(stage))
         tree = self._run("write-tree").decode().strip()
         if head is not None and self._run("rev-parse", f"{head}^{{tree}}").decode().strip() == tree:
             return head
@@ -182,12 +189,12 @@ class ShadowRepo:
 
     # -- restoring
 
-    def restore(self, commit: str, paths: Sequence[str], delete: Sequence[str]) -> None:
-        """Write ``paths`` as they are in ``commit`` and delete ``delete`` from the workspace."""
-        if paths:
-            # The work tree only: the index keeps matching the last snapshot, so the next one sees these.
-            self._run("restore", f"--source={commit}", "--worktree", "--pathspec-from-file=-",
-                      "--pathspec-file-nul", stdin=_nul(paths))
+    def restore(self, commit: str, paths: Sequence[str], delete: Sequence[str]) -> list[str]:
+        """Delete ``delete`` from the workspace, then write ``paths`` as they are in ``commit``.
+
+        A path to write that is a folder holding other files now is left alone (git would remove the
+        folder with everything in it); those paths are returned.
+        """
         for path in delete:
             target = self.workspace / path
             try:
@@ -196,6 +203,13 @@ class ShadowRepo:
             except FileNotFoundError:
                 continue
             _remove_empty_parents(target.parent, self.workspace)
+        blocked = [p for p in paths if (self.workspace / p).is_dir() and not (self.workspace / p).is_symlink()]
+        writable = [p for p in paths if p not in set(blocked)]
+        if writable:
+            # The work tree only: the index keeps matching the last snapshot, so the next one sees these.
+            self._run("restore", f"--source={commit}", "--worktree", "--pathspec-from-file=-",
+                      "--pathspec-file-nul", stdin=_nul(writable))
+        return blocked
 
 
 def _remove_empty_parents(folder: Path, root: Path) -> None:
