@@ -181,3 +181,17 @@ def test_without_git_one_notice_and_no_checkpoints(loop_parts, fake_llm_env: Fak
     again = list(loop.run_turn("again"))
     assert not any(isinstance(e, Notice) for e in again)  # said once
     assert not (loop_parts[0].home / "checkpoints").exists()
+
+
+def test_a_restore_keeps_a_folder_that_holds_someone_elses_files(hermes_home: Path, workspace: Path) -> None:
+    (workspace / "thing").write_text("a file\n")
+    store = CheckpointStore(hermes_home, workspace)
+    checkpoint = store.begin("turn", 1, 1, "make it a folder")
+    (workspace / "thing").unlink()
+    (workspace / "thing").mkdir()
+    (workspace / "thing" / "by-agent.txt").write_text("x")
+    done = store.finish(checkpoint)
+    (workspace / "thing" / "mine.txt").write_text("the user's")  # never Hermes': not in any plan
+    result = store.restore(store.plan(done.number), overwrite=True)
+    assert result.kept == ("thing",)
+    assert sorted(p.name for p in (workspace / "thing").iterdir()) == ["mine.txt"]
