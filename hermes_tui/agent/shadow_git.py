@@ -15,7 +15,6 @@ costs one git process.
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import stat
@@ -24,8 +23,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-
-log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 GIT_TIMEOUT = 120.0  # seconds; the first snapshot of a big tree hashes every file

@@ -9,7 +9,6 @@ thread (``asyncio.to_thread``), never on the event loop.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal
 
@@ -32,8 +31,6 @@ from hermes_tui.textsafe import printable
 
 if TYPE_CHECKING:
     from hermes_tui.tui.app import HermesApp
-
-log = logging.getLogger(__name__)
 
 Choice = Literal["all", "keep", "chat"]
 """``all``: restore every file; ``keep``: all but those changed since; ``chat``: the conversation only."""
