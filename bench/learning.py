@@ -8,7 +8,8 @@ the published corpus. Prints; never fails.
    facts): whether the fact relevant to the first message still gets in.
 2. What the memory and instruction blocks cost, in tokens (the provider's tokenizer via litellm).
 3. The router on the corpus: hint precision and recall, and search R@3, on the development queries.
-4. Near-duplicates: 50 curator proposals of 10 procedures (5 wordings each): how many skills remain.
+4. Near-duplicates: 50 curator proposals of 10 procedures (5 wordings each): how many skills remain;
+   and how many published skills the check would take for another one.
 5. Ranking after failures: skill outcomes are not recorded yet, so this says so.
 """
 
@@ -26,6 +27,7 @@ from hermes_tui.config import Config
 from hermes_tui.memory import facts
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
+from hermes_tui.skills.similar import CANDIDATES, near_duplicate
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 
 FACTS = [
@@ -113,6 +115,14 @@ def router(corpus: Path, queries: Path) -> None:
         print(f"3. router on {manager.count():,} published skills, {len(pairs)} development queries:")
         print(f"   search R@3 {found / len(pairs):.2f}; hints: recall {hinted_right / len(pairs):.2f}, "
               f"precision {hinted_right / max(shown, 1):.2f} ({shown} hints shown)")
+        skills = manager.list()
+        twins = 0
+        for skill in skills:  # proposed anew, would a published skill be taken for another one?
+            query = " ".join([skill.name.split("/")[-1].replace("-", " "), skill.description, *skill.triggers])
+            twins += near_duplicate(skill, [c for c in manager.search(query, limit=CANDIDATES)
+                                            if c.name != skill.name]) is not None
+        print(f"   near-duplicate check: {twins} of {len(skills):,} published skills resemble another one "
+              f"enough to be merged ({twins / max(len(skills), 1):.1%}; the corpus has real duplicates too)")
         manager.close()
 
 

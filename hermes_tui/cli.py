@@ -26,9 +26,11 @@ from hermes_tui.events import (
     ToolCallStarted,
     TurnFinished,
 )
+from hermes_tui.secrets import withhold_from_environment
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.mcp.manager import McpManager
 
 # Documented in the README ("Exit codes"); scripts rely on them.
 EXIT_OK = 0
@@ -51,7 +53,7 @@ def tui_parser() -> argparse.ArgumentParser:
     parser.add_argument("--session", type=int, metavar="ID", help="continue the session with this id")
     parser.add_argument("--provider", help="override HERMES_PROVIDER")
     parser.add_argument("--model", help="override HERMES_MODEL")
-    parser.add_argument("--yes", action="store_true", help="with -p: allow run_bash and write_file without asking")
+    parser.add_argument("--yes", action="store_true", help="with -p: allow run_bash, write_file and MCP tools without asking")
     parser.add_argument("--version", action="version", version=f"hermes-tui {__version__}")
     return parser
 
@@ -59,6 +61,8 @@ def tui_parser() -> argparse.ArgumentParser:
 def tui_main(argv: Sequence[str] | None = None) -> int:
     """The ``hermes-tui`` program; called with ``argv`` (tests, other code) it only returns."""
     as_program = argv is None  # then a headless run ends the process itself (_exit_now)
+    if as_program:  # no child of this process (shell, helpers) ever inherits a key
+        withhold_from_environment()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["doctor"]:
         return doctor_main(argv[1:])
@@ -70,6 +74,8 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         return checkpoints_main(argv[1:])
     if argv[:1] == ["context"]:
         return context_main(argv[1:])
+    if argv[:1] == ["mcp"]:  # hermes-tui mcp list|approve|enable|disable
+        return mcp_main(argv[1:])
     args = tui_parser().parse_args(argv)
     try:
         config = Config.load().with_overrides(provider=args.provider, model=args.model)
@@ -78,6 +84,11 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     for line in config.warnings:
         print(f"hermes: {line}", file=sys.stderr)
+    if args.prompt is not None:  # the app says it on screen
+        from hermes_tui.agent.sandbox import startup_notice
+
+        if line := startup_notice(config):
+            print(f"hermes: {line}", file=sys.stderr)
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
 
@@ -163,14 +174,17 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     except StoreError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    mcp = _start_mcp(config, out)
     try:
         agent = build_agent(config, memory, SkillManager(config.skills_dir),
-                            headless_surface(None if args.yes else deny), session_id=args.session)
+                            headless_surface(None if args.yes else deny, mcp), session_id=args.session)
     except ValueError as exc:
         memory.close()
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
     try:
+        if mcp is not None:
+            _wait_for_mcp(mcp, out)
         code = _drive(agent, text, out)
         if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM) and args.session is not None:
             # A one-shot session is not summarized: its one prompt and answer are stored and
@@ -180,6 +194,27 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         return code
     finally:
         memory.close()
+        if mcp is not None:
+            mcp.close(timeout=3.0)
+
+
+def _start_mcp(config: Config, out: _Output) -> McpManager | None:
+    """The declared MCP servers, starting in the background (None when none are declared)."""
+    from hermes_tui.agent.mcp.manager import McpManager
+
+    manager = McpManager(config.home, config.workspace)
+    manager.subscribe(out.notice)
+    manager.start()
+    return manager if manager.statuses() else None
+
+
+def _wait_for_mcp(manager: McpManager, out: _Output) -> None:
+    """Before the first request: wait (bounded) for the servers; name those still starting."""
+    from hermes_tui.agent.mcp.config import wait_seconds
+
+    seconds = wait_seconds()
+    for name in manager.wait_ready(seconds):
+        out.notice(f"MCP server {name} is not ready after {seconds:g} s: this turn runs without its tools.")
 
 
 def _drive(agent: AgentLoop, text: str, out: _Output) -> int:
@@ -365,6 +400,48 @@ def context_main(argv: Sequence[str]) -> int:
         print(json.dumps(report.to_dict()))
     else:
         print("\n".join(printable(line) for line in report.lines()))
+def mcp_main(argv: Sequence[str]) -> int:
+    """``hermes-tui mcp list|approve|enable|disable`` (hermes_tui/agent/mcp/)."""
+    parser = argparse.ArgumentParser(prog="hermes-tui mcp", description="The MCP servers of mcp.json and .mcp.json.")
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("list", help="start the servers; show each one's status, tools and schema tokens")
+    for name, what in (("approve", "allow a server of the workspace's .mcp.json to run (this exact entry)"),
+                       ("enable", "start this server again from now on"), ("disable", "do not start this server")):
+        commands.add_parser(name, help=what).add_argument("server")
+    args = parser.parse_args(argv)
+    from hermes_tui.agent.mcp import report
+    from hermes_tui.agent.mcp.config import McpState, declared, wait_seconds
+    from hermes_tui.agent.mcp.manager import McpManager
+
+    try:
+        config = Config.load()
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.command in (None, "list"):
+        manager = McpManager(config.home, config.workspace)
+        manager.subscribe(lambda line: print(f"hermes: {line}", file=sys.stderr))
+        manager.start()
+        manager.wait_ready(wait_seconds())
+        statuses = manager.statuses()
+        manager.close(timeout=3.0)
+        if not statuses:
+            print(f"No MCP servers declared: add them to {config.home / 'mcp.json'} or the workspace's .mcp.json.")
+        for status in statuses:
+            print(report.summary(status))
+        return EXIT_OK
+    found = {spec.name: spec for spec in declared(config.home, config.workspace).specs}
+    spec = found.get(args.server)
+    if spec is None:
+        print(f"hermes: no MCP server {args.server!r}; declared: {', '.join(found) or 'none'}.", file=sys.stderr)
+        return EXIT_ERROR
+    state = McpState(config.home, config.workspace)
+    if args.command == "approve":
+        state.approve(spec)
+        print(f"Approved: {report.entry(spec)}")
+    else:
+        state.set_enabled(spec, args.command == "enable")
+        print(f"{spec.name} is {args.command}d.")
     return EXIT_OK
 
 
@@ -406,6 +483,8 @@ def web_main(argv: Sequence[str] | None = None) -> int:
     from hermes_tui.memory.errors import StoreError
     from hermes_tui.web.serve import serve
 
+    if argv is None:  # the program itself: no child ever inherits a key
+        withhold_from_environment()
     try:
         serve(argv)
     except (ConfigError, StoreError) as exc:

@@ -12,7 +12,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import replace
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 from hermes_tui.agent.checkpoints import TurnCheckpoints
@@ -20,7 +20,9 @@ from hermes_tui.agent.context import ContextWindow
 from hermes_tui.agent.history import checked_arguments, repair
 from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.prompts import relevant_skills_note
-from hermes_tui.agent.tools import APPROVAL_TOOLS, Approver, ToolRegistry
+from hermes_tui.agent.sandbox import Sandbox
+from hermes_tui.agent.toolkit import Tool
+from hermes_tui.agent.tools import Approver, ToolRegistry
 from hermes_tui.config import Config
 from hermes_tui.events import (
     ApprovalNeeded,
@@ -64,7 +66,10 @@ class AgentLoop:
         enable_write: bool = True,
         approver: Approver | None = None,
         llm: LLMClient | None = None,
+        extra_tools: Callable[[int], Sequence[Tool]] | None = None,
     ) -> None:
+        """``extra_tools(window)``: more tools, asked before each model call with the context
+        window in tokens (the MCP servers' tools, which may come and go)."""
         self.config = config
         self.memory = memory
         self.skills = skills
@@ -72,7 +77,8 @@ class AgentLoop:
         self.tools = ToolRegistry(
             config.workspace, memory, skills, enable_shell=enable_shell, enable_write=enable_write,
             approver=None if config.approval == "always" else approver,
-            home=config.home, secrets=Secrets.from_config(config),
+            home=config.home, secrets=Secrets.from_config(config), sandbox=Sandbox.from_config(config),
+            extra_tools=(lambda: extra_tools(self.context.limit())) if extra_tools is not None else None,
         )
         self.checkpoints = TurnCheckpoints(config.home, config.workspace)
         self._cancel = threading.Event()
@@ -316,7 +322,7 @@ class AgentLoop:
         else:
             if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
                 yield Notice(notice)
-            if call.name in APPROVAL_TOOLS and self.tools.approver is not None:
+            if self.tools.needs_approval(call.name):
                 yield ApprovalNeeded(call.id, call.name, shown)
             result = self.tools.execute(call.name, call.arguments, cancel=self._cancel)
             ok, output, receipt = result.ok, result.output, result.receipt

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.sandbox import Sandbox
     from hermes_tui.memory.facts import FactStore
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
@@ -38,6 +39,7 @@ class ToolContext:
     facts: FactStore | None = None  # curated memory (the memory tool)
     session_id: int | None = None  # the session the call belongs to (provenance)
     message_id: int | None = None  # the user message of the turn (provenance)
+    sandbox: Sandbox | None = None  # how run_bash confines commands (None: the default, sandboxed)
     cancel: threading.Event = field(default_factory=threading.Event)
 
 
@@ -48,8 +50,10 @@ class Tool:
     ``run(ctx, **arguments)`` returns a ``ToolResult``; raising ``PathError`` is turned into a failed
     result. ``needs_approval``: the approver is asked first. ``cancellable``: ``run`` watches
     ``ctx.cancel``. ``summary_arg``: the argument a one-line display of the call shows. ``switch``:
-    the surface option (``shell``/``write``) that removes the tool when off. ``changes_files``: it may
-    change files in the workspace, so a checkpoint is taken before its first call in a turn.
+    the surface option (``shell``/``write``) that removes the tool when off. ``check``: how the
+    arguments are validated, ``check(parameters, arguments) -> problem or None``; None means
+    ``check_arguments`` (our own small schemas; MCP tools bring full JSON Schemas). ``changes_files``:
+    it may change files in the workspace, so a checkpoint is taken before its first call in a turn.
     """
 
     name: str
@@ -61,6 +65,7 @@ class Tool:
     summary_arg: str | None = None
     switch: Literal["shell", "write"] | None = None
     changes_files: bool = False
+    check: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None
 
     def spec(self) -> dict[str, Any]:
         return {

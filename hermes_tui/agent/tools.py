@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_tui.agent.paths import PathError, display_path, open_in_workspace
 from hermes_tui.agent.memory_tools import MEMORY_TOOLS
+from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.skill_tools import SKILL_TOOLS
 from hermes_tui.agent.shell import BASH_DEFAULT_TIMEOUT, BASH_MAX_TIMEOUT, OUTPUT_CAP, run_command
 from hermes_tui.agent.toolkit import (
@@ -30,7 +31,7 @@ from hermes_tui.agent.toolkit import (
     check_arguments,
     schema,
 )
-from hermes_tui.memory.text import HIT_END, HIT_START
+from hermes_tui.memory.framing import framed, screened
 from hermes_tui.secrets import Secrets
 
 if TYPE_CHECKING:
@@ -61,7 +62,8 @@ def run_bash(ctx: ToolContext, command: str, timeout: int = BASH_DEFAULT_TIMEOUT
     if not command.strip():
         return ToolResult(False, "run_bash: command is empty")
     timeout = max(1, min(int(timeout), BASH_MAX_TIMEOUT))
-    outcome = run_command(command, ctx.workspace, timeout, ctx.cancel, ctx.environment)
+    outcome = run_command(command, ctx.workspace, timeout, ctx.cancel, ctx.environment, sandbox=ctx.sandbox,
+                          home=ctx.home)
     if outcome.status == "timeout":
         return ToolResult(False, f"Timed out after {timeout} s; the command and its children were killed.\n{outcome.text}")
     if outcome.status == "cancelled":
@@ -97,16 +99,22 @@ def read_file(ctx: ToolContext, path: str, offset: int = 0, limit: int = READ_CA
     return ToolResult(True, text)
 
 
+class _Cancelled(Exception):
+    """Raised inside a write block so the new content is discarded, not put in place."""
+
+
 def write_file(ctx: ToolContext, path: str, content: str) -> ToolResult:
     data = content.encode("utf-8")
-    with open_in_workspace(ctx.workspace, path, "write", home=ctx.home) as (fd, real):
-        os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            if ctx.cancel.is_set():
-                return ToolResult(False, f"write_file: cancelled by the user; {path!r} is incomplete")
-            written = os.write(fd, view[:_CHUNK])
-            view = view[written:]
+    try:
+        with open_in_workspace(ctx.workspace, path, "write", home=ctx.home) as (fd, real):
+            view = memoryview(data)
+            while view:
+                if ctx.cancel.is_set():
+                    raise _Cancelled
+                written = os.write(fd, view[:_CHUNK])
+                view = view[written:]
+    except _Cancelled:
+        return ToolResult(False, f"write_file: cancelled by the user; {path!r} was left as it was")
     return ToolResult(True, f"wrote {len(data)} bytes to {display_path(ctx.workspace, real)}")
 
 
@@ -136,15 +144,11 @@ def search_memory(ctx: ToolContext, query: str, limit: int = 10) -> ToolResult:
     for s in sessions:
         when = time.strftime("%Y-%m-%d", time.localtime(s.last_activity))
         title = f" ({s.title})" if s.title else ""
-        lines.append(f"- session {s.session_id}{title}, summary, {when}: {_marked(s.snippet)}")
+        lines.append(f"- session {s.session_id}{title}, summary, {when}: {screened(s.snippet)}")
     for hit in hits:
         when = time.strftime("%Y-%m-%d", time.localtime(hit.created))
-        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {_marked(hit.snippet)}")
-    return ToolResult(True, "\n".join(lines))
-
-
-def _marked(snippet: str) -> str:
-    return snippet.replace(HIT_START, "**").replace(HIT_END, "**").replace("\n", " ")
+        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {screened(hit.snippet)}")
+    return ToolResult(True, framed(lines))
 
 
 # -- the declared tool set ---------------------------------------------------------------------
@@ -211,22 +215,32 @@ class ToolRegistry:
         *,
         home: Path | None = None,
         secrets: Secrets | None = None,
+        sandbox: Sandbox | None = None,
         enable_shell: bool = True,
         enable_write: bool = True,
         approver: Approver | None = None,
         tools: Sequence[Tool] = TOOLS,
+        extra_tools: Callable[[], Sequence[Tool]] | None = None,
     ) -> None:
         self.workspace = Path(os.path.realpath(workspace))
         self.memory = memory
         self.skills = skills
         self.home = home
         self.secrets = secrets if secrets is not None else Secrets()
+        self.sandbox = sandbox if sandbox is not None else Sandbox()
         self.approver = approver
         self.facts: FactStore | None = None  # set by the agent: curated memory of its workspace
         self.session_id: int | None = None
         self.message_id: int | None = None  # the turn's user message, set by the agent
         switches = {"shell": enable_shell, "write": enable_write}
         self._tools = {t.name: t for t in tools if t.switch is None or switches[t.switch]}
+        self._extra = extra_tools  # asked at each use: e.g. the MCP servers' tools as they come and go
+
+    def _current(self) -> dict[str, Tool]:
+        """The declared tools plus the extra source's (which never replace a declared one)."""
+        if self._extra is None:
+            return self._tools
+        return {**{t.name: t for t in self._extra()}, **self._tools}
 
     @property
     def names(self) -> list[str]:
@@ -234,10 +248,10 @@ class ToolRegistry:
 
     def specs(self) -> list[dict[str, Any]]:
         """OpenAI-style function schemas of exactly the enabled tools."""
-        return [tool.spec() for tool in self._tools.values()]
+        return [tool.spec() for tool in self._current().values()]
 
     def needs_approval(self, name: str) -> bool:
-        tool = self._tools.get(name)
+        tool = self._current().get(name)
         return tool is not None and tool.needs_approval and self.approver is not None
 
     def changes_files(self, name: str) -> bool:
@@ -266,13 +280,14 @@ class ToolRegistry:
         return ToolResult(result.ok, self.secrets.scrub(result.output), receipt)
 
     def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event) -> ToolResult:
-        tool = self._tools.get(name)
+        current = self._current()
+        tool = current.get(name)
         if tool is None:
-            return ToolResult(False, f"Unknown tool {name!r}. Available tools: {', '.join(self._tools)}.")
+            return ToolResult(False, f"Unknown tool {name!r}. Available tools: {', '.join(current)}.")
         args = self.parse_arguments(arguments)
         if isinstance(args, str):
             return ToolResult(False, f"{name}: {args}")
-        problem = check_arguments(tool.parameters, args)
+        problem = (tool.check or check_arguments)(tool.parameters, args)
         if problem:
             return ToolResult(False, f"{name}: {problem}")
         if tool.needs_approval and self.approver is not None:
@@ -286,7 +301,8 @@ class ToolRegistry:
         ctx = ToolContext(self.workspace, self.memory, self.skills, home=self.home,
                           cancel=cancel if tool.cancellable else threading.Event(),
                           environment=self.secrets.clean_environment(os.environ),
-                          facts=self.facts, session_id=self.session_id, message_id=self.message_id)
+                          facts=self.facts, session_id=self.session_id, message_id=self.message_id,
+                          sandbox=self.sandbox)
         try:
             return tool.run(ctx, **args)
         except PathError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import ConfigError
-from hermes_tui.tui import actions, commands
+from hermes_tui.tui import actions, commands, traces
 from hermes_tui.tui.format import short_path
 
 if TYPE_CHECKING:
@@ -255,6 +255,7 @@ class CommandRunner:
         except OSError as exc:
             app.notify(f"Sent {what} by OSC 52; saving a copy failed: {exc}", severity="warning", markup=False)
             return
+        await asyncio.to_thread(traces.record, app.config.db_path, session_id, path, text)  # for /forget
         app.notify(f"This terminal may ignore OSC 52: {what} is saved in {short_path(path)}.", timeout=8,
                    markup=False)
 
@@ -277,10 +278,16 @@ class CommandRunner:
         except OSError as exc:
             await app.chat.add_notice(f"Could not write {short_path(path)}: {exc.strerror or exc}", "error")
             return
+        await asyncio.to_thread(traces.record, app.config.db_path, session_id, path, text)  # for /forget
         await app.chat.add_notice(f"Exported session {session_id} to {short_path(path)}.")
 
     async def _setup(self, argument: str) -> None:
         self.app.open_setup()
+
+    async def _mcp(self, argument: str) -> None:
+        from hermes_tui.tui.mcp_screen import McpScreen
+
+        self.app.push_screen(McpScreen(self.app.mcp))
 
     async def _forget(self, argument: str) -> None:
         app = self.app

@@ -40,6 +40,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("copy", "[N]", "copy the last answer, or its Nth code block (OSC 52, else a file)"),
     SlashCommand("export", "[path]", "write this session as a Markdown transcript"),
     SlashCommand("setup", "", "provider, key, model and endpoint (checks the endpoint)"),
+    SlashCommand("mcp", "", "the MCP servers: status, tools, schema tokens; enable, disable, approve"),
     SlashCommand("forget", "[id]", "delete a session for good (this one by default); asks first"),
     SlashCommand("exit", "", "save the session summary and quit"),
 )

@@ -16,6 +16,7 @@ from hermes_tui.tui.stores import Stores
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.tools import Approver
 
 log = logging.getLogger(__name__)
@@ -33,10 +34,11 @@ def parse_model_spec(spec: str) -> tuple[str | None, str | None]:
 
 
 class ChatSession:
-    def __init__(self, config: Config, stores: Stores, approver: Approver) -> None:
+    def __init__(self, config: Config, stores: Stores, approver: Approver, mcp: McpManager | None = None) -> None:
         self.config = config
         self.stores = stores
         self.approver = approver
+        self.mcp = mcp
         self.loop: AgentLoop | None = None
 
     @property
@@ -46,7 +48,7 @@ class ChatSession:
     def _make(self, session_id: int | None) -> AgentLoop:
         from hermes_tui.agent.runtime import build_agent, tui_surface
 
-        return build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver),
+        return build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver, self.mcp),
                            session_id=session_id)
 
     def ensure_loop(self) -> AgentLoop:
