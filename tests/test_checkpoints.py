@@ -167,9 +167,12 @@ def test_the_loop_checkpoints_writes_and_shell_commands(loop_parts, fake_llm_env
 
 def test_without_git_one_notice_and_no_checkpoints(loop_parts, fake_llm_env: FakeLLMServer, workspace: Path,
                                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bin_dir = tmp_path / "bin-without-git"
+    bin_dir = tmp_path / "bin-without-git"  # every program on PATH but git: run_bash (and its sandbox) work
     bin_dir.mkdir()
-    (bin_dir / "bash").symlink_to("/bin/bash")  # run_bash still works
+    for folder in os.environ["PATH"].split(os.pathsep):
+        for program in Path(folder).glob("*") if Path(folder).is_dir() else ():
+            if program.name != "git" and not (bin_dir / program.name).exists():
+                (bin_dir / program.name).symlink_to(program)
     monkeypatch.setenv("PATH", str(bin_dir))
     changing_turn(fake_llm_env)
     loop = AgentLoop(*loop_parts)
