@@ -17,6 +17,7 @@ from hermes_tui.config import Config, ConfigError
 from hermes_tui.events import (
     Error,
     Event,
+    FilesChanged,
     Notice,
     Receipt,
     SkillLearned,
@@ -67,6 +68,10 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         return doctor_main(argv[1:])
     if argv[:1] == ["skills"]:  # hermes-tui skills import DIR
         return skills_main(argv[1:])
+    if argv[:1] == ["checkpoints"]:  # hermes-tui checkpoints list|restore N
+        from hermes_tui.checkpoints_cli import checkpoints_main
+
+        return checkpoints_main(argv[1:])
     if argv[:1] == ["context"]:
         return context_main(argv[1:])
     if argv[:1] == ["mcp"]:  # hermes-tui mcp list|approve|enable|disable
@@ -304,6 +309,11 @@ class _Output:
             self._err(f"{mark} {event.name} ({event.seconds:.1f} s){': ' + first if not event.ok else ''}")
         elif isinstance(event, Notice):
             self._err(event.message)
+        elif isinstance(event, FilesChanged):
+            files = ", ".join(f"{f['path']} ({f['status']})" for f in event.files[:10])
+            more = f" and {len(event.files) - 10} more" if len(event.files) > 10 else ""
+            self._err(f"changed {len(event.files)} file(s): {files}{more}; 'hermes-tui checkpoints restore "
+                      f"{event.checkpoint}' undoes them")
         elif isinstance(event, Receipt):
             self._err(event.text)
         elif isinstance(event, Error):

@@ -115,3 +115,15 @@ class Error(Event):
     type: ClassVar[str] = "error"
     message: str = ""
     retryable: bool = False
+
+
+@dataclass(frozen=True)
+class FilesChanged(Event):
+    """The files a turn changed (its tools, ``run_bash`` included), recorded as ``checkpoint``.
+
+    ``files``: ``{"path": relative path, "status": "added" | "modified" | "deleted"}`` each.
+    """
+
+    type: ClassVar[str] = "files_changed"
+    checkpoint: int = 0
+    files: list[dict[str, str]] = field(default_factory=list)

@@ -15,6 +15,7 @@ from dataclasses import replace
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
+from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
 from hermes_tui.agent.history import checked_arguments, repair
 from hermes_tui.agent import fixed_prompt
@@ -79,6 +80,7 @@ class AgentLoop:
             home=config.home, secrets=Secrets.from_config(config), sandbox=Sandbox.from_config(config),
             extra_tools=(lambda: extra_tools(self.context.limit())) if extra_tools is not None else None,
         )
+        self.checkpoints = TurnCheckpoints(config.home, config.workspace)
         self._cancel = threading.Event()
         self._last_turn: list[dict[str, Any]] = []
         self.prompt_tokens = 0
@@ -145,6 +147,7 @@ class AgentLoop:
         self.tools.message_id = message_id
         note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS))
         self.history.append({"role": "user", "content": text + note, "_id": message_id})
+        self.checkpoints.start_turn(self.session_id, message_id, text)
 
         texts: list[str] = []
         tool_count = receipts = 0
@@ -178,6 +181,8 @@ class AgentLoop:
                 break
         else:
             yield Notice(f"Stopped after {MAX_STEPS} steps without a final answer. Ask me to continue if needed.")
+        if (changed := self.checkpoints.end_turn()) is not None:
+            yield changed
         if not receipts and claims_to_remember("".join(texts)):
             yield Notice("The answer says it will remember something, but nothing was saved (no memory call "
                          "succeeded). /remember TEXT saves a fact yourself.")
@@ -320,6 +325,8 @@ class AgentLoop:
         if self._cancel.is_set():
             ok, output = False, "Cancelled by the user before it ran."
         else:
+            if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
+                yield Notice(notice)
             if self.tools.needs_approval(call.name):
                 yield ApprovalNeeded(call.id, call.name, shown)
             result = self.tools.execute(call.name, call.arguments, cancel=self._cancel)

@@ -79,6 +79,16 @@ def _rule_for(parts: tuple[str, ...]) -> SecretRule | None:
     return None
 
 
+def secret_name(parts: tuple[str, ...]) -> str | None:
+    """Why a path made of these components names a secret file (by name alone), or None.
+
+    For callers that already know the path is no symlink and stays inside the workspace (the
+    checkpoint snapshots), and so can skip ``check_not_secret``'s real-path resolution.
+    """
+    rule = _rule_for(parts)
+    return rule.why if rule is not None else None
+
+
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 

@@ -161,6 +161,7 @@ FILE_TOOLS: tuple[Tool, ...] = (
         f"at most {BASH_MAX_TIMEOUT} s.",
         schema({"command": STR, "timeout": INT | {"description": "seconds"}}, ["command"]),
         run_bash, needs_approval=True, cancellable=True, summary_arg="command", switch="shell",
+        changes_files=True,
     ),
     Tool(
         "read_file",
@@ -175,6 +176,7 @@ FILE_TOOLS: tuple[Tool, ...] = (
         "write_file", "Write a text file inside the workspace (replaces it; creates parent folders).",
         schema({"path": STR, "content": STR}, ["path", "content"]),
         write_file, needs_approval=True, cancellable=True, summary_arg="path", switch="write",
+        changes_files=True,
     ),
     Tool(
         "list_dir", "List a folder inside the workspace: names, kinds and sizes.",
@@ -251,6 +253,10 @@ class ToolRegistry:
     def needs_approval(self, name: str) -> bool:
         tool = self._current().get(name)
         return tool is not None and tool.needs_approval and self.approver is not None
+
+    def changes_files(self, name: str) -> bool:
+        tool = self._tools.get(name)
+        return tool is not None and tool.changes_files
 
     def parse_arguments(self, arguments: dict[str, Any] | str | None) -> dict[str, Any] | str:
         """A dict of arguments, or an error message when they are not a JSON object."""

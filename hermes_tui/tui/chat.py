@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         ApprovalNeeded,
         Error,
         Event,
+        FilesChanged,
         Notice,
         Receipt,
         SkillLearned,
@@ -293,6 +294,12 @@ class ChatPane(Widget):
 
     async def _show_error(self, event: Error) -> None:
         await self.add_notice(event.message, "error")
+
+    async def _show_files_changed(self, event: FilesChanged) -> None:
+        await self._end_block()
+        names = ", ".join(f["path"] for f in event.files[:5]) + (" …" if len(event.files) > 5 else "")
+        await self.add_notice(f"Changed {len(event.files)} file(s): {names} (checkpoint {event.checkpoint}; "
+                              "/undo restores them)")
 
     async def _show_skill_learned(self, event: SkillLearned) -> None:
         verb = "Learned skill" if event.created else "Refined skill"

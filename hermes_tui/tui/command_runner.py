@@ -14,12 +14,14 @@ from hermes_tui.tui.format import short_path
 
 if TYPE_CHECKING:
     from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.rewind import Choice, FileRewinder
 
 
 
 class CommandRunner:
     def __init__(self, app: HermesApp) -> None:
         self.app = app
+        self._rewinder: FileRewinder | None = None
 
     async def run(self, invocation: commands.Invocation, typed: str = "") -> None:
         """Run a command; an unknown one goes back to the prompt (``typed``) with a hint."""
@@ -130,9 +132,44 @@ class CommandRunner:
         await self.app.chat.add_notice("Retrying your last message; the previous answer is left out.")
         await self.app.send(text)
 
+    @property
+    def rewinder(self) -> FileRewinder:
+        """What /undo and /rewind do with files (hermes_tui/tui/rewind.py), made on first use."""
+        if self._rewinder is None:
+            from hermes_tui.tui.rewind import Choice, FileRewinder
+
+            self._rewinder = FileRewinder(self.app)
+        return self._rewinder
+
     async def _undo(self, argument: str) -> None:
+        """The last turn out of the conversation; when it changed files, the dialog asks about them first."""
         if await self.refuse_while_busy("/undo"):
             return
+        session = self.app.session
+        message_id = session.last_turn_message_id()
+        plan = await self.rewinder.undo_plan(session.session_id, message_id) if message_id is not None else None
+        if plan is None:
+            await self._undo_conversation()
+            return
+
+        async def chosen(choice: Choice | None) -> None:
+            if choice is None:
+                await self.app.chat.add_notice("Nothing undone.")
+                return
+            restored = await self.rewinder.restore(plan, choice) if choice != "chat" else ""
+            if restored is not None:
+                await self._undo_conversation()
+            if restored:
+                await self.app.chat.add_notice(restored)
+
+        self.rewinder.ask(plan, undo=True, then=chosen)
+
+    async def _rewind(self, argument: str) -> None:
+        if await self.refuse_while_busy("/rewind"):
+            return
+        await self.rewinder.rewind()
+
+    async def _undo_conversation(self) -> None:
         taken = self.app.session.retract_last_turn()
         if taken is None:
             await self.app.chat.add_notice("Nothing to undo yet.")

@@ -69,6 +69,11 @@ class ChatSession:
             self.loop.history[:] = [m for m in self.loop.history if m.get("_id") not in undone]
         return self.loop
 
+    def last_turn_message_id(self) -> int | None:
+        """The store id of the last user message still in the conversation (what /undo takes out)."""
+        users = [m for m in (self.loop.history if self.loop else []) if m.get("role") == "user"]
+        return int(users[-1]["_id"]) if users and users[-1].get("_id") is not None else None
+
     def retract_last_turn(self) -> tuple[str, list[int]] | None:
         """Take the last user message and everything after it out of what is sent next (the
         memory keeps them); return that message's text as typed and the ids of the messages
