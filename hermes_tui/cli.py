@@ -63,6 +63,9 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["skills"]:  # hermes-tui skills import DIR
         return skills_main(argv[1:])
     args = tui_parser().parse_args(argv)
+    if args.prompt is None and (problem := _needs_headless(args)):
+        print(f"hermes: {problem}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         config = Config.load().with_overrides(provider=args.provider, model=args.model)
     except ConfigError as exc:
@@ -81,6 +84,19 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if as_program:  # end the process now that everything is stored and written
         _exit_now(code)
     return code
+
+
+def _needs_headless(args: argparse.Namespace) -> str | None:
+    """Why the full-screen app cannot start for these arguments, if it cannot.
+
+    Flags that only mean something for one headless turn need -p; and the app draws on a
+    terminal, so on a pipe it refuses at once instead of spinning unseen.
+    """
+    if flags := [flag for flag, on in (("--json", args.json), ("--yes", args.yes)) if on]:
+        return f"{' and '.join(flags)} only work with -p; add -p \"TEXT\" to run one headless turn."
+    if not (_is_tty(sys.stdin) and _is_tty(sys.stdout)):
+        return "the full-screen app needs a terminal; use -p \"TEXT\" (or -p - to read stdin) to run one turn."
+    return None
 
 
 def _exit_now(code: int) -> None:

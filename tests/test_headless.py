@@ -181,3 +181,20 @@ def test_an_old_store_says_it_is_upgrading_before_the_turn(env: FakeLLMServer, h
     assert line.startswith("hermes: Upgrading") and "reindexing 1 message," in line
     result = run_cli("-p", "again")  # upgraded once: not again
     assert "Upgrading" not in result.stderr
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--json"], "--json only work with -p"),
+    (["--yes", "--session", "3"], "--yes only work with -p"),
+    (["--json", "--yes"], "--json and --yes only work with -p"),
+    ([], "the full-screen app needs a terminal"),
+])
+def test_no_full_screen_app_without_p_or_terminal(hermes_home: Path, args: list[str], fragment: str) -> None:
+    """On a pipe the full-screen app once spun unseen for minutes: headless-only flags need -p,
+    and without a terminal the app refuses at once, in one line (stdin and stdout are pipes here)."""
+    result = run_cli(*args, timeout=30)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("hermes: ") and fragment in line
+    assert not (hermes_home / "memory.sqlite3").exists()  # nothing was started
