@@ -108,7 +108,7 @@ class AgentLoop:
 
     def set_model(self, provider: str | None = None, model: str | None = None) -> Config:
         """Switch provider/model for the next call (``/model``); raises ``ConfigError``."""
-        self.config = self.config.with_overrides(provider=provider, model=model)
+        self.config = self.config.switched_to(provider=provider, model=model)
         self.llm = self.llm.with_config(self.config)
         self.context.reset_model(self.llm, self.config)
         return self.config

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from hermes_tui.config import ConfigError
 from hermes_tui.tui import actions, commands
 from hermes_tui.tui.format import short_path
+from hermes_tui.tui.session import model_switch_notice
 
 if TYPE_CHECKING:
     from hermes_tui.tui.app import HermesApp
@@ -70,14 +71,14 @@ class CommandRunner:
             await app.chat.add_notice(
                 f"Model: {app.config.provider}:{app.config.model}. Switch with /model [provider:]model.")
             return
+        before = app.config
         try:
             app.config = app.session.set_model(argument)
         except ConfigError as exc:
             await app.chat.add_notice(str(exc), "error")
             return
         app.show_header()
-        note = "" if app.config.has_api_key else f" ({app.config.key_variable} is not set yet)"
-        await app.chat.add_notice(f"Now using {app.config.provider}:{app.config.model}{note}.")
+        await app.chat.add_notice(model_switch_notice(before, app.config))
 
     async def _skills(self, argument: str) -> None:
         pane = await self.app.show_pane("skills")
