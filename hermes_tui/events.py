@@ -103,3 +103,12 @@ class Error(Event):
     type: ClassVar[str] = "error"
     message: str = ""
     retryable: bool = False
+
+
+@dataclass(frozen=True)
+class Unsent(Event):
+    """The turn failed before any answer: its message is out of the conversation (never sent
+    again, silently merged into the next one) and is offered back to the user to retry or edit."""
+
+    type: ClassVar[str] = "unsent"
+    text: str = ""

@@ -30,6 +30,7 @@ from hermes_tui.events import (
     ToolCallStarted,
     TurnFinished,
     TurnStarted,
+    Unsent,
     Usage,
 )
 from hermes_tui.learning.curator import propose_skill, summarize_session
@@ -164,6 +165,9 @@ class AgentLoop:
                 break
         else:
             yield Notice(f"Stopped after {MAX_STEPS} steps without a final answer. Ask me to continue if needed.")
+        if reason == "error" and self.history[-1].get("_id") == message_id:  # nothing answered
+            self.history.pop()  # never sent again, nor folded into a compaction summary
+            yield Unsent(text)
         yield TurnFinished("".join(texts), tool_count, reason)
         self._last_turn = self.history[start:]
         if tool_count >= LEARN_THRESHOLD and reason == "done":

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         ToolCallFinished,
         ToolCallStarted,
         TurnFinished,
+        Unsent,
         Usage,
     )
     from hermes_tui.memory.store import Message as StoredMessage
@@ -289,6 +290,12 @@ class ChatPane(Widget):
 
     async def _show_error(self, event: Error) -> None:
         await self.add_notice(event.message, "error")
+
+    async def _show_unsent(self, event: Unsent) -> None:
+        self.prompt.give_back(event.text)
+        await self.add_notice("Not sent: the turn failed before any answer, so your message is back in the "
+                              "prompt and out of the conversation. Enter sends it again; edit it first if "
+                              "it caused the error.")
 
     async def _show_skill_learned(self, event: SkillLearned) -> None:
         verb = "Learned skill" if event.created else "Refined skill"
