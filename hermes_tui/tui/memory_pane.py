@@ -136,7 +136,7 @@ class MemoryPane(Widget):
         worker = get_current_worker()
         error: str | None = None
         try:
-            hits = self._store.search(query, limit=RESULT_LIMIT)
+            hits = self._store.recall(query, limit=RESULT_LIMIT)
         except Exception as exc:  # the store should never raise; if it does, say so in one line
             log.exception("memory search failed for %r", query)
             hits, error = [], str(exc) or type(exc).__name__
@@ -166,7 +166,7 @@ class MemoryPane(Widget):
         if not self._hits:
             return Content.assemble("No matches for “", printable(query), "”")
         count = len(self._hits)
-        more = " (the best shown)" if count == RESULT_LIMIT else ""
+        more = " (the best shown)" if count >= RESULT_LIMIT else ""
         return Content.assemble(f"{count} match{'es' if count != 1 else ''} for “", printable(query), f"”{more}")
 
     # -- events
@@ -222,4 +222,4 @@ class MemoryPane(Widget):
     def _open(self, index: int) -> None:
         if 0 <= index < len(self._hits):
             hit = self._hits[index]
-            self.post_message(OpenTranscript(hit.session_id, hit.message_id))
+            self.post_message(OpenTranscript(hit.session_id, hit.message_id or None))  # 0: a summary
