@@ -18,6 +18,7 @@ from hermes_tui.events import (
     Error,
     Event,
     Notice,
+    Receipt,
     SkillLearned,
     TextDelta,
     ToolCallFinished,
@@ -62,6 +63,8 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         return doctor_main(argv[1:])
     if argv[:1] == ["skills"]:  # hermes-tui skills import DIR
         return skills_main(argv[1:])
+    if argv[:1] == ["context"]:
+        return context_main(argv[1:])
     args = tui_parser().parse_args(argv)
     if args.prompt is None and (problem := _needs_headless(args)):
         print(f"hermes: {problem}", file=sys.stderr)
@@ -282,6 +285,8 @@ class _Output:
             self._err(f"{mark} {event.name} ({event.seconds:.1f} s){': ' + first if not event.ok else ''}")
         elif isinstance(event, Notice):
             self._err(event.message)
+        elif isinstance(event, Receipt):
+            self._err(event.text)
         elif isinstance(event, Error):
             self._err(f"error: {event.message}")
         elif isinstance(event, SkillLearned):
@@ -326,6 +331,46 @@ def skills_main(argv: Sequence[str]) -> int:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print("\n".join(report.lines()))
+    return EXIT_OK
+
+
+def context_main(argv: Sequence[str]) -> int:
+    """``hermes-tui context``: what a new session here would send before any message, part by part."""
+    parser = argparse.ArgumentParser(
+        prog="hermes-tui context",
+        description="Show the fixed prompt of a new session in this folder (system rules, tools, skills "
+                    "index, instruction files) with token counts.")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument("--approve", metavar="PATH", type=Path,
+                        help="let this held-back instruction file into later sessions (this exact content)")
+    args = parser.parse_args(argv)
+    from hermes_tui.agent import instructions
+    from hermes_tui.agent.runtime import context_report, headless_surface
+    from hermes_tui.memory.store import MemoryStore, StoreError
+    from hermes_tui.skills.manager import SkillManager
+    from hermes_tui.textsafe import printable
+
+    try:
+        config = Config.load()
+        if args.approve is not None:
+            wanted = args.approve.resolve()
+            held = [f for f in instructions.load(config.home, config.workspace).held_back if f.path == wanted]
+            if not held:
+                print(f"hermes: {args.approve} is not a held-back instruction file here "
+                      "(hermes-tui context lists them)", file=sys.stderr)
+                return EXIT_ERROR
+            instructions.approve(config.home, held[0])
+            print(f"Approved {printable(held[0].label)}: later sessions read it while its content stays the same.")
+            return EXIT_OK
+        with MemoryStore(config.db_path) as memory:
+            report = context_report(config, memory, SkillManager(config.skills_dir), headless_surface(None))
+    except (ConfigError, StoreError, OSError) as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(report.to_dict()))
+    else:
+        print("\n".join(printable(line) for line in report.lines()))
     return EXIT_OK
 
 

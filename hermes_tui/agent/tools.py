@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.agent.paths import PathError, display_path, open_in_workspace
+from hermes_tui.agent.memory_tools import MEMORY_TOOLS
 from hermes_tui.agent.skill_tools import SKILL_TOOLS
 from hermes_tui.agent.shell import BASH_DEFAULT_TIMEOUT, BASH_MAX_TIMEOUT, OUTPUT_CAP, run_command
 from hermes_tui.agent.toolkit import (
@@ -33,6 +34,7 @@ from hermes_tui.memory.text import HIT_END, HIT_START
 from hermes_tui.secrets import Secrets
 
 if TYPE_CHECKING:
+    from hermes_tui.memory.facts import FactStore
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
 
@@ -179,7 +181,7 @@ FILE_TOOLS: tuple[Tool, ...] = (
     ),
 )
 
-TOOLS: tuple[Tool, ...] = (*FILE_TOOLS, *SKILL_TOOLS)
+TOOLS: tuple[Tool, ...] = (*FILE_TOOLS, *MEMORY_TOOLS, *SKILL_TOOLS)
 APPROVAL_TOOLS = frozenset(tool.name for tool in TOOLS if tool.needs_approval)
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
@@ -213,6 +215,9 @@ class ToolRegistry:
         self.home = home
         self.secrets = secrets if secrets is not None else Secrets()
         self.approver = approver
+        self.facts: FactStore | None = None  # set by the agent: curated memory of its workspace
+        self.session_id: int | None = None
+        self.message_id: int | None = None  # the turn's user message, set by the agent
         switches = {"shell": enable_shell, "write": enable_write}
         self._tools = {t.name: t for t in tools if t.switch is None or switches[t.switch]}
 
@@ -246,7 +251,8 @@ class ToolRegistry:
                 cancel: threading.Event | None = None) -> ToolResult:
         """Run one call; the result's output is always scrubbed of secret values."""
         result = self._execute(name, arguments, cancel or threading.Event())
-        return ToolResult(result.ok, self.secrets.scrub(result.output))
+        receipt = self.secrets.scrub(result.receipt) if result.receipt else None
+        return ToolResult(result.ok, self.secrets.scrub(result.output), receipt)
 
     def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event) -> ToolResult:
         tool = self._tools.get(name)
@@ -268,7 +274,8 @@ class ToolRegistry:
         # A tool not declared cancellable is never stopped halfway (e.g. a skill file half written).
         ctx = ToolContext(self.workspace, self.memory, self.skills, home=self.home,
                           cancel=cancel if tool.cancellable else threading.Event(),
-                          environment=self.secrets.clean_environment(os.environ))
+                          environment=self.secrets.clean_environment(os.environ),
+                          facts=self.facts, session_id=self.session_id, message_id=self.message_id)
         try:
             return tool.run(ctx, **args)
         except PathError as exc:
