@@ -28,6 +28,7 @@ from hermes_tui.events import (
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.runtime import EventQueue
 
 # Documented in the README ("Exit codes"); scripts rely on them.
 EXIT_OK = 0
@@ -39,10 +40,22 @@ EXIT_SIGTERM = 128 + signal.SIGTERM  # 143: asked to stop (kill, systemd, docker
 HEADLESS_DENIAL = "Denied: headless mode cannot ask for approval. The user must rerun with --yes to allow {name}."
 
 
+# hermes-tui NAME ...: run by NAME_main below; --help lists them with these lines.
+SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("doctor", "check the memory database; if damaged, back it up and rebuild it"),
+    ("skills import DIR", "copy a folder of skills (any layout) into the library"),
+    ("context", "show the fixed part of the prompt, part by part, with token counts"),
+)
+
+
 def tui_parser() -> argparse.ArgumentParser:
+    width = max(len(usage) for usage, _ in SUBCOMMANDS) + 2
     parser = argparse.ArgumentParser(
         prog="hermes-tui",
         description="Hermes, a self-improving AI agent. Without -p: the full-screen app.",
+        epilog="commands:\n" + "\n".join(f"  hermes-tui {usage:<{width}}{what}" for usage, what in SUBCOMMANDS)
+               + "\n\n'hermes-tui COMMAND --help' says more.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-p", "--prompt", metavar="TEXT",
                         help="run one turn headless and exit ('-' reads the prompt from stdin)")
@@ -59,12 +72,8 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     """The ``hermes-tui`` program; called with ``argv`` (tests, other code) it only returns."""
     as_program = argv is None  # then a headless run ends the process itself (_exit_now)
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["doctor"]:
-        return doctor_main(argv[1:])
-    if argv[:1] == ["skills"]:  # hermes-tui skills import DIR
-        return skills_main(argv[1:])
-    if argv[:1] == ["context"]:
-        return context_main(argv[1:])
+    if argv and argv[0] in {usage.split()[0] for usage, _ in SUBCOMMANDS}:
+        return globals()[f"{argv[0]}_main"](argv[1:])  # type: ignore[no-any-return]
     args = tui_parser().parse_args(argv)
     if args.prompt is None and (problem := _needs_headless(args)):
         print(f"hermes: {problem}", file=sys.stderr)
@@ -157,16 +166,18 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     from hermes_tui import llm
 
     llm.warm(config)  # the turn needs litellm: import it while the rest is set up
-    from hermes_tui.agent.runtime import build_agent, headless_surface
+    from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.logs import setup_logging
     from hermes_tui.memory.store import MemoryStore, StoreError
     from hermes_tui.skills.manager import SkillManager
     setup_logging(config)
     _stop_on_signals()
     out = _Output(sys.stdout, sys.stderr, as_json=args.json)
+    events = EventQueue()
 
     def deny(name: str, arguments: dict[str, Any]) -> str:
-        out.notice(f"{name} denied: rerun with --yes to allow shell commands and file writes.")
+        # Queued behind the call's own event, so it prints after the call it denies.
+        events.put(Notice(f"{name} denied: rerun with --yes to allow shell commands and file writes."))
         return HEADLESS_DENIAL.format(name=name)
 
     try:
@@ -182,7 +193,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        code = _drive(agent, text, out)
+        code = _drive(agent, text, out, events)
         if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM) and args.session is not None:
             # A one-shot session is not summarized: its one prompt and answer are stored and
             # searchable as they are, and the user is not kept waiting for another model call.
@@ -193,11 +204,10 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         memory.close()
 
 
-def _drive(agent: AgentLoop, text: str, out: _Output) -> int:
+def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int:
     """Consume the turn on the main thread, so Ctrl-C lands here and cancels it cleanly."""
-    from hermes_tui.agent.runtime import EventQueue, start_turn
+    from hermes_tui.agent.runtime import start_turn
 
-    events = EventQueue()
     turn = start_turn(agent, text, events.put, on_end=events.end)
     code = EXIT_OK
     interrupted: int | None = None  # the exit code of the interruption (Ctrl-C, SIGTERM, SIGHUP)
@@ -273,7 +283,7 @@ class _Output:
             self.stdout.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
             self.stdout.flush()
             if isinstance(event, Error):
-                self._err(f"error: {event.message}")
+                self._err(f"hermes: {event.message}")
             return
         if isinstance(event, TextDelta):
             self._write_text(event.text)
@@ -288,7 +298,7 @@ class _Output:
         elif isinstance(event, Receipt):
             self._err(event.text)
         elif isinstance(event, Error):
-            self._err(f"error: {event.message}")
+            self._err(f"hermes: {event.message}")
         elif isinstance(event, SkillLearned):
             verb = "learned skill" if event.created else "refined skill"
             self._err(f"{verb} {event.name} (v{event.version})")
