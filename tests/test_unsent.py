@@ -79,3 +79,25 @@ def test_the_web_offers_a_failed_message_back(app, llm: FakeLLMServer) -> None: 
     ndjson(chat(client, token, "something else"))
     sent = sent_texts(llm.requests[-1])
     assert "something else" in sent and "boom now" not in sent
+
+
+def test_the_web_starts_a_new_session_when_its_own_was_forgotten_elsewhere(app, llm: FakeLLMServer,  # noqa: F811
+                                                                          hermes_home: Path) -> None:
+    """The TUI's /forget deleted the web's live session: every message then failed with
+    "KeyError: 'no session 14'" until "New session". Now the next message starts one, and says so."""
+    from hermes_tui.memory.store import MemoryStore
+
+    client = app.test_client()
+    token = login(client)
+    llm.queue(Reply(text="first"), Reply(text="second"))
+    first = ndjson(chat(client, token, "hello"))
+    old = next(e["session_id"] for e in first if e["type"] == "turn_started")
+    with MemoryStore(hermes_home / "memory.sqlite3") as other:  # another process forgets it
+        other.delete_session(old)
+    events = ndjson(chat(client, token, "still there?"))
+    assert "error" not in types(events), events
+    assert events[0]["type"] == "notice" and f"Session {old} was forgotten elsewhere" in events[0]["message"]
+    new = next(e["session_id"] for e in events if e["type"] == "turn_started")
+    assert {"type": "turn_finished", "text": "second", "tool_calls": 0, "stopped_reason": "done"} in events
+    with MemoryStore(hermes_home / "memory.sqlite3") as other:  # (SQLite may reuse the freed id)
+        assert [m.content for m in other.get_messages(new)] == ["still there?", "second"]
