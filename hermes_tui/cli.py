@@ -24,6 +24,7 @@ from hermes_tui.events import (
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
+    TurnStarted,
 )
 
 if TYPE_CHECKING:
@@ -232,7 +233,12 @@ def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int
             if event.stopped_reason == "max_steps" and code == EXIT_OK:
                 code = EXIT_MAX_STEPS
     turn.join(timeout=5)
-    return interrupted if interrupted is not None else code
+    code = interrupted if interrupted is not None else code
+    stopped = code in (EXIT_MAX_STEPS, EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM)  # work left to continue
+    if stopped and out.session_id is not None and not out.as_json:  # (JSON: turn_started has it)
+        out.notice(f"hermes: the session is stored as {out.session_id}; continue it with "
+                   f"hermes-tui -p TEXT --session {out.session_id}")
+    return code
 
 
 class _Output:
@@ -252,6 +258,7 @@ class _Output:
         self._tail = ""  # the last two characters written to stdout
         self._block_ended = False  # something other than text happened since the last text
         self._lock = threading.RLock()  # the approver reports from the turn's thread
+        self.session_id: int | None = None  # from TurnStarted
 
     @property
     def _mid_line(self) -> bool:
@@ -279,6 +286,8 @@ class _Output:
         self._tail = (self._tail + text)[-2:]
 
     def _emit(self, event: Event) -> None:
+        if isinstance(event, TurnStarted):
+            self.session_id = event.session_id
         if self.as_json:
             self.stdout.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
             self.stdout.flush()

@@ -149,6 +149,9 @@ def test_step_cap_exits_with_its_own_code(env: FakeLLMServer) -> None:
     result = run_cli("-p", "loop forever")
     assert result.returncode == EXIT_MAX_STEPS == 3
     assert f"Stopped after {MAX_STEPS} steps" in result.stderr
+    session_id = MemoryStore(Path(os.environ["HERMES_HOME"]) / "memory.sqlite3").list_sessions()[0].id
+    assert result.stderr.splitlines()[-1] == (f"hermes: the session is stored as {session_id}; continue it "
+                                              f"with hermes-tui -p TEXT --session {session_id}")
     assert result.stdout.count("Looking.\n\n") == MAX_STEPS - 1  # every call's text is its own paragraph
 
 
