@@ -76,3 +76,15 @@ def test_every_line_reachable_and_buttons_visible(server: FakeLLMServer, size: t
         await wait_for(pilot, lambda: not app.chat.busy)
 
     run_at(size, scenario)
+
+
+def test_line_counts_are_not_off_by_one(tmp_path) -> None:
+    from hermes_tui.tui.approval_screen import describe
+
+    five = "".join(f"line {n}\n" for n in range(1, 6))
+    assert describe("write_file", {"path": "n.txt", "content": five}, "ws", str(tmp_path)).summary == "new file, 5 lines"
+    assert describe("write_file", {"path": "n.txt", "content": "a\nb"}, "ws", str(tmp_path)).summary == "new file, 2 lines"
+    assert describe("run_bash", {"command": "echo a\necho b\n"}, "ws").summary.startswith("2 lines")
+    (tmp_path / "old.txt").write_text(five)
+    changed = describe("write_file", {"path": "old.txt", "content": five + "line 6\n"}, "ws", str(tmp_path))
+    assert changed.summary == "replaces an existing file: +1 line −0 · 6 lines after"

@@ -43,7 +43,12 @@ class Approval:
 
 
 def lines_of(text: str) -> list[str]:
-    return text.split("\n") if text else []
+    """The lines as an editor counts them: a final newline ends the last line, it starts none
+    (five lines and their newlines were "new file, 6 lines")."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def hidden_controls(raw: str) -> str:
