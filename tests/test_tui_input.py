@@ -161,3 +161,19 @@ def test_newlines_typed_in_one_burst_stay_where_they_were_typed(server: FakeLLMS
         assert app.chat.prompt.text == "X1\nX2\nX3"
 
     run(scenario)
+
+
+def test_the_status_says_answering_while_text_streams(server: FakeLLMServer) -> None:
+    """It said "thinking…" the whole time the words were arriving."""
+    from hermes_tui.tui.status import StatusLine
+
+    server.queue(Reply(text=LONG_TEXT, chunk_size=10, chunk_delay=0.02))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "talk\r")
+        status = app.query_one(StatusLine)
+        await wait_for(pilot, lambda: status.label == "thinking…", timeout=120)
+        await wait_for(pilot, lambda: conversation(app, AnswerText) and status.label == "answering…", timeout=120)
+        await wait_for(pilot, lambda: not app.chat.busy and status.label is None, timeout=120)
+
+    run(scenario)

@@ -26,7 +26,7 @@ from hermes_tui.config import Config, ConfigError
 from hermes_tui.tui import actions, collector, commands
 from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
 from hermes_tui.tui.chat import ChatPane
-from hermes_tui.tui.format import short_path
+from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.history import HISTORY_FILE, PromptHistory
 from hermes_tui.tui.panes import BROWSING_PANES, make_pane
 from hermes_tui.tui.prompt import PromptArea
@@ -346,7 +346,7 @@ class HermesApp(App[int]):
             await self.chat.add_notice(f"Could not forget session {session_id}: {exc}", "error")
             return
         self.show_usage()
-        await self.chat.add_notice(f"Forgot session {session_id} ({count} messages).")
+        await self.chat.add_notice(f"Forgot session {session_id} ({plural(count, 'message')}).")
         if pane := self.mounted_pane("sessions"):
             pane.refresh_data()
 

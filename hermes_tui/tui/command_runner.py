@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from hermes_tui.config import ConfigError
 from hermes_tui.tui import actions, commands
-from hermes_tui.tui.format import short_path
+from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.session import model_switch_notice
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class CommandRunner:
         await self.app.chat.drop_last_turn()
         self.app.chat.prompt.give_back(text)
         await self.app.chat.add_notice(
-            f"Undid the last turn ({len(ids)} messages): it is no longer sent to the model. Memory keeps it, "
+            f"Undid the last turn ({plural(len(ids), 'message')}): it is no longer sent to the model. Memory keeps it, "
             "marked undone. Your message is back in the prompt.")
 
     async def _cost(self, argument: str) -> None:
