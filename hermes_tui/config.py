@@ -92,6 +92,9 @@ class Config:
     compact_at: float = 0.8  # HERMES_COMPACT_AT: share of the window that triggers compaction
     sandbox: bool = True  # HERMES_SANDBOX: run_bash in bubblewrap when it works (agent/sandbox.py)
     sandbox_network: bool = False  # HERMES_SANDBOX_NETWORK: commands in the sandbox may use the network
+    # (provider, HERMES_API_BASE): the endpoint belongs to the provider it was configured with, so
+    # a switch to another provider (/model) never sends that provider's key there (switched_to).
+    configured_endpoint: tuple[str, str] | None = None
 
     @property
     def secrets(self) -> dict[str, str]:
@@ -157,7 +160,22 @@ class Config:
         new_provider = _check_provider(provider or self.provider)
         if model is None:
             model = DEFAULT_MODELS[new_provider] if new_provider != self.provider else self.model
-        return replace(self, provider=new_provider, model=model)
+        endpoint = (new_provider, self.api_base) if self.api_base else None
+        return replace(self, provider=new_provider, model=model, configured_endpoint=endpoint)
+
+    def switched_to(self, *, provider: str | None = None, model: str | None = None) -> Config:
+        """A copy for a switch while running (``/model``): another provider uses its own endpoint,
+        and the configured one comes back with its provider. Raises ``ConfigError``."""
+        new_provider = _check_provider(provider or self.provider)
+        if new_provider == self.provider:
+            return self.with_overrides(model=model)
+        owner, base = self.configured_endpoint or (None, None)
+        base = base if new_provider == owner else None
+        if base is None and PROVIDER_TABLE[new_provider].requires_base:
+            raise ConfigError(f"The {new_provider} provider needs its server's URL: choose it in /setup "
+                              "(or set HERMES_API_BASE with it).")
+        return replace(self, provider=new_provider, api_base=base,
+                       model=model or DEFAULT_MODELS[new_provider])
 
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
@@ -194,6 +212,7 @@ class Config:
             secret_values={k: v for k, v in env.items() if is_secret_variable(k) and v.strip()},
             ignored_local=ignored,
             context_tokens=_tokens(env, "HERMES_CONTEXT_TOKENS"),
+            configured_endpoint=(provider, api_base) if api_base else None,
             compact_at=_share(env, "HERMES_COMPACT_AT", 0.8),
             sandbox=_flag(env, "HERMES_SANDBOX", default=True),
             sandbox_network=_flag(env, "HERMES_SANDBOX_NETWORK"),

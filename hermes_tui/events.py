@@ -127,3 +127,12 @@ class FilesChanged(Event):
     type: ClassVar[str] = "files_changed"
     checkpoint: int = 0
     files: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Unsent(Event):
+    """The turn failed before any answer: its message is out of the conversation (never sent
+    again, silently merged into the next one) and is offered back to the user to retry or edit."""
+
+    type: ClassVar[str] = "unsent"
+    text: str = ""

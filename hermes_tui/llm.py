@@ -615,7 +615,10 @@ def _stream_cut(chain: list[BaseException]) -> bool:
     """The server hung up in the middle of a response (an incomplete chunked body)."""
     import httpx
 
-    return any(isinstance(e, (httpx.RemoteProtocolError, httpx.ReadError)) for e in chain)
+    # litellm reports a stream that stopped without its end as MidStreamFallbackError ("Stream
+    # ended before a finish_reason was received"), a 500 whose text helps nobody.
+    return any(isinstance(e, (httpx.RemoteProtocolError, httpx.ReadError))
+               or type(e).__name__ == "MidStreamFallbackError" for e in chain)
 
 
 def _provider_message(chain: list[BaseException]) -> str:

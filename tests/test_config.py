@@ -178,3 +178,17 @@ def test_overrides_switch_provider_and_key(monkeypatch: pytest.MonkeyPatch, herm
     assert config.with_overrides(model="gpt-x").model == "gpt-x"
     with pytest.raises(ConfigError, match="HERMES_PROVIDER"):
         config.with_overrides(provider="nope")
+
+
+def test_env_example_names_the_real_context_window_defaults() -> None:
+    """.env.example once said 32000 where the app and the README use the provider table (32,768)."""
+    import re
+
+    from hermes_tui.providers import PROVIDER_TABLE
+
+    text = (Path(__file__).parent.parent / ".env.example").read_text()
+    comment = text[: text.index("# HERMES_CONTEXT_TOKENS=")].rsplit("\n\n", 1)[-1].split("HERMES_API_BASE=")[-1]
+    numbers = {int(n) for n in re.findall(r"\b\d{4,}\b", comment)}
+    windows = {p.name: p.context_window for p in PROVIDER_TABLE.values()}
+    assert numbers and numbers <= set(windows.values()), numbers
+    assert f"{windows['openai-compatible']} for openai-compatible" in comment

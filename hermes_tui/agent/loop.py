@@ -35,6 +35,7 @@ from hermes_tui.events import (
     ToolCallStarted,
     TurnFinished,
     TurnStarted,
+    Unsent,
     Usage,
 )
 from hermes_tui.learning.curator import propose_memories, propose_skill, summarize_session
@@ -122,7 +123,7 @@ class AgentLoop:
 
     def set_model(self, provider: str | None = None, model: str | None = None) -> Config:
         """Switch provider/model for the next call (``/model``); raises ``ConfigError``."""
-        self.config = self.config.with_overrides(provider=provider, model=model)
+        self.config = self.config.switched_to(provider=provider, model=model)
         self.llm = self.llm.with_config(self.config)
         self.context.reset_model(self.llm, self.config)
         return self.config
@@ -183,10 +184,13 @@ class AgentLoop:
             yield Notice(f"Stopped after {MAX_STEPS} steps without a final answer. Ask me to continue if needed.")
         if (changed := self.checkpoints.end_turn()) is not None:
             yield changed
+        if reason == "error" and self.history[-1].get("_id") == message_id:  # nothing answered
+            self.history.pop()  # never sent again, nor folded into a compaction summary
+            yield Unsent(text)
         if not receipts and claims_to_remember("".join(texts)):
             yield Notice("The answer says it will remember something, but nothing was saved (no memory call "
                          "succeeded). /remember TEXT saves a fact yourself.")
-        yield TurnFinished("".join(texts), tool_count, reason)
+        yield TurnFinished("\n\n".join(t for t in texts if t), tool_count, reason)  # calls apart, as printed
         self._last_turn = self.history[start:]
         if tool_count >= LEARN_THRESHOLD and reason == "done":
             learned = propose_skill(self.llm, self.skills, self._last_turn, self._cancel)  # cancel() abandons it

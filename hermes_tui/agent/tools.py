@@ -135,16 +135,11 @@ def list_dir(ctx: ToolContext, path: str = ".") -> ToolResult:
 
 
 def search_memory(ctx: ToolContext, query: str, limit: int = 10) -> ToolResult:
-    hits = ctx.memory.search(query, limit=max(1, min(int(limit), 50)))
-    # A topical question (several words) is often best answered by a past session's summary.
-    sessions = ctx.memory.search_sessions(query, limit=3) if len(query.split()) > 1 else []
-    if not hits and not sessions:
+    # The same hits as the Memory pane: matching session summaries first, then messages.
+    hits = ctx.memory.recall(query, limit=max(1, min(int(limit), 50)))
+    if not hits:
         return ToolResult(True, f"No past messages match {query!r}.")
     lines = []
-    for s in sessions:
-        when = time.strftime("%Y-%m-%d", time.localtime(s.last_activity))
-        title = f" ({s.title})" if s.title else ""
-        lines.append(f"- session {s.session_id}{title}, summary, {when}: {screened(s.snippet)}")
     for hit in hits:
         when = time.strftime("%Y-%m-%d", time.localtime(hit.created))
         lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {screened(hit.snippet)}")

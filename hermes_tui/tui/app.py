@@ -27,7 +27,7 @@ from hermes_tui.config import Config, ConfigError
 from hermes_tui.tui import actions, collector, commands
 from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
 from hermes_tui.tui.chat import ChatPane
-from hermes_tui.tui.format import short_path
+from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.history import HISTORY_FILE, PromptHistory
 from hermes_tui.tui.messages import McpLine
 from hermes_tui.tui.panes import BROWSING_PANES, make_pane
@@ -379,8 +379,8 @@ class HermesApp(App[int]):
                                           lambda entry: entry in prompts or commands.as_message(entry) in prompts)
         self.show_usage()
         wrote = f"; removed {', '.join(short_path(p) for p in removed)}" if removed else ""
-        await self.chat.add_notice(f"Forgot session {session_id} ({count} messages, {dropped} prompts in the "
-                                   f"prompt history{wrote}).")
+        await self.chat.add_notice(f"Forgot session {session_id} ({plural(count, 'message')}, "
+                                   f"{plural(dropped, 'prompt')} in the prompt history{wrote}).")
         if pane := self.mounted_pane("sessions"):
             pane.refresh_data()
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from hermes_tui.config import ConfigError
 from hermes_tui.tui import actions, commands, traces
-from hermes_tui.tui.format import short_path
+from hermes_tui.tui.format import plural, short_path
+from hermes_tui.tui.session import model_switch_notice
 
 if TYPE_CHECKING:
     from hermes_tui.tui.app import HermesApp
@@ -73,14 +74,14 @@ class CommandRunner:
             await app.chat.add_notice(
                 f"Model: {app.config.provider}:{app.config.model}. Switch with /model [provider:]model.")
             return
+        before = app.config
         try:
             app.config = app.session.set_model(argument)
         except ConfigError as exc:
             await app.chat.add_notice(str(exc), "error")
             return
         app.show_header()
-        note = "" if app.config.has_api_key else f" ({app.config.key_variable} is not set yet)"
-        await app.chat.add_notice(f"Now using {app.config.provider}:{app.config.model}{note}.")
+        await app.chat.add_notice(model_switch_notice(before, app.config))
 
     async def _skills(self, argument: str) -> None:
         pane = await self.app.show_pane("skills")
@@ -179,7 +180,7 @@ class CommandRunner:
         await self.app.chat.drop_last_turn()
         self.app.chat.prompt.give_back(text)
         await self.app.chat.add_notice(
-            f"Undid the last turn ({len(ids)} messages): it is no longer sent to the model. Memory keeps it, "
+            f"Undid the last turn ({plural(len(ids), 'message')}): it is no longer sent to the model. Memory keeps it, "
             "marked undone. Your message is back in the prompt.")
 
     async def _cost(self, argument: str) -> None:

@@ -33,6 +33,21 @@ def parse_model_spec(spec: str) -> tuple[str | None, str | None]:
     return None, spec
 
 
+def model_switch_notice(before: Config, after: Config) -> str:
+    """What ``/model`` now uses, naming the endpoint and key whenever the provider changed, so a
+    key is never sent somewhere the user did not expect."""
+    line = f"Now using {after.provider}:{after.model}"
+    if after.provider != before.provider:
+        endpoint = after.effective_api_base or after.provider_info.public_base or "the provider's endpoint"
+        key = after.key_variable or "no key"
+        line += f" at {endpoint} with {key}"
+        if before.api_base and before.api_base != after.api_base:
+            line += f" ({before.api_base} is {before.provider}'s endpoint)"
+    if not after.has_api_key:
+        line += f"; {after.key_variable} is not set yet"
+    return line + "."
+
+
 class ChatSession:
     def __init__(self, config: Config, stores: Stores, approver: Approver, mcp: McpManager | None = None) -> None:
         self.config = config
@@ -103,7 +118,7 @@ class ChatSession:
         if self.loop is not None:
             self.config = self.loop.set_model(provider, model)
         else:
-            self.config = self.config.with_overrides(provider=provider, model=model)
+            self.config = self.config.switched_to(provider=provider, model=model)
         return self.config
 
 

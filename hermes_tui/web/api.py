@@ -278,7 +278,7 @@ def search_memory() -> Response:
     query = request.args.get("q", "")
     if len(query) > MAX_QUERY_CHARS:
         abort(400, f"the query is longer than {MAX_QUERY_CHARS} characters")
-    hits = web().state.memory.search(query, limit=SEARCH_LIMIT) if query.strip() else []
+    hits = web().state.memory.recall(query, limit=SEARCH_LIMIT) if query.strip() else []
     return jsonify(query=query, hits=[
         {"session_id": h.session_id, "message_id": h.message_id, "role": h.role,
          "html": snippet_html(h.snippet), "created": h.created}

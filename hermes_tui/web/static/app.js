@@ -333,6 +333,13 @@
       case "error":
         view.note(event.message, "error");
         break;
+      case "unsent": {
+        const input = $("chat-input");
+        input.value = input.value.trim() ? `${event.text}\n${input.value}` : event.text;
+        view.note("Not sent: the turn failed before any answer, so your message is back in the box and "
+          + "out of the conversation. Send it again, or edit it first if it caused the error.");
+        break;
+      }
       case "skill_learned":
         view.note(`${event.created ? "Learned" : "Refined"} skill ${event.name} (v${event.version})`);
         loadSkills().catch(() => {});
