@@ -6,6 +6,8 @@
   if it leaves the workspace or is a secret, then opens the *resolved* path one component at a time
   from the workspace's directory descriptor with ``O_NOFOLLOW``. A symlink that appears after the
   check (a concurrent swap) makes the open fail instead of leaving the workspace.
+* ``replace_file(...)``: every write: opened as above, written to a temp file in the same folder and
+  renamed over the old one (all or nothing; mode and owner kept).
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -199,3 +202,62 @@ def display_path(workspace: Path, path: Path) -> str:
     """The path as the model should see it: relative to the workspace."""
     rel = os.path.relpath(path, os.path.realpath(workspace))
     return "." if rel == "." else rel
+
+
+def replace_file(workspace: Path, raw: object, data: bytes, *, home: Path | None = None,
+                 cancel: Callable[[], bool] | None = None) -> Path:
+    """Write ``data`` to ``raw`` through a temp file in the same folder, renamed over the old file.
+
+    A reader never sees half a file; a failed or cancelled write leaves the old one as it was (a
+    file this call created is removed again); a hard link to the old file keeps the old content.
+    The target is opened like every write (``open_in_workspace``), so every refusal applies; the
+    new file keeps the old one's mode and owner. ``cancel()`` is asked between chunks. Returns the
+    real path written; raises ``PathError`` (or ``WriteCancelled``).
+    """
+    root = os.path.realpath(workspace)
+    existed = os.path.lexists(resolve_in_workspace(workspace, raw, home=home))
+    with open_in_workspace(workspace, raw, "write", home=home) as (fd, real):
+        target = os.fstat(fd)
+        parts = Path(os.path.relpath(real, root)).parts
+        folder = _open_parts(root, parts[:-1], raw, "list")
+        try:
+            name = parts[-1]
+            here = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            if (here.st_dev, here.st_ino) != (target.st_dev, target.st_ino):
+                raise PathError(f"{raw!r} changed while it was being opened; refused")
+            _write_and_rename(folder, name, data, target, cancel, created=not existed)
+        finally:
+            os.close(folder)
+    return real
+
+
+class WriteCancelled(Exception):
+    """The user stopped a ``replace_file`` midway; nothing was changed."""
+
+
+def _write_and_rename(folder: int, name: str, data: bytes, target: os.stat_result,
+                      cancel: Callable[[], bool] | None, *, created: bool) -> None:
+    temp = f".{name}.hermes-{secrets.token_hex(4)}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BASE, 0o600, dir_fd=folder)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                if cancel is not None and cancel():
+                    raise WriteCancelled
+                view = view[os.write(fd, view[:1 << 20]):]
+            if (target.st_uid, target.st_gid) != (os.geteuid(), os.getegid()):
+                with suppress(OSError):  # only root may give a file away; others keep their own
+                    os.fchown(fd, target.st_uid, target.st_gid)
+            os.fchmod(fd, stat.S_IMODE(target.st_mode))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temp, dir_fd=folder)
+        if created:
+            with suppress(OSError):
+                os.unlink(name, dir_fd=folder)
+        raise
