@@ -226,7 +226,8 @@ def _not_found(lines: list[str], key: list[str]) -> str:
               "the file changed, then retry.")
     if start is None:
         return f"old was not found in the file, and none of its lines is there. {advice}"
-    low, high = max(0, start - 2), min(len(lines), start + len(key) + 2, start + 30)
+    real = len(lines) - (lines[-1] == "")  # a final newline does not start another line
+    low, high = max(0, start - 2), min(real, start + len(key) + 2, start + 30)
     shown = "\n".join(numbered(n + 1, lines[n][:DIFF_WIDTH]) for n in range(low, high))
     return f"old was not found in the file. The closest lines are {low + 1}-{high}:\n{shown}\n{advice}"
 

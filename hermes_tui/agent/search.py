@@ -104,7 +104,7 @@ def find(root: Path, base: Path, pattern: str, home: Path | None, cancel: thread
          use: Engine) -> list[tuple[float, str]]:
     """(modification time, path relative to the root) of every file under ``base`` that ``pattern``
     matches (relative to ``base``), newest first."""
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+    spec = pathspec.PathSpec.from_lines("gitignore", [pattern])
     prefix = "" if base == root else os.path.relpath(base, root) + "/"
     hits = []
     for rel in _listing(root, base, cancel, use):
@@ -184,9 +184,9 @@ def _grep_rg(root: Path, base: Path, regex: str, glob: str | None, context: int,
              home: Path | None, cancel: threading.Event, report: _Report) -> None:
     args = ["--line-number", "--with-filename", "--no-heading", "--null", "--sort", "path",
             "--max-filesize", str(MAX_FILESIZE), "--context", str(context)]
-    if glob:
-        args += ["--glob", glob]
     args += ["--regexp", regex, "--", os.path.relpath(base, root)]
+    # Not rg's --glob: it would override .gitignore. The same matcher as the Python walk instead.
+    spec = pathspec.PathSpec.from_lines("gitignore", [glob]) if glob and not base.is_file() else None
     verdicts: dict[str, bool] = {}
     for raw in _rg(root, args, cancel):
         name, sep, rest = raw.rstrip(b"\n").partition(b"\0")
@@ -197,7 +197,7 @@ def _grep_rg(root: Path, base: Path, regex: str, glob: str | None, context: int,
             continue
         rel = os.path.normpath(name.decode(errors="surrogateescape"))
         if rel not in verdicts:
-            verdicts[rel] = _allowed(root, rel, home)
+            verdicts[rel] = (spec is None or spec.match_file(rel)) and _allowed(root, rel, home)
         if verdicts[rel]:
             text = rest[match.end():].decode(errors="replace").rstrip("\r")
             report.add(rel, int(match.group(1)), text, match.group(2) == b":")
@@ -212,7 +212,7 @@ def _grep_python(root: Path, base: Path, regex: str, glob: str | None, context: 
         compiled = re.compile(regex)
     except re.error as exc:
         raise RipgrepError(f"regex parse error: {exc}") from None
-    spec = pathspec.PathSpec.from_lines("gitwildmatch", [glob]) if glob else None
+    spec = pathspec.PathSpec.from_lines("gitignore", [glob]) if glob else None
     names = [os.path.relpath(base, root)] if base.is_file() else walk_files(root, base, cancel)
     for rel in names:
         if cancel.is_set() or (report.full and report.hidden_matches > 20 * GREP_LINES):
