@@ -63,6 +63,9 @@ def _respond(request: RecordedRequest) -> Reply:
     if "xss please" in prompt:
         return Reply(text=MODEL_XSS) if after_tool else Reply(
             text="Reading it.", tool_calls=[ToolCall("read_file", {"path": "evil.md"})])
+    if "fix the todo" in prompt:
+        return Reply(text="Fixed.") if after_tool else Reply(tool_calls=[ToolCall("edit_file", {
+            "path": "todo.txt", "old": "buy milk", "new": "buy oat milk <script>window.__xss=1</script>"})])
     if "talk slowly" in prompt:
         return Reply(text="slow " * 400, chunk_size=5, chunk_delay=0.02)  # ~8 s unless stopped
     return Reply(text="ok")
@@ -86,6 +89,7 @@ def _seed(home: Path, workspace: Path) -> None:
         "1. Step one\n2. " + XSS.format(src="skill"))
     (workspace / "evil.md").write_text(XSS.format(src="tool"))
     (workspace / "notes.txt").write_text("hello")
+    (workspace / "todo.txt").write_text("wake up\nbuy milk\nsleep\n")
 
 
 @dataclass
@@ -111,6 +115,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
             "HERMES_HOME": str(home), "HERMES_WORKSPACE": str(workspace),
             "FLASK_SECRET_KEY": "browser-test-secret-0123456789abcdef", "HERMES_WEB_PASSWORD": PASSWORD,
+            "HERMES_WEB_ENABLE_WRITE": "true",  # edit_file's diff is shown
             **wire_env(llm, "openai"),
         }
         log = base / "gunicorn.log"
@@ -301,6 +306,20 @@ def _assert_nothing_loads_or_runs(page: Page) -> None:
     })""")
     origin = page.evaluate("location.origin")
     assert active == {"scripts": [origin + "/static/app.js"], "loaders": 0, "handlers": 0, "jsLinks": 0}, active
+
+
+def test_an_edit_shows_its_diff(page: tuple[Page, Watch], server: Server) -> None:
+    page, watch = page
+    log_in(page, server)
+    send(page, "please fix the todo list")
+    expect(page.locator(".msg.assistant .rendered").last).to_have_text("Fixed.")
+    tool = page.locator("details.tool").last
+    expect(tool.locator(".tool-name")).to_have_text("edit_file")
+    tool.locator("summary").click()
+    expect(tool.locator(".diff-del")).to_have_text("-    2\tbuy milk")
+    expect(tool.locator(".diff-add")).to_have_text("+    2\tbuy oat milk <script>window.__xss=1</script>")
+    expect(tool.locator(".diff-line").filter(has_text="wake up")).to_have_count(1)
+    assert page.evaluate("() => window.__xss") is None
 
 
 def test_xss_from_model_tool_skill_and_memory_is_shown_as_text(
