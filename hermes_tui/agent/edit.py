@@ -263,19 +263,20 @@ def diff_lines(before: str, after: str, *, limit: int | None = None, width: int 
     tail = 0
     while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
-    low, high = max(0, head - 2), tail - 2 if tail > 2 else 0
-    a, b = old[low:len(old) - high], new[low:len(new) - high]
-    out: list[str] = []
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=len(a) > 2000)
-    for group_index, group in enumerate(matcher.get_grouped_opcodes(2)):
-        if group_index:
-            out.append("   ...")
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                out += [" " + numbered(low + j + 1, b[j]) for j in range(j1, j2)]
-                continue
-            out += ["-" + numbered(low + i + 1, a[i]) for i in range(i1, i2)]
-            out += ["+" + numbered(low + j + 1, b[j]) for j in range(j1, j2)]
+    a, b = old[head:len(old) - tail], new[head:len(new) - tail]
+    out = [" " + numbered(n + 1, new[n]) for n in range(max(0, head - 2), head)]
+    # Blank lines never anchor a match (they would pair up blank lines far from the change).
+    matcher = difflib.SequenceMatcher(lambda line: not line.strip(), a, b, autojunk=len(a) > 2000)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            run = [" " + numbered(head + j + 1, b[j]) for j in range(j1, j2)]
+            out += run if len(run) <= 5 else [*run[:2], "   ...", *run[-2:]]
+            continue
+        out += ["-" + numbered(head + i + 1, a[i]) for i in range(i1, i2)]
+        out += ["+" + numbered(head + j + 1, b[j]) for j in range(j1, j2)]
+    after = len(new) - tail
+    last = len(new) - (new[-1] == "")  # a final newline does not start another line
+    out += [" " + numbered(n + 1, new[n]) for n in range(after, min(after + 2, last))]
     if width is not None:
         out = [line if len(line) <= width else line[:width] + "…" for line in out]
     if limit is not None and len(out) > limit:
