@@ -202,3 +202,30 @@ def test_the_model_edits_through_the_engine(fake_llm_env: FakeLLMServer, hermes_
     assert (workspace / "app.py").read_text() == CODE.replace("x = 1", "x = 41 + 1").replace("def g", "def h")
     sent = fake_llm_env.requests[1].messages[-1]
     assert sent["role"] == "tool" and "+    2\t    x = 41 + 1" in sent["content"] and "+    6\tdef h():" in sent["content"]
+
+
+def test_the_diff_cites_real_line_numbers_wherever_the_change_is() -> None:
+    """Random files and edits: every diff line's number points at that very text (old numbers for
+    removed lines, new numbers for added and context lines), and a change is never left out."""
+    import random
+
+    from hermes_tui.agent.edit import diff_lines
+
+    rng = random.Random(22)
+    for _ in range(300):
+        lines = [rng.choice(["", "x = 1", "return x", "def f():", f"v{rng.randint(0, 9)}"]) for _ in range(rng.randint(1, 40))]
+        before = "\n".join(lines) + rng.choice(["", "\n"])
+        start = rng.randint(0, len(before))
+        stop = min(len(before), start + rng.randint(0, 30))
+        after = before[:start] + rng.choice(["", "NEW", "a\nb", "\n", "\n\n", "x = 1\n"]) + before[stop:]
+        if after == before:
+            continue
+        old_lines, new_lines = before.split("\n"), after.split("\n")
+        diff = diff_lines(before, after)
+        for line in diff:
+            if line.strip() == "...":
+                continue
+            marker, number, text = line[0], int(line[1:].split("\t")[0]), line.split("\t", 1)[1]
+            assert (old_lines if marker == "-" else new_lines)[number - 1] == text, (before, after, diff)
+        changed = [line for line in diff if line[0] in "+-"]
+        assert changed, (before, after, diff)

@@ -154,3 +154,18 @@ def test_search_tools_need_no_approval_and_stay_on_without_shell_or_writes(tree:
     assert tree.needs_approval("edit_file")
     reg = ToolRegistry(tree.workspace, tree.memory, tree.skills, enable_shell=False, enable_write=False)
     assert {"glob", "grep"} <= set(reg.names) and "edit_file" not in reg.names
+
+
+def test_the_search_filter_refuses_exactly_what_check_not_secret_refuses(tmp_path: Path) -> None:
+    from hermes_tui.agent.paths import check_not_secret, secret_filter
+
+    home = tmp_path / "ws" / "hermes-home"
+    names = [".env", "src/.env.local", "a/.netrc", "keys/id_ed25519", "keys/id_card.txt", "tls/site.pem",
+             ".aws/credentials", "x/credentials", ".docker/config.json", "docker/config.json", ".kube/config",
+             "gh/hosts.yml", ".ssh/known_hosts", "deep/.gnupg/pubring.kbx", "hermes-home/memory.sqlite3",
+             "hermes-home.txt", "src/app.py", "environment.py", "notes/.envrc", "README.md"]
+    refused = secret_filter(home)
+    for name in names:
+        path = tmp_path / "ws" / name
+        assert refused(str(path)) == (check_not_secret(path, home=home) is not None), name
+    assert sum(refused(str(tmp_path / "ws" / name)) for name in names) == 12

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -254,29 +255,75 @@ def _closest(lines: list[str], key: list[str]) -> int | None:
     return max(0, normed.index(close[0]) - key.index(probe))
 
 
+def _prefix(a: str, b: str, limit: int) -> int:
+    """Length of the common start of ``a`` and ``b`` (at most ``limit``), by slice comparisons (C speed)."""
+    return _common(lambda low, high: a[low:high] == b[low:high], limit)
+
+
+def _suffix(a: str, b: str, limit: int) -> int:
+    """Length of the common end of ``a`` and ``b`` (at most ``limit``)."""
+    return _common(lambda low, high: a[len(a) - high:len(a) - low] == b[len(b) - high:len(b) - low], limit)
+
+
+def _common(same: Callable[[int, int], bool], limit: int) -> int:
+    """The largest n <= limit whose first n positions are all ``same(low, high)`` (a span of them)."""
+    good, step = 0, 1 << 16
+    while good < limit and same(good, min(good + step, limit)):  # whole blocks first
+        good = min(good + step, limit)
+    high = min(good + step, limit)
+    while good < high:  # then halve the block that differs
+        mid = (good + high + 1) // 2
+        good, high = (mid, high) if same(good, mid) else (good, mid - 1)
+    return good
+
+
+def _lines_before(text: str, start: int, count: int) -> list[str]:
+    begin = start
+    for _ in range(count):
+        if begin == 0:
+            break
+        begin = text.rfind("\n", 0, begin - 1) + 1
+    return text[begin:start].split("\n")[:-1] if begin < start else []
+
+
+def _lines_after(text: str, end: int, count: int) -> list[str]:
+    """Up to ``count`` lines after the newline at ``end`` (a final newline starts no line)."""
+    lines: list[str] = []
+    at = end + 1
+    while len(lines) < count and at < len(text):
+        stop = text.find("\n", at)
+        stop = len(text) if stop < 0 else stop
+        lines.append(text[at:stop])
+        at = stop + 1
+    return lines
+
+
 def diff_lines(before: str, after: str, *, limit: int | None = None, width: int | None = None) -> list[str]:
-    """A numbered diff: ``-<old number>``, ``+<new number>``, ``<space><new number>`` for context."""
-    old, new = before.split("\n"), after.split("\n")
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    a, b = old[head:len(old) - tail], new[head:len(new) - tail]
-    out = [" " + numbered(n + 1, new[n]) for n in range(max(0, head - 2), head)]
+    """A numbered diff: ``-<old number>``, ``+<new number>``, ``<space><new number>`` for context.
+
+    Only the changed middle of the file is split into lines, so a 5 MB file costs a few block
+    comparisons, not a pass of Python over every line."""
+    shortest = min(len(before), len(after))
+    same = _prefix(before, after, shortest)
+    start = before.rfind("\n", 0, same) + 1  # the first changed line starts here, in both
+    tail = _suffix(before, after, shortest - same)
+    end_old, end_new = before.find("\n", len(before) - tail), after.find("\n", len(after) - tail)
+    end_old = len(before) if end_old < 0 or tail == 0 else end_old
+    end_new = len(after) if end_new < 0 or tail == 0 else end_new
+    first = before.count("\n", 0, start)  # lines before the change
+    a, b = before[start:end_old].split("\n"), after[start:end_new].split("\n")
+    context = _lines_before(before, start, 2)
+    out = [" " + numbered(first - len(context) + k + 1, line) for k, line in enumerate(context)]
     # Blank lines never anchor a match (they would pair up blank lines far from the change).
     matcher = difflib.SequenceMatcher(lambda line: not line.strip(), a, b, autojunk=len(a) > 2000)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            run = [" " + numbered(head + j + 1, b[j]) for j in range(j1, j2)]
+            run = [" " + numbered(first + j + 1, b[j]) for j in range(j1, j2)]
             out += run if len(run) <= 5 else [*run[:2], "   ...", *run[-2:]]
             continue
-        out += ["-" + numbered(head + i + 1, a[i]) for i in range(i1, i2)]
-        out += ["+" + numbered(head + j + 1, b[j]) for j in range(j1, j2)]
-    after = len(new) - tail
-    last = len(new) - (new[-1] == "")  # a final newline does not start another line
-    out += [" " + numbered(n + 1, new[n]) for n in range(after, min(after + 2, last))]
+        out += ["-" + numbered(first + i + 1, a[i]) for i in range(i1, i2)]
+        out += ["+" + numbered(first + j + 1, b[j]) for j in range(j1, j2)]
+    out += [" " + numbered(first + len(b) + k + 1, line) for k, line in enumerate(_lines_after(after, end_new, 2))]
     if width is not None:
         out = [line if len(line) <= width else line[:width] + "…" for line in out]
     if limit is not None and len(out) > limit:

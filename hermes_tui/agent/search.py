@@ -21,7 +21,7 @@ from typing import Literal
 
 import pathspec
 
-from hermes_tui.agent.paths import PathError, check_not_secret, resolve_in_workspace
+from hermes_tui.agent.paths import PathError, resolve_in_workspace, secret_filter
 from hermes_tui.agent.toolkit import INT, STR, Tool, ToolContext, ToolResult, schema
 from hermes_tui.agent.walk import walk_files
 
@@ -44,10 +44,6 @@ def engine() -> Engine:
 def _base(ctx: ToolContext, path: str) -> tuple[Path, Path]:
     root = Path(os.path.realpath(ctx.workspace))
     return root, resolve_in_workspace(root, path or ".", home=ctx.home)
-
-
-def _allowed(root: Path, rel: str, home: Path | None) -> bool:
-    return check_not_secret(root / rel, home=home) is None
 
 
 def _rg(root: Path, args: list[str], cancel: threading.Event) -> Iterator[bytes]:
@@ -106,12 +102,12 @@ def find(root: Path, base: Path, pattern: str, home: Path | None, cancel: thread
     matches (relative to ``base``), newest first."""
     spec = pathspec.PathSpec.from_lines("gitignore", [pattern])
     prefix = "" if base == root else os.path.relpath(base, root) + "/"
-    hits = []
+    hits, refused, top = [], secret_filter(home), str(root)
     for rel in _listing(root, base, cancel, use):
         inner = rel[len(prefix):] if prefix and rel.startswith(prefix) else rel
-        if spec.match_file(inner) and _allowed(root, rel, home):
+        if spec.match_file(inner) and not refused(full := os.path.join(top, rel)):
             try:
-                hits.append((os.lstat(root / rel).st_mtime, rel))
+                hits.append((os.lstat(full).st_mtime, rel))
             except OSError:
                 continue
     hits.sort(key=lambda hit: (-hit[0], hit[1]))
@@ -188,6 +184,7 @@ def _grep_rg(root: Path, base: Path, regex: str, glob: str | None, context: int,
     # Not rg's --glob: it would override .gitignore. The same matcher as the Python walk instead.
     spec = pathspec.PathSpec.from_lines("gitignore", [glob]) if glob and not base.is_file() else None
     verdicts: dict[str, bool] = {}
+    refused = secret_filter(home)
     for raw in _rg(root, args, cancel):
         name, sep, rest = raw.rstrip(b"\n").partition(b"\0")
         if not sep:
@@ -197,7 +194,7 @@ def _grep_rg(root: Path, base: Path, regex: str, glob: str | None, context: int,
             continue
         rel = os.path.normpath(name.decode(errors="surrogateescape"))
         if rel not in verdicts:
-            verdicts[rel] = (spec is None or spec.match_file(rel)) and _allowed(root, rel, home)
+            verdicts[rel] = (spec is None or spec.match_file(rel)) and not refused(os.path.join(root, rel))
         if verdicts[rel]:
             text = rest[match.end():].decode(errors="replace").rstrip("\r")
             report.add(rel, int(match.group(1)), text, match.group(2) == b":")
@@ -209,39 +206,44 @@ def _grep_rg(root: Path, base: Path, regex: str, glob: str | None, context: int,
 def _grep_python(root: Path, base: Path, regex: str, glob: str | None, context: int,
                  home: Path | None, cancel: threading.Event, report: _Report) -> None:
     try:
-        compiled = re.compile(regex)
+        compiled, anywhere = re.compile(regex), re.compile(regex, re.MULTILINE)
     except re.error as exc:
         raise RipgrepError(f"regex parse error: {exc}") from None
     spec = pathspec.PathSpec.from_lines("gitignore", [glob]) if glob else None
     names = [os.path.relpath(base, root)] if base.is_file() else walk_files(root, base, cancel)
+    refused = secret_filter(home)
     for rel in names:
         if cancel.is_set() or (report.full and report.hidden_matches > 20 * GREP_LINES):
             report.hidden_files = -1 if report.full else report.hidden_files
             return
         if spec is not None and not base.is_file() and not spec.match_file(rel):
             continue
-        if not _allowed(root, rel, home):
+        if refused(os.path.join(root, rel)):
             continue
-        lines = _text_lines(root / rel, explicit=base.is_file())
+        text = _text(root / rel, explicit=base.is_file())
+        if text is None or not anywhere.search(text):  # most files: one search, no line split
+            continue
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
+        lines = [line.removesuffix("\r") for line in lines]
         hits = {n for n, line in enumerate(lines) if compiled.search(line)}
         shown = {k for n in hits for k in range(max(0, n - context), min(len(lines), n + context + 1))}
         for k in sorted(shown):
             report.add(rel, k + 1, lines[k], k in hits)
 
 
-def _text_lines(path: Path, *, explicit: bool) -> list[str]:
+def _text(path: Path, *, explicit: bool) -> str | None:
+    """A file's text, or None when grep skips it: too big or binary (unless named outright)."""
     try:
         if not explicit and path.stat().st_size > MAX_FILESIZE:
-            return []
+            return None
         data = path.read_bytes()
     except OSError:
-        return []
+        return None
     if b"\x00" in data[:8192] and not explicit:
-        return []
-    lines = data.decode(errors="replace").split("\n")
-    if data.endswith(b"\n"):
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
+        return None
+    return data.decode(errors="replace")
 
 
 def grep_tool(ctx: ToolContext, pattern: str, path: str = ".", glob: str = "", context: int = 0,
