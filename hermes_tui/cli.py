@@ -18,12 +18,14 @@ from hermes_tui.events import (
     Error,
     Event,
     Notice,
+    Receipt,
     SkillLearned,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
 )
+from hermes_tui.secrets import withhold_from_environment
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
@@ -57,11 +59,15 @@ def tui_parser() -> argparse.ArgumentParser:
 def tui_main(argv: Sequence[str] | None = None) -> int:
     """The ``hermes-tui`` program; called with ``argv`` (tests, other code) it only returns."""
     as_program = argv is None  # then a headless run ends the process itself (_exit_now)
+    if as_program:  # no child of this process (shell, helpers) ever inherits a key
+        withhold_from_environment()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["doctor"]:
         return doctor_main(argv[1:])
     if argv[:1] == ["skills"]:  # hermes-tui skills import DIR
         return skills_main(argv[1:])
+    if argv[:1] == ["context"]:
+        return context_main(argv[1:])
     args = tui_parser().parse_args(argv)
     try:
         config = Config.load().with_overrides(provider=args.provider, model=args.model)
@@ -70,6 +76,11 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     for line in config.warnings:
         print(f"hermes: {line}", file=sys.stderr)
+    if args.prompt is not None:  # the app says it on screen
+        from hermes_tui.agent.sandbox import startup_notice
+
+        if line := startup_notice(config):
+            print(f"hermes: {line}", file=sys.stderr)
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
 
@@ -266,6 +277,8 @@ class _Output:
             self._err(f"{mark} {event.name} ({event.seconds:.1f} s){': ' + first if not event.ok else ''}")
         elif isinstance(event, Notice):
             self._err(event.message)
+        elif isinstance(event, Receipt):
+            self._err(event.text)
         elif isinstance(event, Error):
             self._err(f"error: {event.message}")
         elif isinstance(event, SkillLearned):
@@ -313,6 +326,46 @@ def skills_main(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
+def context_main(argv: Sequence[str]) -> int:
+    """``hermes-tui context``: what a new session here would send before any message, part by part."""
+    parser = argparse.ArgumentParser(
+        prog="hermes-tui context",
+        description="Show the fixed prompt of a new session in this folder (system rules, tools, skills "
+                    "index, instruction files) with token counts.")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument("--approve", metavar="PATH", type=Path,
+                        help="let this held-back instruction file into later sessions (this exact content)")
+    args = parser.parse_args(argv)
+    from hermes_tui.agent import instructions
+    from hermes_tui.agent.runtime import context_report, headless_surface
+    from hermes_tui.memory.store import MemoryStore, StoreError
+    from hermes_tui.skills.manager import SkillManager
+    from hermes_tui.textsafe import printable
+
+    try:
+        config = Config.load()
+        if args.approve is not None:
+            wanted = args.approve.resolve()
+            held = [f for f in instructions.load(config.home, config.workspace).held_back if f.path == wanted]
+            if not held:
+                print(f"hermes: {args.approve} is not a held-back instruction file here "
+                      "(hermes-tui context lists them)", file=sys.stderr)
+                return EXIT_ERROR
+            instructions.approve(config.home, held[0])
+            print(f"Approved {printable(held[0].label)}: later sessions read it while its content stays the same.")
+            return EXIT_OK
+        with MemoryStore(config.db_path) as memory:
+            report = context_report(config, memory, SkillManager(config.skills_dir), headless_surface(None))
+    except (ConfigError, StoreError, OSError) as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(report.to_dict()))
+    else:
+        print("\n".join(printable(line) for line in report.lines()))
+    return EXIT_OK
+
+
 def doctor_main(argv: Sequence[str]) -> int:
     """``hermes-tui doctor``: check the memory database; when damaged, back it up and rebuild a
     new one from every readable row (hermes_tui/memory/doctor.py)."""
@@ -351,6 +404,8 @@ def web_main(argv: Sequence[str] | None = None) -> int:
     from hermes_tui.memory.errors import StoreError
     from hermes_tui.web.serve import serve
 
+    if argv is None:  # the program itself: no child ever inherits a key
+        withhold_from_environment()
     try:
         serve(argv)
     except (ConfigError, StoreError) as exc:

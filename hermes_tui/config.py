@@ -19,7 +19,7 @@ from dotenv import dotenv_values
 
 from hermes_tui.private import private_dir
 from hermes_tui.providers import KEY_ENV_VARS, PROVIDER_TABLE, PROVIDERS, Provider
-from hermes_tui.secrets import is_secret_variable
+from hermes_tui.secrets import is_secret_variable, process_environment
 
 # Derived from the provider table (hermes_tui.providers), kept here for the code that reads them.
 DEFAULT_MODELS = {name: p.default_model for name, p in PROVIDER_TABLE.items()}
@@ -38,6 +38,8 @@ PRIVILEGED = frozenset({
     "HERMES_APPROVAL",  # "always" runs commands without asking
     "HERMES_HOME",  # where HERMES_HOME/.env, with all of the above, is read from
     "HERMES_WORKSPACE",  # the folder the tools are confined to
+    "HERMES_SANDBOX",  # "off" lets commands read every file and setting
+    "HERMES_SANDBOX_NETWORK",  # "on" lets commands reach the network
 })
 """Read only from the process environment or HERMES_HOME/.env, never from ./.env."""
 
@@ -84,6 +86,8 @@ class Config:
     ignored_local: tuple[str, ...] = ()  # privileged variables found in ./.env and not used
     context_tokens: int | None = None  # HERMES_CONTEXT_TOKENS: the window when litellm does not know the model
     compact_at: float = 0.8  # HERMES_COMPACT_AT: share of the window that triggers compaction
+    sandbox: bool = True  # HERMES_SANDBOX: run_bash in bubblewrap when it works (agent/sandbox.py)
+    sandbox_network: bool = False  # HERMES_SANDBOX_NETWORK: commands in the sandbox may use the network
 
     @property
     def secrets(self) -> dict[str, str]:
@@ -154,7 +158,8 @@ class Config:
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
         """Build a Config; raises ``ConfigError`` for an invalid value. Creates HERMES_HOME (0700)."""
-        env, ignored = _merged_environment(dict(os.environ if environ is None else environ), cwd or Path.cwd())
+        env, ignored = _merged_environment(process_environment() if environ is None else dict(environ),
+                                           cwd or Path.cwd())
         provider = _check_provider(env.get("HERMES_PROVIDER") or "anthropic")
         model = (env.get("HERMES_MODEL") or "").strip() or DEFAULT_MODELS[provider]
         api_base = (env.get("HERMES_API_BASE") or "").strip() or None
@@ -186,6 +191,8 @@ class Config:
             ignored_local=ignored,
             context_tokens=_tokens(env, "HERMES_CONTEXT_TOKENS"),
             compact_at=_share(env, "HERMES_COMPACT_AT", 0.8),
+            sandbox=_flag(env, "HERMES_SANDBOX", default=True),
+            sandbox_network=_flag(env, "HERMES_SANDBOX_NETWORK"),
         )
 
 
@@ -247,8 +254,10 @@ def _workspace_from(env: Mapping[str, str], cwd: Path | None) -> Path:
     return path.resolve()
 
 
-def _flag(env: Mapping[str, str], name: str) -> bool:
+def _flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
     value = (env.get(name) or "").strip().lower()
+    if not value:
+        return default
     if value in _TRUE:
         return True
     if value in _FALSE:

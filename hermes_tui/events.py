@@ -48,6 +48,16 @@ class ToolCallFinished(Event):
 
 
 @dataclass(frozen=True)
+class Receipt(Event):
+    """Something a tool call really did that the user should see ("remembered: …"): emitted only
+    after it succeeded, never from what an answer merely says."""
+
+    type: ClassVar[str] = "receipt"
+    tool: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class ApprovalNeeded(Event):
     type: ClassVar[str] = "approval_needed"
     id: str = ""

@@ -38,19 +38,3 @@ def private_file(path: Path) -> Path:
     finally:
         os.close(fd)
     return path
-
-
-def private_database(path: Path) -> Path:
-    """``private_file`` for an SQLite file, plus its journal files if an older run left them readable.
-
-    SQLite creates ``-wal``/``-shm``/``-journal`` with the database file's mode, but never changes
-    the mode of ones that already exist.
-    """
-    private_file(path)
-    for suffix in ("-wal", "-shm", "-journal"):
-        companion = path.with_name(path.name + suffix)
-        try:
-            os.chmod(companion, FILE_MODE, follow_symlinks=False)
-        except (FileNotFoundError, PermissionError):  # none, or another user's: SQLite will say
-            pass
-    return path

@@ -52,6 +52,7 @@ PRIVILEGED_LINES = {
     "HERMES_WEB_TRUSTED_PROXIES": "3", "HERMES_API_BASE": "http://evil.example/v1", "HERMES_APPROVAL": "always",
     "HERMES_WEB_PASSWORD": "written-by-the-agent", "FLASK_SECRET_KEY": "k" * 40,
     "HERMES_WEB_ALLOWED_HOSTS": "evil.example", "RAILWAY_PUBLIC_DOMAIN": "evil.example",
+    "HERMES_SANDBOX": "off", "HERMES_SANDBOX_NETWORK": "on",
 }
 
 
@@ -67,6 +68,7 @@ def test_privileged_settings_are_never_read_from_cwd_env(tmp_path: Path, hermes_
     assert config.web_trusted_proxies == 0 and config.api_base is None and config.approval == "ask"
     assert config.web_password is None and config.flask_secret_key is None
     assert config.web_allowed_hosts == () and config.railway_public_domain is None
+    assert config.sandbox and not config.sandbox_network
     assert config.home == hermes_home.resolve() and config.workspace == tmp_path.resolve()
     assert set(PRIVILEGED) <= set(lines)  # every declared privileged variable was tried
     [warning] = config.warnings
@@ -82,6 +84,7 @@ def test_privileged_settings_come_from_home_env_and_environment(hermes_home: Pat
     assert config.api_base == "http://evil.example/v1" and config.approval == "always"
     assert config.web_trusted_proxies == 3 and config.web_password == "written-by-the-agent"
     assert config.web_allowed_hosts == ("evil.example",) and config.railway_public_domain == "evil.example"
+    assert not config.sandbox and config.sandbox_network
     assert config.warnings == []
     monkeypatch.setenv("HERMES_APPROVAL", "ask")
     assert Config.load().approval == "ask"  # the environment still wins

@@ -11,13 +11,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.config import Config
 from hermes_tui.events import ToolCallFinished
 from hermes_tui.memory.store import MemoryStore
@@ -107,7 +111,10 @@ def test_secrets_never_reach_the_model_or_memory(planted: Config, fake_llm_env: 
     by_command = {json.dumps(a): r for a, r in zip(ATTACKS, results, strict=True)}
     assert "refused" in by_command[json.dumps(ATTACKS[0])].result  # read_file .env
     assert "Hermes' own folder" in by_command[json.dumps(ATTACKS[1])].result
-    assert "[redacted: FLASK_SECRET_KEY]" in by_command[json.dumps(ATTACKS[3])].result  # cat: scrubbed
+    if Sandbox().active:  # HERMES_HOME is masked: there is nothing to read
+        assert ".hermes/.env: No such file" in by_command[json.dumps(ATTACKS[3])].result
+    else:  # the scrubber is what is left
+        assert "[redacted: FLASK_SECRET_KEY]" in by_command[json.dumps(ATTACKS[3])].result
     assert "[redacted: GEMINI_API_KEY]" in by_command[json.dumps(ATTACKS[3])].result
     assert "PATH=" in by_command[json.dumps(ATTACKS[4])].result  # env ran; the keys were not in it
     assert "MYSERVICE_API_KEY" not in by_command[json.dumps(ATTACKS[5])].result  # stripped, not just masked
@@ -180,3 +187,75 @@ def test_log_lines_and_tracebacks_are_scrubbed(planted: Config) -> None:
     text = path.read_text()
     assert "[redacted: GEMINI_API_KEY]" in text and "[redacted: FLASK_SECRET_KEY]" in text
     assert_no_secret(text, "the log file")
+
+
+# -- the scrubber: only the matched span, and the forms the shell can print (finding 4) ------------
+
+DUMPED = {"X_API_KEY": "sk-planted-dump-key-0123456789abcdefXYZ", "HERMES_WEB_PASSWORD": "correct horse battery staple 42"}
+DUMPS = ["cat", "xxd", "xxd -g1", "xxd -p", "hexdump -C", "hexdump", "od", "od -c", "od -x", "od -An -tx1",
+         "base32", "base64 -w 20", "rev", "fold -w 7", "sed 's/./& /g'", "gzip | base64"]
+
+
+def _windows(value: str, size: int = 8) -> set[str]:
+    return {value[i:i + size] for i in range(len(value) - size + 1)}
+
+
+@pytest.mark.parametrize("command", DUMPS)
+def test_scrub_catches_what_the_shell_can_print(command: str) -> None:
+    """The real tools' output; an oracle independent of the scrubber's parsers: no 8 characters of a
+    value (as is, reversed, in hex or in little-endian hex words) are left, spaces removed."""
+    secrets = Secrets(DUMPED)
+    plain = "".join(f"{name}={value}\nNEXT=1\n" for name, value in DUMPED.items())
+    printed = subprocess.run(["bash", "-c", command], input=plain.encode(), capture_output=True, check=True).stdout.decode()
+    scrubbed = secrets.scrub(printed)
+    assert "[redacted: " in scrubbed, scrubbed
+    flat = re.sub(r"\s+", "", scrubbed)
+    for value in DUMPED.values():
+        compact = "".join(value.split())
+        raw = value.encode()
+        swapped = b"".join(raw[i:i + 2][::-1] for i in range(0, len(raw) - 1, 2)).hex()
+        for form in (compact, compact[::-1], raw.hex(), swapped):
+            left = [w for w in _windows(form, 8 if form is compact or form == compact[::-1] else 16) if w in flat]
+            assert not left, f"{command}: {left[:3]} left in {scrubbed!r}"
+    assert not any(value.encode() in blob for value in DUMPED.values() for blob in _decoded_runs(scrubbed))
+
+
+def test_scrub_replaces_only_the_matched_span() -> None:
+    value = DUMPED["X_API_KEY"]
+    secrets = Secrets({"X_API_KEY": value})
+    encoded = base64.b64encode(value.encode()).decode()
+    assert secrets.scrub(f"exit code 0\n{encoded}\n") == "exit code 0\n[redacted: X_API_KEY]\n"
+    assert secrets.scrub(f"token: {value}, done") == "token: [redacted: X_API_KEY], done"
+    assert secrets.scrub(f"exit code 0\n{value[::-1]}\nnext") == "exit code 0\n[redacted: X_API_KEY]\nnext"
+    wrapped = base64.encodebytes(b"KEY=" + value.encode() + b"\n").decode()
+    scrubbed = secrets.scrub(f"exit code 0\n{wrapped}tail")
+    assert scrubbed.startswith("exit code 0\n") and scrubbed.endswith("tail") and "[redacted: X_API_KEY]" in scrubbed
+
+
+_WITHHOLD = r"""
+import json, os, subprocess, sys
+from pathlib import Path
+from hermes_tui.config import Config
+from hermes_tui.secrets import withhold_from_environment
+names = withhold_from_environment()
+child = subprocess.run(["bash", "-c", "env; tr '\\0' '\\n' < /proc/$PPID/environ"], capture_output=True, text=True).stdout
+config = Config.load()
+print(json.dumps({"names": names, "child": child, "own": Path("/proc/self/environ").read_bytes().decode(errors="replace"),
+                  "key": config.api_key, "flask": config.flask_secret_key, "in_environ": "OPENAI_API_KEY" in os.environ}))
+"""
+
+
+def test_programs_withhold_keys_from_their_environment(tmp_path: Path) -> None:
+    """Without the sandbox: after start, neither the process's environment nor a child's holds a key,
+    not even the kernel's copy that /proc/PID/environ shows; Config.load still has them."""
+    key, flask = "sk-withheld-0123456789abcdefXYZ", "flask-withheld-9a8b7c6d5e4f3a2b1c0d"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "HERMES_HOME": str(tmp_path / "home"),
+           "HERMES_PROVIDER": "openai", "OPENAI_API_KEY": key, "FLASK_SECRET_KEY": flask, "KEEP": "me"}
+    done = subprocess.run([sys.executable, "-c", _WITHHOLD], env=env, capture_output=True, text=True, cwd=tmp_path,
+                          timeout=60, check=True)
+    found = json.loads(done.stdout)
+    assert sorted(found["names"]) == ["FLASK_SECRET_KEY", "OPENAI_API_KEY"]
+    assert found["key"] == key and found["flask"] == flask and not found["in_environ"]
+    for where in ("child", "own"):
+        assert key not in found[where] and flask not in found[where], where
+    assert "KEEP=me" in found["child"] and "KEEP=me" in found["own"]

@@ -12,12 +12,14 @@ import sqlite3
 import threading
 import time
 from dataclasses import replace
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from hermes_tui.agent.context import ContextWindow
 from hermes_tui.agent.history import checked_arguments, repair
-from hermes_tui.agent.prompts import INDEX_LIMIT, MAIN_SYSTEM_PROMPT, relevant_skills_note, skills_index
+from hermes_tui.agent import fixed_prompt
+from hermes_tui.agent.prompts import relevant_skills_note
+from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.tools import APPROVAL_TOOLS, Approver, ToolRegistry
 from hermes_tui.config import Config
 from hermes_tui.events import (
@@ -25,6 +27,7 @@ from hermes_tui.events import (
     Error,
     Event,
     Notice,
+    Receipt,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -32,8 +35,10 @@ from hermes_tui.events import (
     TurnStarted,
     Usage,
 )
-from hermes_tui.learning.curator import propose_skill, summarize_session
+from hermes_tui.learning.curator import propose_memories, propose_skill, summarize_session
 from hermes_tui.llm import LLMClient, LLMError, StreamResult, ToolCallRequest
+from hermes_tui.memory import facts
+from hermes_tui.memory.facts import claims_to_remember
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.secrets import Secrets
 from hermes_tui.skills.manager import SkillManager
@@ -67,7 +72,7 @@ class AgentLoop:
         self.tools = ToolRegistry(
             config.workspace, memory, skills, enable_shell=enable_shell, enable_write=enable_write,
             approver=None if config.approval == "always" else approver,
-            home=config.home, secrets=Secrets.from_config(config),
+            home=config.home, secrets=Secrets.from_config(config), sandbox=Sandbox.from_config(config),
         )
         self._cancel = threading.Event()
         self._last_turn: list[dict[str, Any]] = []
@@ -95,10 +100,12 @@ class AgentLoop:
                 self.context.restore(self.history, compaction.summary, compaction.through_id,
                                      compaction.trim_through_id)
         # Built once: byte-identical for the whole session so providers can cache it.
-        self.system_prompt = MAIN_SYSTEM_PROMPT.format(
-            workspace=config.workspace, tool_names=", ".join(self.tools.names),
-            skills_index=skills_index(skills.for_prompt(INDEX_LIMIT), skills.count()),
-        )
+        self.facts = facts.for_config(config)
+        self.tools.facts, self.tools.session_id = self.facts, self.session_id
+        self.fixed_prompt = fixed_prompt.build(config.workspace, config.home, self.tools.names,
+                                               self.tools.specs(), skills)
+        self.system_prompt = self.fixed_prompt.system
+        self._memory_frozen = False  # the facts join the prompt at the first turn, then stay as they are
 
     # -- control ------------------------------------------------------------------------------
 
@@ -128,12 +135,14 @@ class AgentLoop:
         self._cancel.clear()
         start = len(self.history)
         yield TurnStarted(self.session_id)
+        self._freeze_memory(text)
         message_id = self.memory.add_message(self.session_id, "user", text)
+        self.tools.message_id = message_id
         note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS))
         self.history.append({"role": "user", "content": text + note, "_id": message_id})
 
         texts: list[str] = []
-        tool_count = 0
+        tool_count = receipts = 0
         reason = "max_steps"
         retried_too_long = False
         for _step in range(MAX_STEPS):
@@ -158,12 +167,15 @@ class AgentLoop:
                 break
             for call in result.tool_calls:
                 tool_count += 1
-                yield from self._run_tool(call)
+                receipts += yield from self._run_tool(call)
             if self._cancel.is_set():
                 reason = "cancelled"
                 break
         else:
             yield Notice(f"Stopped after {MAX_STEPS} steps without a final answer. Ask me to continue if needed.")
+        if not receipts and claims_to_remember("".join(texts)):
+            yield Notice("The answer says it will remember something, but nothing was saved (no memory call "
+                         "succeeded). /remember TEXT saves a fact yourself.")
         yield TurnFinished("".join(texts), tool_count, reason)
         self._last_turn = self.history[start:]
         if tool_count >= LEARN_THRESHOLD and reason == "done":
@@ -184,9 +196,13 @@ class AgentLoop:
         messages = [m.to_llm() for m in self.memory.get_messages(self.session_id)]
         if not messages:
             return None
+        deadline = time.monotonic() + timeout
         summary = summarize_session(self.llm, messages, timeout=timeout)
         if summary:
             self.memory.set_summary(self.session_id, summary)
+        left = deadline - time.monotonic()
+        if left > 1:  # alongside the summary, within the same budget
+            propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left)
         return summary
 
     # -- internals ----------------------------------------------------------------------------
@@ -253,6 +269,28 @@ class AgentLoop:
         self.context_fill = (self.context.tokens(self.history, self._fixed_tokens(specs)), self.context.limit())
         return Usage(context_tokens=self.context_fill[0], context_limit=self.context_fill[1])
 
+    def _freeze_memory(self, first_message: str) -> None:
+        """Put the curated facts in the system prompt once, ranked against the session's first message."""
+        if self._memory_frozen:
+            return
+        self._memory_frozen = True
+        try:
+            block = self.facts.prompt_block(first_message)
+        except OSError as exc:
+            log.warning("memory facts unreadable: %s", exc)
+            return
+        self.fixed_prompt = replace(self.fixed_prompt, memory=block)
+        self.system_prompt = self.fixed_prompt.system
+        self._fixed = None
+
+    @property
+    def memory_frozen(self) -> bool:
+        return self._memory_frozen
+
+    def prompt_parts(self) -> list[fixed_prompt.Part]:
+        """Each part of the fixed prompt with its tokens, for ``/context``."""
+        return self.fixed_prompt.parts(self.context.count)
+
     def _fixed_tokens(self, specs: list[dict[str, Any]]) -> int:
         """Tokens of the system prompt and the tool schemas (counted once per tool set)."""
         key = ",".join(str(spec.get("function", {}).get("name")) for spec in specs)
@@ -261,23 +299,29 @@ class AgentLoop:
             self._fixed = (key, self.context.count(system, specs))
         return self._fixed[1]
 
-    def _run_tool(self, call: ToolCallRequest) -> Iterator[Event]:
+    def _run_tool(self, call: ToolCallRequest) -> Generator[Event, None, int]:
+        """Run one call; returns 1 when it produced a receipt."""
         checked = checked_arguments(call.arguments)
         arguments = self.tools.parse_arguments(call.arguments)
         shown = arguments if isinstance(arguments, dict) else {"raw": call.arguments}
         yield ToolCallStarted(call.id, call.name, shown)
         started = time.monotonic()
+        receipt = None
         if self._cancel.is_set():
             ok, output = False, "Cancelled by the user before it ran."
         else:
             if call.name in APPROVAL_TOOLS and self.tools.approver is not None:
                 yield ApprovalNeeded(call.id, call.name, shown)
             result = self.tools.execute(call.name, call.arguments, cancel=self._cancel)
-            ok, output = result.ok, result.output
+            ok, output, receipt = result.ok, result.output, result.receipt
         if checked.error:  # what was stored (and is sent) as the call's arguments is {}
             output = f"{checked.note()}\n\n{output}"
         self._store({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output})
         yield ToolCallFinished(call.id, call.name, output, ok, round(time.monotonic() - started, 3))
+        if ok and receipt:
+            yield Receipt(call.name, receipt)
+            return 1
+        return 0
 
     def _store(self, message: dict[str, Any], message_id: int | None = None) -> None:
         if message_id is None:

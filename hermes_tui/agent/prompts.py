@@ -72,6 +72,26 @@ Conversation:
 {transcript}"""
 
 
+MEMORY_CURATOR_PROMPT = """\
+You keep a short list of facts about a user and their project, so future sessions start knowing \
+them. Below are what the user wrote in the session that just ended, and the facts already kept.
+
+Keep only what the user stated that will still matter later: preferences ("I use pytest, never \
+unittest"), corrections, facts about their environment ("the deploy target is staging-7") and \
+decisions. Not tasks, not what you did, not guesses, never secrets. Skip anything already kept.
+
+Answer with one line per fact and nothing else, each line in one of these forms:
+USER: <a fact about the person, true in every project>
+PROJECT: <a fact about this project>
+REPLACE <id>: <the corrected wording of a kept fact the user contradicted>
+or the single word NONE when there is nothing to keep.
+
+Facts already kept:
+{existing}
+
+What the user wrote:
+{said}"""
+
 COMPACTION_PROMPT = """\
 The conversation below is getting too long for your context window. Its older part will be \
 replaced by the summary you write now; the most recent messages stay as they are. Write the \

@@ -16,12 +16,13 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from hermes_tui.events import Error, Event, TurnFinished
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.fixed_prompt import Report
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.tools import Approver
     from hermes_tui.config import Config
@@ -80,6 +81,31 @@ def build_agent(
     return AgentLoop(config, memory, skills, session_id=session_id, source=surface.source,
                      enable_shell=surface.enable_shell, enable_write=surface.enable_write,
                      approver=surface.approver, llm=LLMClient(config, host))
+
+
+def context_report(config: Config, memory: MemoryStore, skills: SkillManager, surface: Surface,
+                   loop: AgentLoop | None = None) -> Report:
+    """The fixed prompt of ``loop``'s session, or the one a new session of ``surface`` would send."""
+    from hermes_tui.agent import fixed_prompt
+    from hermes_tui.agent.context import ContextWindow
+
+    if loop is None:
+        from hermes_tui.agent.tools import ToolRegistry
+        from hermes_tui.llm import LLMClient
+        from hermes_tui.secrets import Secrets
+
+        tools = ToolRegistry(config.workspace, memory, skills, home=config.home,
+                             secrets=Secrets.from_config(config), enable_shell=surface.enable_shell,
+                             enable_write=surface.enable_write)
+        prompt = fixed_prompt.build(config.workspace, config.home, tools.names, tools.specs(), skills)
+        window = ContextWindow(LLMClient(config), config)
+    else:
+        prompt, window = loop.fixed_prompt, loop.context
+    if loop is None or not loop.memory_frozen:  # what the first message will add
+        from hermes_tui.memory import facts
+
+        prompt = replace(prompt, memory=facts.for_config(config).prompt_block(""))
+    return fixed_prompt.Report(tuple(prompt.parts(window.count)), window.limit(), prompt.instructions)
 
 
 class RunningTurn:

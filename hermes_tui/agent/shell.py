@@ -1,26 +1,31 @@
-"""Running one ``run_bash`` command: bounded output, a whole process group, and no survivors.
+"""Running one ``run_bash`` command: bounded output, a sandbox, and no survivors.
 
 * Output is read from a pipe into ``BoundedOutput``, which keeps the head and the tail and only counts
   the middle, so memory stays near twice ``OUTPUT_CAP`` whatever the command prints.
-* The command runs in its own session (process group); timeout, cancel and the end of the command
-  kill the whole group, so background children (``sleep 60 &``) die with it.
-* If Hermes itself dies (even by SIGKILL), a watchdog inside the group notices: it blocks reading a
-  pipe whose only writer is Hermes, and kills the group when that pipe closes. This needs no
-  ``preexec_fn``, which is unsafe in a threaded program such as the TUI or the web server.
-  A process that leaves the group on purpose (``setsid``) is not caught: the shell is not a sandbox.
+* With bubblewrap (``sandbox.py``) the command runs in its own PID namespace: when its first process
+  ends, or Hermes kills bwrap (timeout, cancel, end of the command), the kernel ends every process of
+  the namespace, ``setsid`` and ``setpgid`` ones too. ``--die-with-parent`` covers Hermes' own death.
+* Without it the command runs under ``reaper.py``, a child subreaper that kills every descendant it
+  can find when the command ends or when Hermes closes (or, dying, drops) the pipe it watches.
+  Neither path needs a ``preexec_fn``, which is unsafe in a threaded program such as the TUI.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from hermes_tui.agent.sandbox import Sandbox
 
 BASH_DEFAULT_TIMEOUT = 120
 BASH_MAX_TIMEOUT = 600
@@ -28,10 +33,11 @@ OUTPUT_CAP = 20_000  # characters of output handed back to the model
 _READ = 16 * 1024
 _POLL = 0.05
 _DRAIN = 1.0  # seconds to collect what is left in the pipe once the group is dead
-
-# $1 is the user's command; {fd} is the read end of the pipe whose writer is Hermes. The watchdog
-# subshell stays in the group; the shell then closes its copy and becomes the user's command.
-_WRAPPER = '{{ read -r -u {fd} _; kill -KILL 0; }} & exec {fd}<&-; exec bash -c "$1"'
+_REAP = 10.0  # seconds the reaper may take to end everything before Hermes kills it and its group
+_REAPER = str(Path(__file__).with_name("reaper.py"))
+NO_NETWORK_HINT = "(run_bash has no network in its sandbox: HERMES_SANDBOX_NETWORK=on allows it)"
+_NETWORK_FAILURE = re.compile(r"name resolution|resolve host|could not resolve|network is unreachable|getaddrinfo"
+                              r"|failed to establish a new connection|no address associated", re.IGNORECASE)
 
 
 class BoundedOutput:
@@ -76,28 +82,54 @@ class CommandOutcome:
 
 
 def run_command(command: str, cwd: Path, timeout: float, cancel: threading.Event,
-                environment: dict[str, str] | None = None) -> CommandOutcome:
-    """Run ``command`` with bash in ``cwd``; stop at ``timeout`` or when ``cancel`` is set."""
-    read_end, write_end = os.pipe()  # the watchdog's pipe: Hermes holds the only write end
+                environment: Mapping[str, str] | None = None, *, sandbox: Sandbox | None = None,
+                home: Path | None = None) -> CommandOutcome:
+    """Run ``command`` with bash in ``cwd``; stop at ``timeout`` or when ``cancel`` is set.
+
+    ``environment`` is already free of secrets; only ``sandbox.environment``'s variables of it pass.
+    ``home`` (HERMES_HOME) is masked in the sandbox.
+    """
+    sandbox = sandbox if sandbox is not None else Sandbox()
+    env = sandbox.environment(os.environ if environment is None else environment)
+    if sandbox.active:
+        outcome = _run(sandbox.wrap(["bash", "-c", command], cwd, home), cwd, env, timeout, cancel, None)
+        if not sandbox.network and outcome.returncode and _NETWORK_FAILURE.search(outcome.text):
+            return CommandOutcome(outcome.status, outcome.returncode, f"{outcome.text}\n{NO_NETWORK_HINT}")
+        return outcome
+    read_end, write_end = os.pipe()  # the reaper's pipe: Hermes holds the only write end
+    argv = [sys.executable, "-I", "-S", _REAPER, str(read_end), "bash", "-c", command]
+    return _run(argv, cwd, env, timeout, cancel, (read_end, write_end))
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, cancel: threading.Event,
+         watch: tuple[int, int] | None) -> CommandOutcome:
+    """Start ``argv`` in a session of its own and pump its output. ``watch``: the reaper's pipe
+    (read end, write end), both closed here."""
     try:
         proc = subprocess.Popen(
-            ["bash", "-c", _WRAPPER.format(fd=read_end), "hermes-bash", command],
-            cwd=cwd, env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(read_end,),
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(watch[0],) if watch else (),
         )
     except BaseException:
-        os.close(write_end)
+        if watch:
+            os.close(watch[1])
         raise
     finally:
-        os.close(read_end)
+        if watch:
+            os.close(watch[0])
     output = BoundedOutput(OUTPUT_CAP)
     assert proc.stdout is not None
     pipe = proc.stdout.fileno()
     try:
         status = _pump(proc, pipe, output, time.monotonic() + timeout, cancel)
     finally:
-        os.close(write_end)  # the watchdog kills whatever is left of the group
-        kill_group(proc.pid)
+        if watch:  # the reaper ends the command and all it started, then exits
+            os.close(watch[1])
+            try:
+                proc.wait(timeout=_REAP)
+            except subprocess.TimeoutExpired:
+                pass
+        kill_group(proc.pid)  # bwrap: its namespace ends with it; the reaper: a last resort
         proc.wait()
         _drain(pipe, output)
         proc.stdout.close()

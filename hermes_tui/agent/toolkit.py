@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.sandbox import Sandbox
+    from hermes_tui.memory.facts import FactStore
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
 
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 class ToolResult:
     ok: bool
     output: str
+    receipt: str | None = None  # what the user is shown once it is done ("remembered: …")
 
 
 @dataclass
@@ -33,6 +36,10 @@ class ToolContext:
     skills: SkillManager
     home: Path | None = None
     environment: dict[str, str] | None = None  # run_bash's environment, already stripped of secrets
+    facts: FactStore | None = None  # curated memory (the memory tool)
+    session_id: int | None = None  # the session the call belongs to (provenance)
+    message_id: int | None = None  # the user message of the turn (provenance)
+    sandbox: Sandbox | None = None  # how run_bash confines commands (None: the default, sandboxed)
     cancel: threading.Event = field(default_factory=threading.Event)
 
 

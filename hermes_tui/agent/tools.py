@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.agent.edit import EDIT_TOOL
+from hermes_tui.agent.memory_tools import MEMORY_TOOLS
 from hermes_tui.agent.paths import PathError, WriteCancelled, display_path, open_in_workspace, replace_file
 from hermes_tui.agent.reading import READ_CAP, READ_TOOL
+from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.search import SEARCH_TOOLS
 from hermes_tui.agent.skill_tools import SKILL_TOOLS
 from hermes_tui.agent.shell import BASH_DEFAULT_TIMEOUT, BASH_MAX_TIMEOUT, OUTPUT_CAP, run_command
@@ -36,6 +38,7 @@ from hermes_tui.memory.text import HIT_END, HIT_START
 from hermes_tui.secrets import Secrets
 
 if TYPE_CHECKING:
+    from hermes_tui.memory.facts import FactStore
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
 
@@ -60,7 +63,8 @@ def run_bash(ctx: ToolContext, command: str, timeout: int = BASH_DEFAULT_TIMEOUT
     if not command.strip():
         return ToolResult(False, "run_bash: command is empty")
     timeout = max(1, min(int(timeout), BASH_MAX_TIMEOUT))
-    outcome = run_command(command, ctx.workspace, timeout, ctx.cancel, ctx.environment)
+    outcome = run_command(command, ctx.workspace, timeout, ctx.cancel, ctx.environment, sandbox=ctx.sandbox,
+                          home=ctx.home)
     if outcome.status == "timeout":
         return ToolResult(False, f"Timed out after {timeout} s; the command and its children were killed.\n{outcome.text}")
     if outcome.status == "cancelled":
@@ -148,7 +152,7 @@ FILE_TOOLS: tuple[Tool, ...] = (
     ),
 )
 
-TOOLS: tuple[Tool, ...] = (*FILE_TOOLS, *SKILL_TOOLS)
+TOOLS: tuple[Tool, ...] = (*FILE_TOOLS, *MEMORY_TOOLS, *SKILL_TOOLS)
 APPROVAL_TOOLS = frozenset(tool.name for tool in TOOLS if tool.needs_approval)
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
@@ -171,6 +175,7 @@ class ToolRegistry:
         *,
         home: Path | None = None,
         secrets: Secrets | None = None,
+        sandbox: Sandbox | None = None,
         enable_shell: bool = True,
         enable_write: bool = True,
         approver: Approver | None = None,
@@ -181,7 +186,11 @@ class ToolRegistry:
         self.skills = skills
         self.home = home
         self.secrets = secrets if secrets is not None else Secrets()
+        self.sandbox = sandbox if sandbox is not None else Sandbox()
         self.approver = approver
+        self.facts: FactStore | None = None  # set by the agent: curated memory of its workspace
+        self.session_id: int | None = None
+        self.message_id: int | None = None  # the turn's user message, set by the agent
         switches = {"shell": enable_shell, "write": enable_write}
         self._tools = {t.name: t for t in tools if t.switch is None or switches[t.switch]}
 
@@ -215,7 +224,8 @@ class ToolRegistry:
                 cancel: threading.Event | None = None) -> ToolResult:
         """Run one call; the result's output is always scrubbed of secret values."""
         result = self._execute(name, arguments, cancel or threading.Event())
-        return ToolResult(result.ok, self.secrets.scrub(result.output))
+        receipt = self.secrets.scrub(result.receipt) if result.receipt else None
+        return ToolResult(result.ok, self.secrets.scrub(result.output), receipt)
 
     def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event) -> ToolResult:
         tool = self._tools.get(name)
@@ -237,7 +247,9 @@ class ToolRegistry:
         # A tool not declared cancellable is never stopped halfway (e.g. a skill file half written).
         ctx = ToolContext(self.workspace, self.memory, self.skills, home=self.home,
                           cancel=cancel if tool.cancellable else threading.Event(),
-                          environment=self.secrets.clean_environment(os.environ))
+                          environment=self.secrets.clean_environment(os.environ),
+                          facts=self.facts, session_id=self.session_id, message_id=self.message_id,
+                          sandbox=self.sandbox)
         try:
             return tool.run(ctx, **args)
         except PathError as exc:

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hermes_tui.agent.prompts import SESSION_SUMMARY_PROMPT, SKILL_AUTHORING_PROMPT
+from hermes_tui.agent.prompts import MEMORY_CURATOR_PROMPT, SESSION_SUMMARY_PROMPT, SKILL_AUTHORING_PROMPT
 from hermes_tui.events import Notice, SkillLearned
 from hermes_tui.llm import LLMError
+from hermes_tui.memory.facts import FactError, FactStore, Saved
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.skills.schema import SkillError, normalize_name
 
@@ -171,3 +172,44 @@ def summarize_session(llm: Completer, transcript: Sequence[dict[str, Any]], *, t
         log.warning("session summary skipped: %s", exc.message)
         return None
     return summary or None
+
+
+_MEMORY_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:(USER|PROJECT)|REPLACE\s+([0-9a-f]{6}))\s*:\s*(.+?)\s*$", re.I)
+MEMORY_SAID_CHARS = 12_000  # of the user's own words handed to the memory curator
+MEMORY_PROPOSALS = 8  # at most, per session
+
+
+def propose_memories(llm: Completer, transcript: Sequence[dict[str, Any]], facts: FactStore, *,
+                     session_id: int | None = None, timeout: float = 30.0) -> list[Saved]:
+    """At session close: keep what the user stated (preferences, corrections, environment facts,
+    decisions) as curated facts; near-duplicates only confirm, a REPLACE keeps the old wording in
+    the fact's history. Lines not in the strict format are dropped."""
+    said = "\n".join(f"- {' '.join(str(m.get('content') or '').split())}" for m in transcript
+                     if m.get("role") == "user" and m.get("content"))[-MEMORY_SAID_CHARS:]
+    if not said:
+        return []
+    existing = "\n".join(f"- [{f.id}] ({f.scope}) {f.text}" for f in facts.facts()) or "(none)"
+    prompt = MEMORY_CURATOR_PROMPT.format(existing=existing, said=said)
+    try:
+        answer = llm.complete([{"role": "user", "content": prompt}], timeout=timeout).strip()
+    except LLMError as exc:
+        log.warning("memory curator skipped: %s", exc.message)
+        return []
+    if answer.upper().rstrip(".") == "NONE":
+        return []
+    saved: list[Saved] = []
+    for line in answer.splitlines()[:MEMORY_PROPOSALS]:
+        match = _MEMORY_LINE.match(line)
+        if not match:
+            if line.strip():
+                log.info("memory curator: dropped a line not in the format: %r", line[:120])
+            continue
+        scope, fact_id, text = match.groups()
+        try:
+            if fact_id:
+                saved.append(facts.replace(fact_id.lower(), text, session_id=session_id, by="curator"))
+            else:
+                saved.append(facts.save(scope.lower(), text, session_id=session_id, by="curator"))  # type: ignore[arg-type]
+        except FactError as exc:
+            log.info("memory curator: not kept (%s): %r", exc, text[:120])
+    return saved

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes_tui.db import connect
 from hermes_tui.memory.errors import StoreError, check_header
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.memory.text import index_text
@@ -108,10 +109,7 @@ def repair(path: Path) -> Checkup:
 
 
 def _open(path: Path, *, read_only: bool) -> sqlite3.Connection:
-    if read_only:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-    else:
-        conn = sqlite3.connect(path, isolation_level=None)
+    conn = connect(path, read_only=read_only)
     conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
     return conn
 

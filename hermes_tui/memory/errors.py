@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from hermes_tui.db import opened_here
+
 DOCTOR = "run `hermes-tui doctor` to check it and rebuild it from every readable row"
 
 _KINDS: tuple[tuple[tuple[str, ...], str, str], ...] = (
@@ -54,6 +56,8 @@ def check_header(path: Path) -> None:
         return
     if size == 0:
         return  # SQLite treats an empty file as a new database
+    if opened_here(path):
+        return  # already read by SQLite; opening it again would drop this process's locks (db.py)
     with path.open("rb") as f:
         header = f.read(100)
     if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import urllib.parse
 import sqlite3
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from hermes_tui.db import connect, enable_wal, immediate, prepare
 from hermes_tui.memory import search as ranking
 from hermes_tui.memory.errors import StoreError, check_header, describe
 from hermes_tui.memory.maintenance import FTS_TABLES, Maintenance
@@ -36,7 +36,6 @@ from hermes_tui.memory.text import (
     SNIPPET_SCAN,
     index_text,
 )
-from hermes_tui.private import private_database
 
 __all__ = [
     "HIT_END", "HIT_START", "MemoryStore", "Message", "SearchHit", "SessionHit", "SessionInfo",
@@ -46,7 +45,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ROLES = ("system", "user", "assistant", "tool")
-BUSY_TIMEOUT_MS = 10_000
 FIRST_LINE_CHARS = 120
 
 
@@ -456,7 +454,7 @@ class MemoryStore:
                            "messages are not saved (make the file and its folder writable)")
         else:
             try:
-                private_database(self.path)  # SQLite gives its -wal and -shm files the file's mode
+                prepare(self.path)  # before the first connection: SQLite copies the file's mode
             except OSError as exc:
                 raise StoreError(self.path, f"the file cannot be created ({exc.strerror})",
                                  "check that its folder exists and is writable") from exc
@@ -495,21 +493,13 @@ class MemoryStore:
         self.close()
 
     def _connect(self) -> sqlite3.Connection:
-        # isolation_level=None: no implicit transactions; writes open BEGIN IMMEDIATE themselves.
-        options = {"timeout": BUSY_TIMEOUT_MS / 1000, "isolation_level": None,
-                   "check_same_thread": False}
-        if self.read_only:
-            conn = _connect_read_only(self.path, options)
-        else:
-            conn = sqlite3.connect(self.path, **options)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn = connect(self.path, read_only=self.read_only, check_same_thread=False)
         if not self.read_only:
             enable_wal(conn)
         # The upkeep thread checkpoints, between appends rather than inside one.
         conn.execute("PRAGMA wal_autocheckpoint = 0")
         # NORMAL in WAL mode: commits survive an application crash without an fsync per message.
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
         # The index's view calls it; deterministic, so SQLite may use it in triggers and views.
         conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
         # Freed pages are zeroed, so forgotten text cannot be read back from the file.
@@ -773,35 +763,8 @@ SELECT s.id, s.source, s.title, s.summary, s.started, s.last_activity,
   FROM sessions s"""
 
 
-@contextmanager
-def immediate(conn: sqlite3.Connection) -> Iterator[None]:
-    """A ``BEGIN IMMEDIATE`` transaction: the write lock is taken up front (waiting on busy),
-    so read-then-write decisions are atomic across processes; rolled back on any error."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
-def enable_wal(conn: sqlite3.Connection) -> None:
-    """Switch the file to WAL (persistent), retrying while another process holds it.
-
-    Changing the journal mode can fail with "database is locked" at once, without waiting for
-    the busy timeout, when several processes open a new file together.
-    """
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
 
 
 def _writable(path: Path) -> bool:
@@ -814,16 +777,6 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
-def _connect_read_only(path: Path, options: dict[str, Any]) -> sqlite3.Connection:
-    """Read-only; a WAL file needs its -shm, which a read-only folder may not let SQLite make,
-    and then only ``immutable`` (no locking, no WAL) can read the file."""
-    uri = "file:" + urllib.parse.quote(str(path.resolve()))
-    try:
-        conn = sqlite3.connect(uri + "?mode=ro", uri=True, **options)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return conn
-    except sqlite3.OperationalError:
-        return sqlite3.connect(uri + "?immutable=1", uri=True, **options)
 
 
 def _delete_with_dependents(

@@ -19,10 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_tui.memory.store import enable_wal, immediate
-from hermes_tui.private import private_file
+from hermes_tui.db import connect, enable_wal, immediate, prepare
 
-BUSY_TIMEOUT_MS = 10_000
 # bm25 weights, in column order: name, triggers (with tags), description, body.
 WEIGHTS = (3.0, 4.0, 2.0, 1.0)
 MAX_QUERY_TERMS = 32
@@ -148,11 +146,8 @@ class SkillIndex:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        private_file(self.path)  # SQLite gives the WAL and SHM files the same mode
-        self.conn = sqlite3.connect(
-            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-        )
-        self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        prepare(self.path)  # SQLite gives the WAL and SHM files the same mode
+        self.conn = connect(self.path, check_same_thread=False)
         enable_wal(self.conn)
         self.conn.execute("PRAGMA synchronous = NORMAL")
         with immediate(self.conn):

@@ -40,6 +40,7 @@ from hermes_tui.skills import guard
 from hermes_tui.skills.index import Entry, Row, SkillIndex
 from hermes_tui.skills.layout import Found, base_name, namespace, walk
 from hermes_tui.skills.patch import PatchError, patch_skill
+from hermes_tui.skills.similar import CANDIDATES, near_duplicate
 from hermes_tui.skills.schema import (
     SKILL_FILE,
     Skill,
@@ -328,6 +329,10 @@ class SkillManager:
     def propose(self, name: str, description: str, triggers: Iterable[str], body: str) -> Outcome:
         """The curator's entry: create, refine, keep as pending (user-edited file) or refuse.
 
+        A proposal under a new name that repeats an existing skill (``similar.py``) refines that
+        skill, or is kept as its pending version when the file is not Hermes' own (the user accepts
+        it in the Skills pane): it never becomes a second skill.
+
         All of it runs under the lock, so concurrent proposals of one name from several
         processes each end as a new skill, a new version, a pending version or "unchanged".
         """
@@ -340,6 +345,10 @@ class SkillManager:
             return Outcome("refused", str(name)[:64], detail=str(exc))
         with self._locked():
             row = self._find(name, force=True)  # a namespaced name (source/name) finds its skill
+            if row is None:  # a new name for a skill the library has is a refinement of that skill
+                query = " ".join([key.replace("-", " "), proposal.description, *proposal.triggers])
+                twin = near_duplicate(proposal, self.search(query, limit=CANDIDATES))
+                row = self._find(twin.name, force=True) if twin is not None else None
             if row is None:
                 skill = self.create(key, proposal.description, proposal.triggers, proposal.body)
                 return Outcome("created", skill.name, skill.version)

@@ -85,6 +85,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("skills", "reload", ("ctrl+r",), "Reload", "Skills pane: re-read the skill files"),
     Action("skills", "move(1)", ("down",), "Next", "Skills pane: next skill (from the filter box too)", show=False),
     Action("skills", "move(-1)", ("up",), "Previous", "Skills pane: previous skill", show=False),
+    Action("memory", "edit_fact", ("f6",), "Edit", "Memory pane: edit the highlighted fact's file in `$EDITOR`"),
+    Action("memory", "delete_fact", ("x", "delete"), "Forget", "Memory pane: forget the highlighted fact (asks first)"),
     Action("sessions", "open", ("o",), "Open", "Sessions pane: open the transcript (Enter too)"),
     Action("sessions", "resume", ("r",), "Resume", "Sessions pane: continue the session in the chat"),
     Action("sessions", "forget", ("x",), "Forget", "Sessions pane: delete the session for good (asks first)"),

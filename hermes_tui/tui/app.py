@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
-    from hermes_tui.tui.messages import EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
+    from hermes_tui.tui.messages import EditFile, EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +134,10 @@ class HermesApp(App[int]):
             await self.resume(self._resume_at_start)
         if not self.config.has_api_key:
             self.open_setup()
+        from hermes_tui.agent.sandbox import startup_notice
+
+        if sandbox_line := await asyncio.to_thread(startup_notice, self.config):  # probes bwrap once
+            await self.chat.add_notice(sandbox_line, "error")
 
     # -- parts
 
@@ -372,18 +376,27 @@ class HermesApp(App[int]):
         if skill is None or skill.path is None:
             self.notify(f"The skill {message.name} no longer exists.", severity="error", markup=False)
             return
+        self._edit(skill.path)
+        self.skills.reload()
+        if pane := self.mounted_pane("skills"):
+            pane.refresh_data()
+
+    def on_edit_file(self, message: EditFile) -> None:
+        self._edit(message.path)
+        if pane := self.mounted_pane(message.pane):
+            pane.refresh_data()
+
+    def _edit(self, path: Path) -> None:
+        """Suspend the app and run ``$VISUAL``/``$EDITOR`` (else vi) on ``path``."""
         import shlex
         import subprocess
 
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
         try:
             with self.suspend():
-                subprocess.run([*shlex.split(editor), str(skill.path)], check=False)
+                subprocess.run([*shlex.split(editor), str(path)], check=False)
         except (SuspendNotSupported, OSError, ValueError) as exc:
             self.notify(f"Could not open an editor ({editor}): {exc}", severity="error", markup=False)
-        self.skills.reload()
-        if pane := self.mounted_pane("skills"):
-            pane.refresh_data()
 
     # -- approvals (asked by the turn's worker thread)
 

@@ -27,7 +27,7 @@ class UserMessage(Static):
         super().__init__(text, markup=False, classes="user-message")
 
 
-NOTICE_ICONS = {"notice": "ℹ", "error": "✗", "learned": "✦", "cancelled": "■"}
+NOTICE_ICONS = {"notice": "ℹ", "error": "✗", "learned": "✦", "cancelled": "■", "receipt": "✓"}
 
 
 class NoticeLine(Static):

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         Error,
         Event,
         Notice,
+        Receipt,
         SkillLearned,
         TextDelta,
         ToolCallFinished,
@@ -286,6 +287,9 @@ class ChatPane(Widget):
 
     async def _show_notice(self, event: Notice) -> None:
         await self.add_notice(event.message)
+
+    async def _show_receipt(self, event: Receipt) -> None:
+        await self.add_notice(event.text, "receipt")
 
     async def _show_error(self, event: Error) -> None:
         await self.add_notice(event.message, "error")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -149,6 +150,47 @@ class CommandRunner:
 
         rows = self.app.usage.of(self.app.session.session_id)
         await self.app.chat.add_help(cost_markdown(rows))
+
+    async def _remember(self, argument: str) -> None:
+        from hermes_tui.memory import facts
+
+        scope, text = "user", argument.strip()
+        if text.lower().startswith("project:"):
+            scope, text = "project", text[len("project:"):].strip()
+        if not text:
+            await self.app.chat.add_notice("Usage: /remember TEXT (about you), or /remember project: TEXT.", "error")
+            return
+        store = facts.for_config(self.app.config)
+        try:
+            saved = await asyncio.to_thread(store.save, scope, text, session_id=self.app.session.session_id, by="user")
+        except (facts.FactError, OSError) as exc:
+            await self.app.chat.add_notice(f"Not remembered: {exc}", "error")
+            return
+        await self.app.chat.add_notice(saved.receipt + " — from the next session on, it is in the prompt.", "receipt")
+
+    async def _context(self, argument: str) -> None:
+        from hermes_tui.agent import instructions
+        from hermes_tui.agent.runtime import Surface, context_report
+
+        app = self.app
+        word, _, number = argument.partition(" ")
+        if argument and (word != "approve" or not number.strip().isdigit()):
+            await app.chat.add_notice("Usage: /context, or /context approve N (N from the list /context shows).",
+                                      "error")
+            return
+        report = await asyncio.to_thread(context_report, app.config, app.memory, app.skills, Surface("tui"),
+                                         app.session.loop)
+        if not argument:
+            await app.chat.add_help(report.markdown())
+            return
+        files = report.instructions.files
+        index = int(number) - 1
+        if not 0 <= index < len(files) or not files[index].flagged or files[index].approved:
+            await app.chat.add_notice(f"Instruction file {number} is not held back: /context lists them.", "error")
+            return
+        await asyncio.to_thread(instructions.approve, app.config.home, files[index])
+        await app.chat.add_notice(f"Approved {files[index].label}: sessions started from now on read it "
+                                  "(this one keeps the prompt it started with).")
 
     async def _copy(self, argument: str) -> None:
         from hermes_tui.tui.session_tools import code_blocks, last_answer, osc52_likely, write_private

@@ -21,9 +21,13 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from hermes_tui.memory import facts
+from hermes_tui.memory.facts import Fact, FactError, FactStore
 from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
 from hermes_tui.skills.manager import SkillManager
-from hermes_tui.tui.messages import OpenTranscript
+from hermes_tui.tui import actions
+from hermes_tui.tui.confirm import ConfirmScreen
+from hermes_tui.tui.messages import EditFile, OpenTranscript
 from hermes_tui.tui.transcript import clock, printable
 
 log = logging.getLogger(__name__)
@@ -85,6 +89,7 @@ class MemoryPane(Widget):
         Binding("o", "open", "Open"),
         Binding("slash", "focus_search", "Search"),
         Binding("down", "focus_hits", "Results", show=False),
+        *actions.bindings("memory"),
     ]
 
     def __init__(self, *, memory: MemoryStore, skills: SkillManager, **widget_kwargs: Any) -> None:
@@ -92,6 +97,7 @@ class MemoryPane(Widget):
         del skills  # every pane takes both stores; this one only searches memory
         self._store = memory
         self._hits: list[SearchHit] = []
+        self._facts: list[Fact] = []  # shown while the search box is empty
         self._query = ""
         self._debounce: Timer | None = None
 
@@ -126,43 +132,58 @@ class MemoryPane(Widget):
             self._debounce.stop()
             self._debounce = None
         self._query = query
-        if query.strip():
-            self._search(query)
-        else:
-            self._show(query, [], None)
+        self._search(query)
 
     @work(thread=True, exclusive=True, group="memory-search")
     def _search(self, query: str) -> None:
+        """Search the sessions, or, for an empty query, read the curated facts."""
         worker = get_current_worker()
         error: str | None = None
+        hits: list[SearchHit] = []
+        found: list[Fact] = []
         try:
-            hits = self._store.search(query, limit=RESULT_LIMIT)
+            if query.strip():
+                hits = self._store.search(query, limit=RESULT_LIMIT)
+            else:
+                found = self._fact_store().facts()
         except Exception as exc:  # the store should never raise; if it does, say so in one line
             log.exception("memory search failed for %r", query)
-            hits, error = [], str(exc) or type(exc).__name__
+            error = str(exc) or type(exc).__name__
         if not worker.is_cancelled:
-            self.app.call_from_thread(self._show, query, hits, error)
+            self.app.call_from_thread(self._show, query, hits, error, found)
 
-    def _show(self, query: str, hits: list[SearchHit], error: str | None) -> None:
+    def _fact_store(self) -> FactStore:
+        return facts.for_config(self.app.config)  # type: ignore[attr-defined]
+
+    def _show(self, query: str, hits: list[SearchHit], error: str | None, found: list[Fact] | None = None) -> None:
         if query != self._query or not self.is_attached:
             return  # a newer query is on its way, or the pane is gone
         self._hits = hits
+        self._facts = list(found or [])
         results = self.query_one("#memory-hits", OptionList)
         options: list[Option | None] = []
         for hit in hits:
             if options:
                 options.append(None)  # a divider line between hits
             options.append(Option(hit_prompt(hit)))
+        for fact in self._facts:
+            meta = Content.styled(f"{fact.scope} · {fact.id}", META_STYLE)
+            options.append(Option(Content.assemble(meta, "  ", _flat(fact.text))))
         results.set_options(options)
-        if hits:
+        if options:
             results.highlighted = 0
         self.query_one("#memory-status", Static).update(self._status(query, error))
+        self.refresh_bindings()
 
     def _status(self, query: str, error: str | None) -> Content:
         if error is not None:
             return Content.assemble(("Search failed: ", "$text-error"), error)
         if not query.strip():
-            return Content(SEARCH_HELP)
+            if not self._facts:
+                return Content("Nothing remembered yet (/remember TEXT, or ask Hermes). " + SEARCH_HELP)
+            count = len(self._facts)
+            return Content(f"{count} fact{'s' if count != 1 else ''} Hermes remembers "
+                           f"({self._key('edit_fact')} edit, {self._key('delete_fact')} delete). {SEARCH_HELP}")
         if not self._hits:
             return Content.assemble("No matches for “", printable(query), "”")
         count = len(self._hits)
@@ -200,9 +221,11 @@ class MemoryPane(Widget):
     # -- actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """``o`` and ``/`` are letters for the search box while it has focus."""
-        if action in ("open", "focus_search") and self.query_one("#memory-query", Input).has_focus:
+        """``o``, ``/`` and ``x`` are letters for the search box while it has focus."""
+        if action in ("open", "focus_search", "delete_fact") and self.query_one("#memory-query", Input).has_focus:
             return False
+        if action in ("edit_fact", "delete_fact"):
+            return True if self._highlighted_fact() is not None else None
         if action == "open" and self.query_one("#memory-hits", OptionList).highlighted is None:
             return None
         return True
@@ -212,11 +235,46 @@ class MemoryPane(Widget):
         if highlighted is not None:
             self._open(highlighted)
 
+    def action_edit_fact(self) -> None:
+        fact = self._highlighted_fact()
+        if fact is not None:
+            self.post_message(EditFile(self._fact_store().path(fact.scope), "memory"))
+
+    def action_delete_fact(self) -> None:
+        fact = self._highlighted_fact()
+        if fact is None:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._delete(fact)
+
+        self.app.push_screen(ConfirmScreen(f"Forget this fact ({fact.scope})?\n\n{printable(fact.text)}",
+                                           confirm_label="Forget"), answered)
+
+    @work(thread=True, group="memory-facts")
+    def _delete(self, fact: Fact) -> None:
+        try:
+            self._fact_store().remove(fact.id)
+        except (FactError, OSError) as exc:
+            self.app.call_from_thread(self.app.notify, f"Could not forget it: {exc}", severity="error", markup=False)
+        self.app.call_from_thread(self.refresh_data)
+
+    def _highlighted_fact(self) -> Fact | None:
+        if self._query.strip() or not self._facts:
+            return None
+        index = self.query_one("#memory-hits", OptionList).highlighted
+        return self._facts[index] if index is not None and 0 <= index < len(self._facts) else None
+
+    @staticmethod
+    def _key(action: str) -> str:
+        return next(a.key_text for a in actions.ACTIONS if a.scope == "memory" and a.action == action)
+
     def action_focus_search(self) -> None:
         self.focus_main()
 
     def action_focus_hits(self) -> None:
-        if self._hits:
+        if self._hits or self._facts:
             self.query_one("#memory-hits", OptionList).focus()
 
     def _open(self, index: int) -> None:

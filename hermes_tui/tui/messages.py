@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.message import Message
 
 
@@ -36,6 +38,15 @@ class ForgetSession(Message):
     def __init__(self, session_id: int) -> None:
         super().__init__()
         self.session_id = session_id
+
+
+class EditFile(Message):
+    """Suspend the app and open $EDITOR on a file Hermes keeps (a memory file); then ``refresh`` the pane."""
+
+    def __init__(self, path: Path, pane: str) -> None:
+        super().__init__()
+        self.path = path
+        self.pane = pane
 
 
 class EditSkill(Message):

@@ -7,7 +7,6 @@ The key is never logged or shown.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 from dataclasses import replace
 from urllib.parse import urlsplit
@@ -23,6 +22,7 @@ from textual.widgets.option_list import Option
 
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.providers import PROVIDER_TABLE, PROVIDERS
+from hermes_tui.secrets import process_environment
 from hermes_tui.tui.envfile import update_env_file
 from hermes_tui.tui.format import short_path
 
@@ -55,7 +55,7 @@ def connection_problem(url: str, timeout: float = 3.0) -> str | None:
 def reload_config(config: Config, provider: str, model: str | None) -> Config:
     """The configuration as saved, for the same home and workspace, with the chosen provider/model
     (a provider set in the real environment would otherwise win over the .env just written)."""
-    env = {**os.environ, "HERMES_HOME": str(config.home), "HERMES_WORKSPACE": str(config.workspace)}
+    env = {**process_environment(), "HERMES_HOME": str(config.home), "HERMES_WORKSPACE": str(config.workspace)}
     return Config.load(env).with_overrides(provider=provider, model=model)
 
 

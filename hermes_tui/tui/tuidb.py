@@ -11,7 +11,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-BUSY_TIMEOUT_MS = 10_000
+from hermes_tui import db
+
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS tui_session_usage (
         session_id INTEGER NOT NULL REFERENCES sessions(id),
@@ -33,9 +34,7 @@ _created: set[Path] = set()
 
 def connect(path: Path) -> sqlite3.Connection:
     """A short-lived connection (autocommit; ``immediate`` for writes) with the tables in place."""
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA foreign_keys = ON")
+    conn = db.connect(path)
     if path not in _created:
         for statement in SCHEMA:
             conn.execute(statement)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from hermes_tui.db import immediate
 from hermes_tui.tui.tuidb import connect
 
 log = logging.getLogger(__name__)
@@ -28,8 +29,6 @@ class UndoLog:
         return thread
 
     def _store(self, ids: list[int]) -> None:
-        from hermes_tui.memory.store import immediate  # off the start-up path (sqlite-utils)
-
         try:
             conn = connect(self.path)
             try:

@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from hermes_tui.db import immediate
 from hermes_tui.tui.tuidb import connect
 
 log = logging.getLogger(__name__)
@@ -102,8 +103,6 @@ class UsageLedger:
 
     def _store(self, session_id: int, model: str, prompt: int, completion: int, cached: int,
                cost: float | None) -> None:
-        from hermes_tui.memory.store import immediate  # off the start-up path (sqlite-utils)
-
         try:
             conn = self._connect()
             try:

@@ -7,6 +7,7 @@ page inserts it with ``textContent``) or, in fields named ``html``, markup that 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -147,6 +148,41 @@ def compact() -> Response:
     usage = next((e for e in reversed(events) if e["type"] == "usage"), {})
     return jsonify(notices=[e["message"] for e in events if e["type"] in ("notice", "error")],
                    context_tokens=usage.get("context_tokens"), context_limit=usage.get("context_limit"))
+
+
+@bp.get("/context")
+def context() -> Response:
+    """The fixed prompt of this browser's conversation (or of a new one), part by part, like ``/context``."""
+    from hermes_tui.agent.runtime import context_report, web_surface
+
+    state = web().state
+    report = context_report(state.config, state.memory, state.skills, web_surface(state.config),
+                            state.loop_of(session_key()))
+    return jsonify(report.to_dict())
+
+
+@bp.get("/facts")
+def list_facts() -> Response:
+    """What Hermes remembers about the user and this workspace (curated memory), and where it is kept."""
+    from hermes_tui.memory import facts
+
+    store = facts.for_config(web().state.config)
+    return jsonify(facts=[{"id": f.id, "scope": f.scope, "text": f.text, "session_id": f.session_id,
+                           "saved": f.saved, "by": f.by} for f in store.facts()],
+                   files={scope: str(store.path(scope)) for scope in facts.SCOPES})
+
+
+@bp.delete("/facts/<fact_id>")
+def delete_fact(fact_id: str) -> Response:
+    from hermes_tui.memory import facts
+
+    if not re.fullmatch(r"[0-9a-f]{6}", fact_id):
+        abort(404, f"there is no fact {fact_id[:20]!r}")
+    try:
+        gone = facts.for_config(web().state.config).remove(fact_id)
+    except facts.FactError:
+        abort(404, f"there is no fact {fact_id}")
+    return jsonify(deleted=gone.id)
 
 
 @bp.post("/chat/cancel")

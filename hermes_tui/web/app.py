@@ -13,6 +13,7 @@ from datetime import timedelta
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from hermes_tui.agent.sandbox import startup_notice
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.web import api, auth, errors, inputs, pages, security
 from hermes_tui.web.context import EXTENSION, WebContext
@@ -71,6 +72,8 @@ def create_app(
     check_config(config)
     if not config.web_password:
         log.warning("hermes-web is running WITHOUT a password (HERMES_WEB_ALLOW_NO_AUTH=true)")
+    if config.web_enable_shell and (sandbox_line := startup_notice(config)):
+        log.warning("%s", sandbox_line)
 
     app = Flask(__name__)
     app.config.update(

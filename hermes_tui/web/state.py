@@ -100,6 +100,12 @@ class AppState:
             slot = self._slots.get(key)
             return slot.loop.session_id if slot else None
 
+    def loop_of(self, key: str) -> AgentLoop | None:
+        """This browser's live agent, if it has one (read-only uses: ``/api/context``)."""
+        with self._lock:
+            slot = self._slots.get(key)
+            return slot.loop if slot else None
+
     def new_session(self, key: str) -> int:
         """Start a fresh conversation for this browser; the previous one is retired (summarized)."""
         with self._lock:

@@ -16,10 +16,7 @@ from pathlib import Path
 
 from sqlite_utils import Database
 
-from hermes_tui.memory.store import enable_wal, immediate
-from hermes_tui.private import private_database
-
-BUSY_TIMEOUT_MS = 10_000
+from hermes_tui.db import connect, enable_wal, immediate, prepare
 
 
 class WebDB:
@@ -27,7 +24,7 @@ class WebDB:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        private_database(self.path)  # it may be the first to create the shared database file
+        prepare(self.path)  # it may be the first to create the shared database file (never reopens one)
         conn = self._connect()
         try:
             enable_wal(conn)  # persistent in the file: once is enough
@@ -37,9 +34,7 @@ class WebDB:
             _create_tables(Database(conn, execute_plugins=False))
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        return conn
+        return connect(self.path)
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:

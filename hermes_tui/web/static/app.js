@@ -310,6 +310,10 @@
       case "notice":
         view.note(event.message);
         break;
+      case "receipt":
+        view.note(event.text, "receipt");
+        loadFacts().catch(() => {});
+        break;
       case "error":
         view.note(event.message, "error");
         break;
@@ -461,10 +465,35 @@
     }
   });
 
+  // ---------------------------------------------------------------- remembered facts
+
+  async function loadFacts() {
+    const data = await apiJson("GET", "/api/facts");
+    const list = $("fact-list");
+    list.replaceChildren();
+    if (!data.facts.length) list.append(el("li", "empty", "Nothing remembered yet."));
+    for (const f of data.facts) {
+      const item = el("li", "fact");
+      item.append(el("span", "meta", `${f.scope} · ${f.id}`), el("span", "title", f.text));
+      const forget = el("button", "skill-action", "Forget");
+      forget.type = "button";
+      forget.addEventListener("click", async () => {
+        try {
+          await apiJson("DELETE", `/api/facts/${encodeURIComponent(f.id)}`);
+        } catch (e) {
+          setStatus(e.message);
+        }
+        await loadFacts();
+      });
+      item.append(forget);
+      list.append(item);
+    }
+  }
+
   // ---------------------------------------------------------------- start
 
   async function start() {
-    await Promise.all([loadSessions(), loadSkills()]);
+    await Promise.all([loadSessions(), loadSkills(), loadFacts()]);
     if (currentSession !== null) {
       // After a reload, show this browser's live conversation where the chat goes on.
       const data = await apiJson("GET", `/api/sessions/${currentSession}`);
