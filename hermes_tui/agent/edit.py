@@ -398,9 +398,9 @@ def edit_file(ctx: ToolContext, path: str, **arguments: Any) -> ToolResult:
 
 EDIT_TOOL = Tool(
     "edit_file",
-    "Replace exact text in a file. old must match the file exactly (copy it from read_file, without the "
-    "line numbers) and once, unless replace_all; include enough lines to make it unique. Several changes: "
-    "edits=[{old, new, replace_all}], applied in order, all or none. Returns a numbered diff.",
+    "Replace exact text in a file. old must match exactly once (copy it from read_file, without line "
+    "numbers) unless replace_all. Several changes: edits=[{old, new, replace_all}], all or none. "
+    "Returns a numbered diff.",
     schema({"path": STR, "old": STR, "new": STR, "replace_all": BOOL,
             "edits": {"type": "array", "items": {"type": "object", "properties": {
                 "old": STR, "new": STR, "replace_all": BOOL}, "required": ["old", "new"]}}}, ["path"]),

@@ -84,11 +84,10 @@ def read_file(ctx: ToolContext, path: str, offset: int = 1, limit: int = LINE_LI
 
 READ_TOOL = Tool(
     "read_file",
-    "Read a text file in the workspace as numbered lines (<number><TAB><text>); the numbers are not part "
-    f"of the file. At most {LINE_LIMIT} lines or {READ_CAP} bytes per call; a longer file ends with a note "
-    "giving the offset to read on.",
+    "Read a text file as numbered lines (number, tab, text; the numbers are not in the file), at most "
+    f"{LINE_LIMIT} lines or {READ_CAP} bytes a call; a note gives the offset to read on.",
     schema({"path": STR | {"description": "relative to the workspace"},
-            "offset": INT | {"description": "first line to read (default 1)"},
-            "limit": INT | {"description": f"lines to read (default {LINE_LIMIT})"}}, ["path"]),
+            "offset": INT | {"description": "first line (default 1)"},
+            "limit": INT | {"description": f"lines (default {LINE_LIMIT})"}}, ["path"]),
     read_file, cancellable=True, summary_arg="path",
 )

@@ -277,17 +277,17 @@ def grep_tool(ctx: ToolContext, pattern: str, path: str = ".", glob: str = "", c
 
 SEARCH_TOOLS: tuple[Tool, ...] = (
     Tool(
-        "glob", f"Find files by glob pattern (**/*.py, src/**/test_*.ts; no / means any depth). Newest first, "
-        f"at most {GLOB_CAP}. Honours .gitignore.",
-        schema({"pattern": STR, "path": STR | {"description": "folder to search; default ."}}, ["pattern"]),
+        "glob", f"Files matching a glob (**/*.py; no / means any depth), newest first, at most {GLOB_CAP}. "
+        "Honours .gitignore.",
+        schema({"pattern": STR, "path": STR | {"description": "folder; default ."}}, ["pattern"]),
         glob_tool, cancellable=True, summary_arg="pattern",
     ),
     Tool(
-        "grep", "Search file contents with a regular expression ((?i) ignores case); prefer it to run_bash. "
-        "Honours .gitignore; skips binary and huge files. Matches come as path, then line:text.",
+        "grep", "Regex search of file contents ((?i) ignores case); use it, not run_bash. Honours "
+        ".gitignore; skips binary and huge files.",
         schema({"pattern": STR, "path": STR | {"description": "file or folder; default ."},
-                "glob": STR | {"description": "only files matching this, e.g. *.py"},
-                "context": INT | {"description": f"lines around each match (max {CONTEXT_MAX})"}}, ["pattern"]),
+                "glob": STR | {"description": "e.g. *.py"},
+                "context": INT | {"description": f"lines around matches (max {CONTEXT_MAX})"}}, ["pattern"]),
         grep_tool, cancellable=True, summary_arg="pattern",
     ),
 )
