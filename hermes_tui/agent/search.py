@@ -48,7 +48,8 @@ def _base(ctx: ToolContext, path: str) -> tuple[Path, Path]:
 
 def _rg(root: Path, args: list[str], cancel: threading.Event) -> Iterator[bytes]:
     """ripgrep's output lines; killed when the user cancels, the caller stops reading, or after RG_TIMEOUT."""
-    proc = subprocess.Popen(["rg", *_RG_COMMON, *args], cwd=root, stdout=subprocess.PIPE,
+    environment = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C.UTF-8"}  # none of Hermes' secrets
+    proc = subprocess.Popen(["rg", *_RG_COMMON, *args], cwd=root, stdout=subprocess.PIPE, env=environment,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     done = threading.Event()
     threading.Thread(target=_kill_unless, args=(done, cancel, proc), daemon=True).start()
