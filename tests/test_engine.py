@@ -156,7 +156,7 @@ def test_parallel_tool_calls_run_in_order(stores, fake_llm_env: FakeLLMServer, w
     loop = make_loop(stores)
     events = list(loop.run_turn("read both"))
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
-    assert [e.result for e in finished] == ["A", "B"]
+    assert [e.result for e in finished] == ["    1\tA", "    1\tB"]
     started = [e for e in events if isinstance(e, ToolCallStarted)]
     assert [e.id for e in started] == [e.id for e in finished] and len({e.id for e in started}) == 2
     assert_history_valid(loop.history)

@@ -44,13 +44,19 @@ def test_secret_files_are_refused_with_one_line(setup: tuple[ToolRegistry, Path]
     assert "refused" in result.output and "\n" not in result.output
     written = registry.execute("write_file", {"path": name, "content": "HERMES_WEB_ENABLE_SHELL=true"})
     assert not written.ok and "refused" in written.output
+    edited = registry.execute("edit_file", {"path": name, "old": "SECRET", "new": "x"})
+    assert not edited.ok and "refused" in edited.output and "SECRET-CONTENT" not in edited.output
+    for search in ("grep", "glob"):  # named outright or found by a search: never shown
+        assert "SECRET-CONTENT" not in registry.execute("grep", {"pattern": "SECRET", "path": name}).output
+        shown = registry.execute(search, {"pattern": "*" if search == "glob" else "SECRET"}).output.splitlines()
+        assert name not in shown and "SECRET-CONTENT" not in str(shown)
     assert (ws / name).read_text() == "SECRET-CONTENT"
 
 
 @pytest.mark.parametrize("name", ORDINARY_FILES)
 def test_ordinary_files_are_not_secret(setup: tuple[ToolRegistry, Path], name: str) -> None:
     registry, _ = setup
-    assert registry.execute("read_file", {"path": name}).output == "plain"
+    assert registry.execute("read_file", {"path": name}).output == "    1\tplain"
 
 
 @pytest.mark.parametrize("name", [".hermes", ".hermes/.env", ".hermes/skills/x/SKILL.md", ".hermes/memory.sqlite3"])

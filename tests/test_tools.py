@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.agent import tools
+from hermes_tui.agent import reading, tools
 from hermes_tui.agent.toolkit import ToolContext
 from hermes_tui.agent.tools import OUTPUT_CAP, READ_CAP, ToolRegistry
 from hermes_tui.memory.store import MemoryStore
@@ -109,11 +109,11 @@ def test_list_dir_refuses_hostile_path(registry: ToolRegistry, path: str) -> Non
 
 
 def test_paths_inside_workspace_work(registry: ToolRegistry) -> None:
-    assert registry.execute("read_file", {"path": "notes.txt"}).output == "hello notes\n"
+    assert registry.execute("read_file", {"path": "notes.txt"}).output == "    1\thello notes"
     assert registry.execute("read_file", {"path": "sub/../notes.txt"}).ok
-    assert registry.execute("read_file", {"path": "ok_link"}).output == "hello notes\n"
+    assert registry.execute("read_file", {"path": "ok_link"}).output == "    1\thello notes"
     absolute = str(registry.workspace / "sub" / "inner.txt")
-    assert registry.execute("read_file", {"path": absolute}).output == "inner"
+    assert registry.execute("read_file", {"path": absolute}).output == "    1\tinner"
     listing = registry.execute("list_dir", {})
     assert listing.ok and "sub/" in listing.output and "notes.txt" in listing.output
 
@@ -309,26 +309,34 @@ def test_run_bash_environment_has_no_secrets(tmp_path: Path, monkeypatch: pytest
     assert "5678" not in result.output
 
 
-def test_read_file_pages_with_offset_and_limit(registry: ToolRegistry) -> None:
-    body = "".join(f"line {i:06d} é\n" for i in range(10_000))  # ~150 KB, two-byte characters included
-    (registry.workspace / "big.txt").write_text(body)
-    size = len(body.encode())
-    pieces, offset = [], 0
+def test_read_file_pages_by_line_with_numbers_under_the_byte_cap(registry: ToolRegistry) -> None:
+    body = "".join(f"line {i:06d} é\r\n" if i % 2 else f"line {i:06d} é\n" for i in range(10_000))
+    (registry.workspace / "big.txt").write_text(body, newline="")
+    pieces, offset, pages = [], 1, 0
     while True:
         result = registry.execute("read_file", {"path": "big.txt", "offset": offset})
         assert result.ok
-        text, _, note = result.output.partition("\n[... bytes ")
+        text, _, note = result.output.partition("\n[... lines ")
         assert len(text.encode()) <= READ_CAP
-        pieces.append(text)
+        pieces += text.split("\n")
+        pages += 1
         match = re.search(r"offset=(\d+)", note)
         if match is None:
-            assert "end of file" in note
+            assert "end of file" in note and "of 10,000 shown" in note
             break
         offset = int(match.group(1))
-    assert "".join(pieces) == body and len(pieces) == -(-size // READ_CAP)
-    small = registry.execute("read_file", {"path": "big.txt", "offset": 13, "limit": 20})  # 13 is inside "é"
-    assert small.output.startswith("\nline 000001 é\nlin\n[... bytes 14-33 of")
-    assert "offset=33" in small.output
+    assert pieces == [f"{n + 1:>5}\tline {n:06d} é" for n in range(10_000)]  # every line once, in order
+    assert pages == 5  # 2,000 lines a page (the default limit; ~44,000 bytes, under the cap)
+    small = registry.execute("read_file", {"path": "big.txt", "offset": 13, "limit": 2})
+    assert small.output == ("   13\tline 000012 é\n   14\tline 000013 é\n"
+                            "[... lines 13-14 of 10,000 shown; call read_file with offset=15 to read on ...]")
+    past = registry.execute("read_file", {"path": "big.txt", "offset": 20_000})
+    assert not past.ok and "has 10,000 lines" in past.output
+    (registry.workspace / "long.txt").write_text("x" * 200_000)
+    long = registry.execute("read_file", {"path": "long.txt"})
+    assert long.ok and len(long.output.encode()) <= READ_CAP and "198,000 more characters" in long.output
+    (registry.workspace / "empty.txt").write_text("")
+    assert registry.execute("read_file", {"path": "empty.txt"}).output == "empty.txt: (empty file)"
 
 
 def test_cancel_reaches_the_file_tools(registry: ToolRegistry) -> None:
@@ -341,11 +349,13 @@ def test_cancel_reaches_the_file_tools(registry: ToolRegistry) -> None:
     assert not (registry.workspace / "new.txt").exists()
     # Set while a tool runs: the tool itself stops (each handler checks between chunks).
     ctx = ToolContext(registry.workspace, registry.memory, registry.skills, cancel=cancel)
-    assert "cancelled" in tools.read_file(ctx, "notes.txt").output
+    assert "cancelled" in reading.read_file(ctx, "notes.txt").output
     assert "cancelled" in tools.list_dir(ctx, ".").output
-    assert "left as it was" in tools.write_file(ctx, "half.txt", "y" * 1_000_000).output
-    assert not (registry.workspace / "half.txt").exists()  # nothing half-written is put in place
-    assert [p.name for p in registry.workspace.iterdir() if "hermes-" in p.name] == []  # nor left behind
+    assert "not changed" in tools.write_file(ctx, "half.txt", "y" * 1_000_000).output
+    assert not (registry.workspace / "half.txt").exists()  # a write is whole or nothing
+    assert "not changed" in tools.write_file(ctx, "notes.txt", "y" * 1_000_000).output
+    assert (registry.workspace / "notes.txt").read_text() == "hello notes\n"
+    assert sorted(p.name for p in registry.workspace.iterdir() if p.name.startswith(".")) == []  # no temp left
 
 
 def _command_lines(marker: str) -> set[str]:

@@ -67,6 +67,9 @@ def _respond(request: RecordedRequest) -> Reply:
     if "write a file" in prompt:
         return Reply(text="Written.") if after_tool else Reply(
             tool_calls=[ToolCall("write_file", {"path": FILE_XSS, "content": "x\n"})])
+    if "fix the todo" in prompt:
+        return Reply(text="Fixed.") if after_tool else Reply(tool_calls=[ToolCall("edit_file", {
+            "path": "todo.txt", "old": "buy milk", "new": "buy oat milk <script>window.__xss=1</script>"})])
     if "talk slowly" in prompt:
         return Reply(text="slow " * 400, chunk_size=5, chunk_delay=0.02)  # ~8 s unless stopped
     return Reply(text="ok")
@@ -90,6 +93,7 @@ def _seed(home: Path, workspace: Path) -> None:
         "1. Step one\n2. " + XSS.format(src="skill"))
     (workspace / "evil.md").write_text(XSS.format(src="tool"))
     (workspace / "notes.txt").write_text("hello")
+    (workspace / "todo.txt").write_text("wake up\nbuy milk\nsleep\n")
 
 
 @dataclass
@@ -306,6 +310,20 @@ def _assert_nothing_loads_or_runs(page: Page) -> None:
     })""")
     origin = page.evaluate("location.origin")
     assert active == {"scripts": [origin + "/static/app.js"], "loaders": 0, "handlers": 0, "jsLinks": 0}, active
+
+
+def test_an_edit_shows_its_diff(page: tuple[Page, Watch], server: Server) -> None:
+    page, watch = page
+    log_in(page, server)
+    send(page, "please fix the todo list")
+    expect(page.locator(".msg.assistant .rendered").last).to_have_text("Fixed.")
+    tool = page.locator("details.tool").last
+    expect(tool.locator(".tool-name")).to_have_text("edit_file")
+    tool.locator("summary").click()
+    expect(tool.locator(".diff-del")).to_have_text("-    2\tbuy milk")
+    expect(tool.locator(".diff-add")).to_have_text("+    2\tbuy oat milk <script>window.__xss=1</script>")
+    expect(tool.locator(".diff-line").filter(has_text="wake up")).to_have_count(1)
+    assert page.evaluate("() => window.__xss") is None
 
 
 def test_xss_from_model_tool_skill_and_memory_is_shown_as_text(

@@ -12,6 +12,8 @@
   check (a concurrent swap) makes the open fail instead of leaving the workspace. A write goes to a
   new file in the same folder that is renamed over the target when the block ends, so no write
   ever lands in a file through another of its names (a hard link) and a cancelled write changes nothing.
+* ``replace_file(...)``: every write tool's way in: ``open_in_workspace(..., "write")`` with the
+  bytes written and a cancel checked between chunks (all or nothing; the mode kept).
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ import os
 import re
 import secrets
 import stat
-from functools import cache
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache, lru_cache
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -329,3 +331,46 @@ def display_path(workspace: Path, path: Path) -> str:
     """The path as the model should see it: relative to the workspace."""
     rel = os.path.relpath(path, os.path.realpath(workspace))
     return "." if rel == "." else rel
+
+
+def replace_file(workspace: Path, raw: object, data: bytes, *, home: Path | None = None,
+                 cancel: Callable[[], bool] | None = None) -> Path:
+    """Write ``data`` to ``raw``: through ``open_in_workspace(..., "write")``, so every refusal
+    applies and the new content replaces the old file only once it is complete (a reader never sees
+    half a file; a hard link to the old file keeps the old content). ``cancel()`` is asked between
+    chunks; a cancelled write changes nothing. Returns the real path; raises ``PathError`` or
+    ``WriteCancelled``."""
+    with open_in_workspace(workspace, raw, "write", home=home) as (fd, real):
+        view = memoryview(data)
+        while view:
+            if cancel is not None and cancel():
+                raise WriteCancelled
+            view = view[os.write(fd, view[:1 << 20]):]
+    return real
+
+
+class WriteCancelled(Exception):
+    """The user stopped a ``replace_file`` midway; nothing was changed."""
+
+
+_ANY_SECRET_NAME = re.compile("|".join(f"(?:{rule.name})" for rule in SECRET_RULES), re.IGNORECASE)
+
+
+def secret_filter(home: Path | None = None) -> Callable[[str], bool]:
+    """``check_not_secret(path) is not None`` for the many real paths of one search (a walk that
+    follows no link): the protected folders are resolved once, each folder is judged once, and a
+    file name no rule could match costs one regex. The same rules as ``check_not_secret``."""
+    folders = tuple(os.path.realpath(folder) for folder in protected_folders(home))
+
+    @lru_cache(maxsize=16_384)
+    def folder_refused(folder: str) -> bool:
+        # A last part "" matches no name rule, so only folder rules judge the real parts.
+        return any(_within(folder, f) for f in folders) or _rule_for((*Path(folder).parts, "")) is not None
+
+    def refused(path: str) -> bool:
+        folder, name = os.path.split(path)
+        if folder_refused(folder):
+            return True
+        return bool(_ANY_SECRET_NAME.fullmatch(name)) and _rule_for((os.path.basename(folder), name)) is not None
+
+    return refused

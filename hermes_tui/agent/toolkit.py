@@ -81,6 +81,7 @@ def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 STR: dict[str, Any] = {"type": "string"}
 INT: dict[str, Any] = {"type": "integer"}
 STR_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+BOOL: dict[str, Any] = {"type": "boolean"}
 
 
 def check_arguments(parameters: dict[str, Any], args: dict[str, Any]) -> str | None:
@@ -99,6 +100,11 @@ def check_arguments(parameters: dict[str, Any], args: dict[str, Any]) -> str | N
         if kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
             if not (isinstance(value, float) and value.is_integer()):
                 return f"{key!r} must be an integer"
-        if kind == "array" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        if kind == "boolean" and not isinstance(value, bool):
+            return f"{key!r} must be true or false"
+        if kind == "array" and spec["items"]["type"] == "object":
+            if not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
+                return f"{key!r} must be a list of objects"
+        elif kind == "array" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             return f"{key!r} must be a list of strings"
     return None

@@ -17,9 +17,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tui.agent.paths import PathError, display_path, open_in_workspace
+from hermes_tui.agent.edit import EDIT_TOOL
 from hermes_tui.agent.memory_tools import MEMORY_TOOLS
+from hermes_tui.agent.paths import PathError, WriteCancelled, display_path, open_in_workspace, replace_file
+from hermes_tui.agent.reading import READ_CAP, READ_TOOL
 from hermes_tui.agent.sandbox import Sandbox
+from hermes_tui.agent.search import SEARCH_TOOLS
 from hermes_tui.agent.skill_tools import SKILL_TOOLS
 from hermes_tui.agent.shell import BASH_DEFAULT_TIMEOUT, BASH_MAX_TIMEOUT, OUTPUT_CAP, run_command
 from hermes_tui.agent.toolkit import (
@@ -47,9 +50,7 @@ Approver = Callable[[str, dict[str, Any]], "bool | str"]
 True allows the call; False denies it; a string denies it and is the reason the model is given.
 """
 
-READ_CAP = 50_000  # bytes read_file returns per call; offset/limit page through the rest
 LIST_CAP = 500  # entries list_dir returns
-_CHUNK = 64 * 1024
 
 __all__ = ["OUTPUT_CAP", "READ_CAP", "TOOLS", "APPROVAL_TOOLS", "Approver", "ToolRegistry", "ToolResult",
            "summary_argument"]
@@ -72,49 +73,12 @@ def run_bash(ctx: ToolContext, command: str, timeout: int = BASH_DEFAULT_TIMEOUT
     return ToolResult(code == 0, f"exit code {code}\n{outcome.text}" if outcome.text else f"exit code {code}")
 
 
-def read_file(ctx: ToolContext, path: str, offset: int = 0, limit: int = READ_CAP) -> ToolResult:
-    offset, limit = max(0, int(offset)), max(1, min(int(limit), READ_CAP))
-    with open_in_workspace(ctx.workspace, path, "read", home=ctx.home) as (fd, _real):
-        size = os.fstat(fd).st_size
-        os.lseek(fd, offset, os.SEEK_SET)
-        data = bytearray()
-        while len(data) < limit + 3:  # up to 3 more bytes to finish a cut UTF-8 character
-            if ctx.cancel.is_set():
-                return ToolResult(False, "read_file: cancelled by the user")
-            chunk = os.read(fd, min(_CHUNK, limit + 3 - len(data)))
-            if not chunk:
-                break
-            data += chunk
-    if b"\x00" in data[:8192]:
-        return ToolResult(False, f"read_file: {path!r} is a binary file ({size} bytes); it cannot be shown as text")
-    start = _char_start(data, 0)  # an offset inside a character starts at the next one
-    end = _char_start(data, min(limit, len(data))) if len(data) > limit else len(data)
-    text = bytes(data[start:end]).decode("utf-8", errors="replace")
-    first, following = offset + start, offset + end
-    if following < size:
-        text += (f"\n[... bytes {first}-{following} of {size} shown; call read_file with "
-                 f"offset={following} to read on ...]")
-    elif first > 0:
-        text += f"\n[... bytes {first}-{following} of {size} shown: end of file ...]"
-    return ToolResult(True, text)
-
-
-class _Cancelled(Exception):
-    """Raised inside a write block so the new content is discarded, not put in place."""
-
-
 def write_file(ctx: ToolContext, path: str, content: str) -> ToolResult:
     data = content.encode("utf-8")
     try:
-        with open_in_workspace(ctx.workspace, path, "write", home=ctx.home) as (fd, real):
-            view = memoryview(data)
-            while view:
-                if ctx.cancel.is_set():
-                    raise _Cancelled
-                written = os.write(fd, view[:_CHUNK])
-                view = view[written:]
-    except _Cancelled:
-        return ToolResult(False, f"write_file: cancelled by the user; {path!r} was left as it was")
+        real = replace_file(ctx.workspace, path, data, home=ctx.home, cancel=ctx.cancel.is_set)
+    except WriteCancelled:
+        return ToolResult(False, f"write_file: cancelled by the user; {path!r} was not changed")
     return ToolResult(True, f"wrote {len(data)} bytes to {display_path(ctx.workspace, real)}")
 
 
@@ -158,21 +122,15 @@ FILE_TOOLS: tuple[Tool, ...] = (
         run_bash, needs_approval=True, cancellable=True, summary_arg="command", switch="shell",
         changes_files=True,
     ),
-    Tool(
-        "read_file",
-        f"Read a text file inside the workspace, at most {READ_CAP} bytes per call; a longer file "
-        "ends with a note giving the offset to continue from.",
-        schema({"path": STR | {"description": "relative to the workspace"},
-                "offset": INT | {"description": "byte offset to start at (default 0)"},
-                "limit": INT | {"description": f"bytes to read (default and maximum {READ_CAP})"}}, ["path"]),
-        read_file, cancellable=True, summary_arg="path",
-    ),
+    READ_TOOL,
     Tool(
         "write_file", "Write a text file inside the workspace (replaces it; creates parent folders).",
         schema({"path": STR, "content": STR}, ["path", "content"]),
         write_file, needs_approval=True, cancellable=True, summary_arg="path", switch="write",
         changes_files=True,
     ),
+    EDIT_TOOL,
+    *SEARCH_TOOLS,
     Tool(
         "list_dir", "List a folder inside the workspace: names, kinds and sizes.",
         schema({"path": STR | {"description": "relative to the workspace; default ."}}, []),
@@ -308,14 +266,6 @@ class ToolRegistry:
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-def _char_start(data: bytearray, index: int) -> int:
-    """``index`` moved forward past UTF-8 continuation bytes (at most 3), so no character is split."""
-    for _ in range(3):
-        if index < len(data) and data[index] & 0xC0 == 0x80:
-            index += 1
-    return index
 
 
 def _describe(entry: os.DirEntry[str]) -> tuple[tuple[bool, str], str]:

@@ -33,8 +33,8 @@ def refused(result: str) -> bool:
 
 
 def call_key(name: str, arguments: dict[str, Any]) -> str:
-    """What "this exact call" means: the command for run_bash, the path for write_file."""
-    main = {"run_bash": "command", "write_file": "path"}.get(name)
+    """What "this exact call" means: the command for run_bash, the path for write_file and edit_file."""
+    main = {"run_bash": "command", "write_file": "path", "edit_file": "path"}.get(name)
     if main is not None and isinstance(arguments.get(main), str):
         return arguments[main]
     return json.dumps(arguments, sort_keys=True, default=str)

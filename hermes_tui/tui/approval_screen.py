@@ -1,6 +1,7 @@
-"""The question asked before run_bash / write_file. It shows everything that will run or be
-written: the whole command (scrollable both ways, focusable, with its line count), or for a write
-a diff against the file as it is now ("new file, N lines" when there is none). Nothing is cut.
+"""The question asked before run_bash / write_file / edit_file. It shows everything that will run or
+be written: the whole command (scrollable both ways, focusable, with its line count), or for a write
+a diff against the file as it is now ("new file, N lines" when there is none), or for an edit the
+numbered diff it would make (or why it will fail). Nothing is cut.
 
 Answers (keys from ``actions.ACTIONS``): once (y); this exact call for the session (c); every
 call of this tool for the session (a); deny (n or Esc).
@@ -29,6 +30,7 @@ DIFF_LIMIT = 2_000_000  # bytes of an existing file compared for the diff; large
 CHOICE_LABELS = {  # (this exact call, every call of the tool): both for the rest of the session
     "run_bash": ("This command · session", "All shell · session"),
     "write_file": ("This file · session", "All writes · session"),
+    "edit_file": ("This file · session", "All edits · session"),
 }
 
 
@@ -69,6 +71,8 @@ def describe(name: str, arguments: dict[str, Any], workspace: str, root: str | N
                         Content(printable(command)), hidden_controls(command))
     if name == "write_file":
         return _describe_write(str(arguments.get("path", "?")), str(arguments.get("content", "")), workspace, root)
+    if name == "edit_file" and root is not None:
+        return _describe_edit(str(arguments.get("path", "?")), arguments, workspace, root)
     listing = "\n".join(f"{key}: {value}" for key, value in arguments.items())
     return Approval(f"Allow {printable(name)}?", plural(len(arguments), "argument"), Content(printable(listing)),
                     hidden_controls(listing))
@@ -92,6 +96,19 @@ def _describe_write(path: str, content: str, workspace: str, root: str | None) -
     removed = sum(1 for line in diff[2:] if line.startswith("-"))
     summary = f"replaces an existing file: +{plural(added, 'line')} −{removed:,} · {len(new_lines):,} lines after"
     return Approval(question, summary, _diff_content(diff[2:]), warning)
+
+
+def _describe_edit(path: str, arguments: dict[str, Any], workspace: str, root: str) -> Approval:
+    """The whole diff the edit would make to the file as it is now, or why it will fail."""
+    from hermes_tui.agent.edit import preview
+
+    shown = preview(Path(root), path, arguments)
+    texts = [str(arguments.get(key, "")) for key in ("old", "new")]
+    texts += [str(change.get(key, "")) for change in arguments.get("edits") or [] if isinstance(change, dict)
+              for key in ("old", "new")]
+    warning = next((w for w in map(hidden_controls, texts) if w), "")
+    body = Content(printable(shown.problem)) if shown.problem else _diff_content([printable(line) for line in shown.diff])
+    return Approval(f"Edit {printable(path)} in {workspace}?", shown.summary, body, warning)
 
 
 def _current(path: str, root: str | None) -> tuple[str | None, str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -11,6 +11,9 @@ from textual.content import Content
 from textual.widgets import Collapsible, Static
 
 from hermes_tui.tui.format import duration, elapsed, plural, short_args, spinner_frame
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
 
 Clock = Callable[[], float]
 RESULT_CHARS = 8_000  # what a result view shows; the model got the full (capped) text anyway
@@ -68,6 +71,7 @@ class ToolCallView(Vertical):
         self.seconds: float | None = None
         self._result: str | None = None
         self.restored = False
+        self._ticker: Timer | None = None  # None until mounted: a quick tool may finish before that
 
     def compose(self) -> ComposeResult:
         yield Static(self._head(), classes="tool-head")
@@ -123,7 +127,8 @@ class ToolCallView(Vertical):
 
     async def finish(self, result: str, ok: bool) -> None:
         """Stop the spinner, show ✓/✗ and the duration, fold the result in."""
-        self._ticker.stop()
+        if self._ticker is not None:
+            self._ticker.stop()
         self.seconds = max(self.clock() - self.started, 0.0)
         self._settle(result, ok)
         self._tick()

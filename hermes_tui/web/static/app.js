@@ -71,6 +71,7 @@
 
   function renderToolCall(container, call) {
     const details = el("details", "tool");
+    details.dataset.tool = call.name;
     const summary = el("summary");
     summary.append(el("span", "tool-name", call.name), el("span", "tool-state", "running…"));
     details.append(summary, el("pre", "tool-args", formatArgs(call.arguments)));
@@ -83,7 +84,19 @@
     state.textContent = result.ok === false ? "failed" : "done";
     if (result.seconds !== undefined) state.textContent += ` · ${result.seconds.toFixed(1)} s`;
     details.classList.add(result.ok === false ? "failed" : "ok");
-    details.append(el("pre", "tool-result", result.text));
+    details.append(resultNode(details.dataset.tool, result.text));
+  }
+
+  // edit_file's result is a numbered diff ("+  12<TAB>text", "-  12<TAB>text"): one span per
+  // line, coloured by its own marker; the text still goes in as textContent.
+  function resultNode(name, text) {
+    if (name !== "edit_file" || !/^Edited /.test(text || "")) return el("pre", "tool-result", text);
+    const pre = el("pre", "tool-result diff");
+    for (const line of text.split("\n")) {
+      const kind = /^\+ *\d+\t/.test(line) ? "diff-add" : /^- *\d+\t/.test(line) ? "diff-del" : "diff-line";
+      pre.append(el("span", kind, line), document.createTextNode("\n"));
+    }
+    return pre;
   }
 
   function formatArgs(args) {
