@@ -36,7 +36,7 @@ from hermes_tui.events import (
     TurnStarted,
     Usage,
 )
-from hermes_tui.learning.curator import propose_memories, propose_skill, summarize_session
+from hermes_tui.learning.curator import propose_memories, propose_skill
 from hermes_tui.llm import LLMClient, LLMError, StreamResult, ToolCallRequest
 from hermes_tui.memory import facts
 from hermes_tui.memory.facts import claims_to_remember
@@ -197,17 +197,17 @@ class AgentLoop:
         yield learned or Notice("Nothing worth saving as a skill in the last turn.")
 
     def close(self, timeout: float = 15.0) -> str | None:
-        """End the session: store and return its summary (None when empty or unreachable)."""
-        messages = [m.to_llm() for m in self.memory.get_messages(self.session_id)]
-        if not messages:
-            return None
+        """End the session: store and return its summary (None when empty or unreachable).
+        One that does not finish in ``timeout`` stays pending and is written later (pending.py)."""
+        from hermes_tui.learning import pending
+
         deadline = time.monotonic() + timeout
-        summary = summarize_session(self.llm, messages, timeout=timeout)
-        if summary:
-            self.memory.set_summary(self.session_id, summary)
+        summary = pending.close_session(self.memory, self.llm, self.session_id, timeout)
         left = deadline - time.monotonic()
         if left > 1:  # alongside the summary, within the same budget
-            propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left)
+            messages = [m.to_llm() for m in self.memory.get_messages(self.session_id)]
+            if messages:
+                propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left)
         return summary
 
     # -- internals ----------------------------------------------------------------------------
