@@ -153,12 +153,13 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    from hermes_tui.logs import setup_logging
+
+    setup_logging(config)
     host = _warm_host(config)  # the turn's model calls, in the warm helper when it runs
     from hermes_tui.agent.runtime import build_agent, headless_surface
-    from hermes_tui.logs import setup_logging
     from hermes_tui.memory.store import MemoryStore, StoreError
     from hermes_tui.skills.manager import SkillManager
-    setup_logging(config)
     _stop_on_signals()
     out = _Output(sys.stdout, sys.stderr, as_json=args.json)
 

@@ -90,12 +90,12 @@ def idle_seconds() -> float:
 
 
 def folder() -> Path:
-    """The helper's runtime folder (not created)."""
+    """The helper's runtime folder (not created): ``$XDG_RUNTIME_DIR/hermes`` as platformdirs'
+    ``user_runtime_dir`` has it, else ``<tmp>/hermes-<uid>`` (not platformdirs' fallback, which
+    it picks silently whenever it deems the runtime folder unsafe)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isdir(runtime):
-        from platformdirs import user_runtime_dir
-
-        return Path(user_runtime_dir("hermes", appauthor=False))
+        return Path(runtime) / "hermes"
     return Path(tempfile.gettempdir()) / f"hermes-{os.geteuid()}"
 
 
@@ -120,7 +120,7 @@ def private_folder() -> Path:
 def identity() -> str:
     """This installation: a helper answers only runs of the very same code."""
     package = Path(__file__).resolve().parent
-    digest = hashlib.sha256(f"{__version__}\0{sys.executable}\0{package}".encode())
+    digest = hashlib.sha256(f"{__version__}\0{sys.prefix}\0{package}".encode())  # the venv, this code
     for path in sorted(package.rglob("*.py")):
         info = path.stat()
         digest.update(f"{path.relative_to(package)}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
@@ -199,13 +199,13 @@ class WarmHost:
             raise Unavailable("another version's helper was running")
         return int(reply[1])
 
-    def _open(self, request: tuple[Any, ...]) -> Connection:
+    def _open(self, request: tuple[Any, ...], *, restart: bool = True) -> Connection:
         """A connection on which ``request`` was accepted; reaches (or restarts) the helper once."""
         for attempt in (1, 2):
             try:
                 connection, reply = _open(private_folder(), request)
             except Unavailable:
-                if attempt == 2:
+                if attempt == 2 or not restart:
                     raise
                 with self._lock:
                     self._reached = False
@@ -257,7 +257,8 @@ class WarmHost:
         if self._fallback or not self._reached:
             return False
         try:
-            connection = self._open(("summaries", without_secrets(config, keep_key=True), str(db_path)))
+            connection = self._open(("summaries", without_secrets(config, keep_key=True), str(db_path)),
+                                    restart=False)  # a helper that died mid-run is not worth a wait
         except Unavailable as exc:
             log.info("pending summaries not handed to the helper: %s", exc)
             return False
@@ -512,13 +513,14 @@ class Helper:
             log.exception("warm helper: a request failed")
         finally:
             with self._lock:
-                self._active -= 1
-                self._last = self.clock()
-                idle = self._active == 0
-            if idle:
+                last = self._active == 1
+            if last:  # no request left that could be using a cached client
                 from hermes_tui import llm
 
                 llm.forget_clients()
+            with self._lock:
+                self._active -= 1
+                self._last = self.clock()
 
     def _answer(self, connection: Connection, ident: object, request: Any) -> None:
         kind = request[0] if isinstance(request, tuple) and request else None
