@@ -25,6 +25,7 @@ from hermes_tui.learning.curator import summarize_session
 from hermes_tui.llm import LLMError, StreamResult
 
 if TYPE_CHECKING:
+    from hermes_tui.config import Config
     from hermes_tui.llm import LLMClient
     from hermes_tui.memory.store import MemoryStore
 
@@ -205,3 +206,14 @@ class Writer:
             self.written += 1
         log.info("pending summary of session %s: %s", session_id, outcome.value)
         return outcome
+
+
+def start_background(config: Config, store: MemoryStore, *, busy: Callable[[], bool] = lambda: False,
+                     host: Any = None) -> Writer | None:
+    """At a surface's start: write the store's pending summaries in the background (None when
+    there are none, or nothing can write them: a read-only store, no API key)."""
+    if store.read_only or not config.has_api_key or not pending(store):
+        return None
+    from hermes_tui.llm import LLMClient
+
+    return Writer(store, LLMClient(config, host), busy=busy).start()
