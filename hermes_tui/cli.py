@@ -255,6 +255,8 @@ def _tell_pending(config: Config) -> None:
     from hermes_tui.learning import pending
     from hermes_tui.memory.store import MemoryStore, StoreError
 
+    if not config.db_path.exists():
+        return
     try:
         with MemoryStore(config.db_path) as memory:
             line = None if memory.read_only else pending.tell(memory)

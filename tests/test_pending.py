@@ -142,3 +142,28 @@ def test_a_one_shot_run_without_the_helper_leaves_its_summary_pending_for_the_ne
         (session,) = memory.list_sessions()
         assert pending.pending(memory) == [session.id]
         assert pending.tell(memory) is None  # nobody expected one: nothing to tell
+
+
+@pytest.mark.timeout(600)  # the app's stream helper imports litellm
+def test_the_tui_writes_earlier_pending_summaries_at_its_start(hermes_home: Path, workspace: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_tui_app import run, wait_for
+
+    with FakeLLMServer() as server:
+        from tests.fakes.fixtures import wire_env
+
+        for name, value in wire_env(server, "openai").items():
+            monkeypatch.setenv(name, value)
+        config = Config.load()
+        with MemoryStore(config.db_path) as memory:
+            earlier = memory.new_session(source="headless")
+            memory.add_message(earlier, "user", "what is a kiwi?")
+            memory.add_message(earlier, "assistant", "A fruit.")
+            pending.mark(memory, earlier, told=True)
+        server.responder = lambda request: Reply(text="I told the user a kiwi is a fruit.")
+
+        async def scenario(app, pilot) -> None:  # type: ignore[no-untyped-def]
+            await wait_for(pilot, lambda: app.stores.opened and not pending.pending(app.memory), timeout=300)
+            assert app.memory.get_session(earlier).summary == "I told the user a kiwi is a fruit."
+
+        run(scenario)

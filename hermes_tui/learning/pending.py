@@ -127,7 +127,10 @@ def write(store: MemoryStore, llm: LLMClient, session_id: int, *, timeout: float
 def close_session(store: MemoryStore, llm: LLMClient, session_id: int, timeout: float) -> str | None:
     """A session's close: marked pending first, so that a summary that does not finish in
     ``timeout`` (or whose process ends first) is written later; returns the summary."""
+    if store.read_only:  # browsing only: nothing can be stored, not even the mark
+        return None
     if not store.get_messages(session_id):
+        finish(store, session_id, None)  # marked by whoever retired it (the web), nothing to write
         return None
     mark(store, session_id)
     outcome, summary = write(store, llm, session_id, timeout=timeout)
