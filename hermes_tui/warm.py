@@ -35,6 +35,7 @@ import pickle
 import secrets
 import select
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -108,8 +109,6 @@ def private_folder() -> Path:
         info = os.lstat(path)
     except OSError as exc:
         raise Unavailable(f"cannot create {path}: {exc.strerror}") from exc
-    import stat
-
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
         raise Unavailable(f"{path} is not a private folder of this user (owner {info.st_uid}, mode "
                           f"{stat.S_IMODE(info.st_mode):o}); remove it")
