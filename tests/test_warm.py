@@ -111,7 +111,8 @@ def test_a_warm_run_reuses_the_helper_never_imports_litellm_and_its_summary_is_w
         assert until(lambda: not pending.pending(memory))
         sessions = memory.list_sessions()
         assert len(sessions) == 2 and {s.summary for s in sessions} == {SUMMARY}
-    assert sum("note to your future self" in str(r.messages) for r in env.requests) == 2
+    # Two at least: one started between the runs gave way to the second run and was asked again.
+    assert sum("note to your future self" in str(r.messages) for r in env.requests) >= 2
 
 
 def test_helper_off_or_unreachable_parses_in_the_run_with_one_log_line(
