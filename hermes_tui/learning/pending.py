@@ -87,7 +87,11 @@ class _Streamed:
         self.cancel = cancel
         self.error: LLMError | None = None
 
-    def complete(self, messages: list[dict[str, Any]], *, timeout: float = BACKGROUND_TIMEOUT) -> str:
+    def complete(self, messages: list[dict[str, Any]], *, timeout: float = BACKGROUND_TIMEOUT,
+                 cancel: threading.Event | None = None) -> str:
+        """``cancel`` (the curator's own, when it passes one) abandons the stream too."""
+        if cancel is not None and cancel.is_set():
+            self.cancel.set()
         deadline = threading.Timer(timeout, self.cancel.set)
         deadline.daemon = True
         deadline.start()
