@@ -51,6 +51,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("context", "show the fixed part of the prompt, part by part, with token counts"),
     ("checkpoints list|restore N", "this workspace's file checkpoints; put the files back as before a turn"),
     ("mcp list|approve|enable|disable", "the MCP servers: status, tools, approval, on and off"),
+    ("helper stop|status", "the background helper that keeps the model layer warm for -p runs"),
 )
 
 
@@ -101,7 +102,9 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
 
-        return run_app(config, session_id=args.session)
+        code = run_app(config, session_id=args.session)
+        _tell_pending(config)
+        return code
     try:
         code = run_headless(config, args)
     except KeyboardInterrupt as exc:  # before or after the turn itself: nothing to cancel
@@ -176,14 +179,13 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    from hermes_tui import llm
-
-    llm.warm(config)  # the turn needs litellm: import it while the rest is set up
-    from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.logs import setup_logging
+
+    setup_logging(config)
+    host = _warm_host(config)  # the turn's model calls, in the warm helper when it runs
+    from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.memory.store import MemoryStore, StoreError
     from hermes_tui.skills.manager import SkillManager
-    setup_logging(config)
     _stop_on_signals()
     out = _Output(sys.stdout, sys.stderr, as_json=args.json)
     events = EventQueue()
@@ -201,7 +203,8 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     mcp = _start_mcp(config, out)
     try:
         agent = build_agent(config, memory, SkillManager(config.skills_dir),
-                            headless_surface(None if args.yes else deny, mcp), session_id=args.session)
+                            headless_surface(None if args.yes else deny, mcp), session_id=args.session,
+                            host=host)
     except ValueError as exc:
         memory.close()
         print(f"hermes: {exc}", file=sys.stderr)
@@ -210,11 +213,8 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         if mcp is not None:
             _wait_for_mcp(mcp, out)
         code = _drive(agent, text, out, events)
-        if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM) and args.session is not None:
-            # A one-shot session is not summarized: its one prompt and answer are stored and
-            # searchable as they are, and the user is not kept waiting for another model call.
-            # Continuing it (--session) summarizes the whole session then.
-            agent.close(timeout=20.0)
+        if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM):
+            _leave_summary(agent, config, host, out, continued=args.session is not None)
         return code
     finally:
         memory.close()
@@ -239,6 +239,80 @@ def _wait_for_mcp(manager: McpManager, out: _Output) -> None:
     seconds = wait_seconds()
     for name in manager.wait_ready(seconds):
         out.notice(f"MCP server {name} is not ready after {seconds:g} s: this turn runs without its tools.")
+
+
+def _warm_host(config: Config) -> Any:
+    """The warm helper's host (``hermes_tui.warm``), reached in the background; None when
+    ``HERMES_HELPER=off``. When it cannot be reached, litellm is imported here instead."""
+    from hermes_tui import llm, warm
+
+    if not warm.enabled():
+        llm.warm(config)  # the turn needs litellm: import it while the rest is set up
+        return None
+    host = warm.WarmHost(config)
+
+    def reach() -> None:
+        if not host.ensure():
+            llm.warm(config)
+
+    threading.Thread(target=reach, name="hermes-warm-reach", daemon=True).start()
+    return host
+
+
+def _leave_summary(agent: AgentLoop, config: Config, host: Any, out: _Output, *, continued: bool) -> None:
+    """A one-shot session's summary is written later, not while the user waits: by the warm helper
+    once it is idle, else at the next start of the TUI, the web or ``doctor`` (learning/pending.py).
+    A continued session (--session) is summarized now when no helper takes it."""
+    from hermes_tui.learning import pending
+
+    if host is not None and host.ensure():
+        pending.mark(agent.memory, agent.session_id, told=True)
+        if host.hand_over(config, config.db_path):
+            return
+    if not continued:
+        pending.mark(agent.memory, agent.session_id, told=True)
+        return
+    agent.close(timeout=20.0)
+    line = pending.tell(agent.memory)
+    if line:
+        out.notice(line)
+
+
+def _tell_pending(config: Config) -> None:
+    """After the TUI: say once which summaries did not finish before it closed."""
+    from hermes_tui.learning import pending
+    from hermes_tui.memory.store import MemoryStore, StoreError
+
+    if not config.db_path.exists():
+        return
+    try:
+        with MemoryStore(config.db_path) as memory:
+            line = None if memory.read_only else pending.tell(memory)
+    except (StoreError, OSError):
+        return
+    if line:
+        print(f"hermes: {line}", file=sys.stderr)
+
+
+def helper_main(argv: Sequence[str]) -> int:
+    """``hermes-tui helper stop|status``: the warm helper of ``-p`` runs (hermes_tui/warm.py)."""
+    parser = argparse.ArgumentParser(prog="hermes-tui helper",
+                                     description="The background helper that keeps the model layer warm for -p.")
+    parser.add_argument("command", choices=("stop", "status"))
+    args = parser.parse_args(argv)
+    from hermes_tui import warm
+
+    if args.command == "stop":
+        pid = warm.stop()
+        print(f"stopped the helper (pid {pid})" if pid is not None else "no helper is running")
+        return EXIT_OK
+    found = warm.status()
+    if found is None:
+        print(f"no helper is running (its socket would be {warm.folder() / 'socket'})")
+    else:
+        pid, version = found
+        print(f"helper running: pid {pid}, version {version}, socket {warm.folder() / 'socket'}")
+    return EXIT_OK
 
 
 def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int:
@@ -505,7 +579,36 @@ def doctor_main(argv: Sequence[str]) -> int:
         return EXIT_ERROR
     for line in report.lines():
         print(line)
-    return EXIT_OK if report.healthy or report.backup is not None else EXIT_ERROR
+    if report.healthy or report.backup is not None:
+        _write_pending(config)
+        return EXIT_OK
+    return EXIT_ERROR
+
+
+def _write_pending(config: Config) -> None:
+    """``doctor`` writes the session summaries still pending (learning/pending.py), now."""
+    from hermes_tui.learning import pending
+    from hermes_tui.llm import LLMClient
+    from hermes_tui.memory.errors import StoreError
+    from hermes_tui.memory.store import MemoryStore
+
+    try:
+        with MemoryStore(config.db_path) as memory:
+            waiting = [] if memory.read_only else pending.pending(memory)
+            if not waiting:
+                return
+            if not config.has_api_key:
+                print(f"{len(waiting)} session summaries pending: set {config.key_variable} to write them")
+                return
+            llm = LLMClient(config)
+            outcomes = [pending.write(memory, llm, session_id)[0] for session_id in waiting]
+    except (StoreError, OSError) as exc:
+        print(f"hermes: pending summaries not written: {exc}", file=sys.stderr)
+        return
+    written = outcomes.count(pending.Outcome.WRITTEN)
+    left = outcomes.count(pending.Outcome.LEFT)
+    print(f"pending session summaries: wrote {written} of {len(waiting)}"
+          + (f"; {left} still pending (the model did not answer: see the log)" if left else ""))
 
 
 def _is_tty(stream: TextIO) -> bool:

@@ -107,6 +107,13 @@ def warm(config: Config | None = None) -> threading.Thread:
     return thread
 
 
+def forget_clients() -> None:
+    """Drop litellm's cached HTTP clients: each keeps the API key it was made with, and a
+    long-lived process (the warm helper) must hold no key longer than its request."""
+    if _litellm is not None:
+        _litellm.in_memory_llm_clients_cache.flush_cache()
+
+
 class LLMError(Exception):
     """A provider problem, already phrased for the user."""
 
@@ -208,6 +215,11 @@ class LLMClient:
     def with_config(self, config: Config) -> LLMClient:
         """The same kind of client for another provider or model (``/model``)."""
         return LLMClient(config, self.host)
+
+    @property
+    def _remote(self) -> bool:
+        """Everything runs in the host (``warm.WarmHost``): this process never imports litellm."""
+        return bool(getattr(self.host, "remote_calls", False))
 
     @property
     def model_string(self) -> str:
@@ -324,6 +336,8 @@ class LLMClient:
         and a one-at-a-time local server, which notices a closed connection only between the
         tokens of a stream, stops working for a request nobody waits for any more.
         """
+        if self._remote:
+            return self.host.call(self.config, "complete", messages, timeout)  # type: ignore[union-attr]
         lib = _lib()
         cancel = cancel or threading.Event()
         deadline = time.monotonic() + timeout
@@ -366,10 +380,14 @@ class LLMClient:
 
     def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of a request as litellm counts them for this model (its tokenizer, or tiktoken)."""
+        if self._remote:
+            return int(self.host.call(self.config, "count_tokens", messages, tools))  # type: ignore[union-attr]
         return int(_lib().token_counter(model=self.model_string, messages=messages, tools=tools or None))
 
     def max_input_tokens(self) -> int | None:
         """The model's input window according to litellm's model table, or None when unknown."""
+        if self._remote:
+            return self.host.call(self.config, "max_input_tokens")  # type: ignore[union-attr]
         try:
             info = _lib().get_model_info(self.model_string)
         except Exception:  # noqa: BLE001 - unmapped model: litellm raises

@@ -180,34 +180,48 @@ class StreamHost:
         if connection is None:
             yield StreamResult(cancelled=True)
             return
-        text = ""
-        cancelled_at: float | None = None
         try:
             connection.send(("stream", config, messages, tools))
-            while True:
-                if cancel.is_set() and cancelled_at is None:
-                    connection.send("cancel")
-                    cancelled_at = time.monotonic()
-                if cancelled_at is not None and time.monotonic() - cancelled_at > CANCEL_GRACE:
-                    yield StreamResult(text=text, cancelled=True)
-                    return
-                if not connection.poll(POLL):
-                    continue
-                item = connection.recv()
-                if isinstance(item, LLMError):
-                    raise item
-                if isinstance(item, TextDelta):
-                    text += item.text
-                yield item
-                if isinstance(item, StreamResult):
-                    return
         except (EOFError, OSError) as exc:
-            log.warning("the model helper process went away mid-stream: %r", exc)
-            raise LLMError("The helper process that talks to the model stopped unexpectedly"
-                           + (f" after {len(text):,} characters of the answer (they are kept)" if text else "")
-                           + ". Send the message again: a new helper starts.", retryable=True) from exc
-        finally:
             connection.close()
+            raise _went_away(exc, "") from exc
+        yield from relay(connection, cancel)
+
+
+def relay(connection: Connection, cancel: threading.Event) -> Iterator[Item]:
+    """The items of the stream a helper serves on ``connection`` (the request already sent);
+    ``cancel`` reaches it, and a helper that goes away is one ``LLMError``. Closes ``connection``."""
+    text = ""
+    cancelled_at: float | None = None
+    try:
+        while True:
+            if cancel.is_set() and cancelled_at is None:
+                connection.send("cancel")
+                cancelled_at = time.monotonic()
+            if cancelled_at is not None and time.monotonic() - cancelled_at > CANCEL_GRACE:
+                yield StreamResult(text=text, cancelled=True)
+                return
+            if not connection.poll(POLL):
+                continue
+            item = connection.recv()
+            if isinstance(item, LLMError):
+                raise item
+            if isinstance(item, TextDelta):
+                text += item.text
+            yield item
+            if isinstance(item, StreamResult):
+                return
+    except (EOFError, OSError) as exc:
+        log.warning("the model helper process went away mid-stream: %r", exc)
+        raise _went_away(exc, text) from exc
+    finally:
+        connection.close()
+
+
+def _went_away(exc: BaseException, text: str) -> LLMError:
+    return LLMError("The helper process that talks to the model stopped unexpectedly"
+                    + (f" after {len(text):,} characters of the answer (they are kept)" if text else "")
+                    + ". Send the message again: a new helper starts.", retryable=True)
 
 
 _shared: StreamHost | None = None
@@ -227,7 +241,47 @@ def shared() -> StreamHost:
 # -- the helper process ------------------------------------------------------------------------
 
 
+CALLS = frozenset({"count_tokens", "max_input_tokens", "complete"})  # LLMClient methods a caller may ask for
+
+
 def _serve(connection: Connection) -> None:
+    """One request read from ``connection`` and served (``serve_request``)."""
+    try:
+        request = connection.recv()
+    except (EOFError, OSError, ValueError, TypeError, pickle.UnpicklingError):
+        request = None
+    serve_request(connection, request)
+
+
+def serve_request(connection: Connection, request: Any) -> None:
+    """``("stream", config, messages, tools)``: stream items, then the result or an ``LLMError``;
+    ``("call", config, name, args)``: the return value of ``LLMClient(config).name(*args)`` or
+    an ``LLMError``. Anything else closes the connection. Closes ``connection`` either way."""
+    kind = request[0] if isinstance(request, tuple) and request else None
+    if kind == "call" and len(request) == 4 and request[2] in CALLS:
+        _, config, name, args = request
+        try:
+            reply: object = getattr(LLMClient(config), name)(*args)
+        except LLMError as exc:
+            reply = exc
+        except Exception as exc:  # noqa: BLE001 - the caller gets one line; this log the details
+            log.exception("a call failed in the helper process")
+            reply = LLMError(f"Unexpected failure while talking to the model: {type(exc).__name__}")
+        try:
+            connection.send(reply)
+        except OSError:
+            pass  # the caller hung up
+        connection.close()
+        return
+    if kind != "stream" or len(request) != 4:
+        connection.close()
+        return
+    _, config, messages, tools = request
+    _serve_stream(connection, config, messages, tools)
+
+
+def _serve_stream(connection: Connection, config: Config, messages: list[dict[str, Any]],
+                  tools: list[dict[str, Any]] | None) -> None:
     """One stream: run it, send its items; a "cancel", or the caller hanging up, cancels it.
 
     The watcher owns the connection's reads and its closing; sends and the close share a lock,
@@ -236,13 +290,6 @@ def _serve(connection: Connection) -> None:
     cancel = threading.Event()
     lock = threading.Lock()
     closed = False
-    try:
-        kind, config, messages, tools = connection.recv()
-    except (EOFError, OSError, ValueError, TypeError, pickle.UnpicklingError):
-        kind = None
-    if kind != "stream":
-        connection.close()
-        return
 
     def watch() -> None:
         nonlocal closed

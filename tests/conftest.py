@@ -25,6 +25,9 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
     (tmp_path / "userhome").mkdir()
+    # No per-user warm helper (hermes_tui/warm.py) unless a test asks for one (tests/test_warm.py).
+    monkeypatch.setenv("HERMES_HELPER", "off")
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     monkeypatch.chdir(tmp_path)
 
 

@@ -38,7 +38,7 @@ from hermes_tui.events import (
     Unsent,
     Usage,
 )
-from hermes_tui.learning.curator import propose_memories, propose_skill, summarize_session
+from hermes_tui.learning.curator import propose_memories, propose_skill
 from hermes_tui.llm import LLMClient, LLMError, StreamResult, ToolCallRequest
 from hermes_tui.memory import facts
 from hermes_tui.memory.facts import claims_to_remember
@@ -208,18 +208,18 @@ class AgentLoop:
 
     def close(self, timeout: float = 15.0, cancel: threading.Event | None = None) -> str | None:
         """End the session: store and return its summary (None when empty, unreachable or abandoned:
-        at ``timeout`` or ``cancel`` the request's connection is closed)."""
-        messages = [m.to_llm() for m in self.memory.get_messages(self.session_id)]
-        if not messages:
-            return None
+        at ``timeout`` or ``cancel`` the request's connection is closed). One that does not finish
+        stays pending and is written later (pending.py)."""
+        from hermes_tui.learning import pending
+
         deadline = time.monotonic() + timeout
-        summary = summarize_session(self.llm, messages, timeout=timeout, cancel=cancel)
-        if summary:
-            self.memory.set_summary(self.session_id, summary)
+        summary = pending.close_session(self.memory, self.llm, self.session_id, timeout, cancel=cancel)
         left = deadline - time.monotonic()
         if left > 1 and not (cancel is not None and cancel.is_set()):  # alongside, within the same budget
-            propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left,
-                             cancel=cancel)
+            messages = [m.to_llm() for m in self.memory.get_messages(self.session_id)]
+            if messages:
+                propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left,
+                                 cancel=cancel)
         return summary
 
     # -- internals ----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes_tui.events import Error, Event, TurnFinished
 
@@ -70,13 +70,14 @@ def build_agent(
     surface: Surface,
     *,
     session_id: int | None = None,
+    host: Any = None,
 ) -> AgentLoop:
-    """A new agent (a new session, or ``session_id`` resumed); raises ValueError for an unknown id."""
+    """A new agent (a new session, or ``session_id`` resumed); raises ValueError for an unknown id.
+    ``host``: where its model calls run (``warm.WarmHost`` for ``-p``); default: per the surface."""
     from hermes_tui.agent.loop import AgentLoop  # the agent modules load after a surface has painted
     from hermes_tui.llm import LLMClient
 
-    host = None
-    if surface.stream_in_helper:
+    if host is None and surface.stream_in_helper:
         from hermes_tui import llm_host
 
         host = llm_host.shared()

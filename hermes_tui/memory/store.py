@@ -18,9 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from hermes_tui.db import connect, enable_wal, immediate, prepare
 from hermes_tui.memory import search as ranking
@@ -36,6 +34,9 @@ from hermes_tui.memory.text import (
     SNIPPET_SCAN,
     index_text,
 )
+
+if TYPE_CHECKING:  # sqlite-utils (and click, pluggy) load only for a schema upgrade
+    from sqlite_utils import Database
 
 __all__ = [
     "HIT_END", "HIT_START", "MemoryStore", "Message", "SearchHit", "SessionHit", "SessionInfo",
@@ -417,6 +418,17 @@ def _v7_tool_arguments(db: Database) -> None:
         db.execute(sql)
 
 
+def _v8_pending_summaries(db: Database) -> None:
+    """Sessions whose summary is still to be written (learning/pending.py); ``told``: the user
+    was told once that it is pending."""
+    db["pending_summaries"].create(
+        {"session_id": int, "since": float, "told": int},
+        pk="session_id",
+        not_null={"since", "told"},
+        foreign_keys=[("session_id", "sessions", "id")],
+    )
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _v1_core,
     _v2_clean_cjk_index,
@@ -425,6 +437,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _v5_compactions,
     _v6_frequent_top,
     _v7_tool_arguments,
+    _v8_pending_summaries,
 ]
 """Ordered schema steps; step i brings ``PRAGMA user_version`` from i to i + 1.
 
@@ -593,6 +606,8 @@ class MemoryStore:
                 messages = f"{count:,} message" + ("" if count == 1 else "s")
                 self._on_upgrade(f"Upgrading the memory store {self.path} to this version: reindexing "
                                  f"{messages}, once (a large store takes minutes).")
+            from sqlite_utils import Database
+
             db = Database(conn, recursive_triggers=False, execute_plugins=False)
             for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
                 log.info("memory schema: applying step %d (%s)", number, step.__name__)

@@ -40,6 +40,7 @@ from hermes_tui.tui.usage import UsageLedger, totals
 
 if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
+    from hermes_tui.learning.pending import Writer
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
@@ -79,6 +80,7 @@ class HermesApp(App[int]):
         self._command_runner: CommandRunner | None = None
         self._resume_at_start = session_id
         self._summaries: list[threading.Thread] = []
+        self._pending_summaries: Writer | None = None  # earlier sessions' (learning/pending.py)
         # started after the first frame (load_markdown)
         self.markdown_loading = threading.Thread(target=load_markdown, name="hermes-markdown", daemon=True)
         self._quitting = False
@@ -150,6 +152,8 @@ class HermesApp(App[int]):
             await self.chat.add_notice(line, "error")
         self.markdown_loading.start()
         warm_llm(self.config)
+        if self.stores.opened:
+            self._pending_summaries = await asyncio.to_thread(write_pending_summaries, self)
         if self._resume_at_start is not None:
             await self.resume(self._resume_at_start)
         if not self.config.has_api_key:
@@ -499,6 +503,8 @@ class HermesApp(App[int]):
             self.approvals.deny_pending()
             await self._wait_until(lambda: not self.chat.busy, CANCEL_GRACE)
         self.approvals.stop()
+        if self._pending_summaries is not None:
+            self._pending_summaries.stop()  # the one being written stays pending; its request closes
         loop = self.session.detach()
         if loop is not None:
             self.status.set_activity("saving the session summary… (ctrl+q again quits at once)")
@@ -541,6 +547,14 @@ def warm_llm(config: Config) -> None:
         collector.tune()
 
     threading.Thread(target=tune, name="hermes-gc-tune", daemon=True).start()
+
+
+def write_pending_summaries(app: HermesApp) -> Writer | None:
+    """Earlier sessions' pending summaries, written in the background while no turn runs."""
+    from hermes_tui import llm_host
+    from hermes_tui.learning.pending import start_background
+
+    return start_background(app.config, app.memory, busy=lambda: app.chat.busy, host=llm_host.shared())
 
 
 def build_app(config: Config, *, session_id: int | None = None, clock: Clock | None = None) -> HermesApp:

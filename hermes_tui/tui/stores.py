@@ -47,6 +47,12 @@ class Stores:
                 self._skills = SkillManager(self.config.skills_dir)
             return self._skills
 
+    @property
+    def opened(self) -> bool:
+        """Both opened (False while opening, or when opening failed)."""
+        with self._lock:
+            return self._memory is not None and self._skills is not None
+
     def open(self) -> None:
         """Open both now."""
         self.memory  # noqa: B018 - the access opens it

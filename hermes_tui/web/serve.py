@@ -115,6 +115,11 @@ def build(config: Config, threads: int, host: str = DEFAULT_HOST, head_seconds: 
         log.info("LLM layer warmed in %.1f s", time.monotonic() - started)
 
     threading.Thread(target=report, name="hermes-web-warm-report", daemon=True).start()
+    from hermes_tui.learning.pending import start_background
+
+    writer = start_background(config, state.memory, busy=state.busy)  # earlier sessions' summaries
+    if writer is not None:
+        bridge.on_stop.append(writer.stop)
     return bridge
 
 

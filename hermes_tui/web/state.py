@@ -160,6 +160,11 @@ class AppState:
             slot.loop.cancel()
         return len(running)
 
+    def busy(self) -> bool:
+        """A turn is running (background summaries wait for the quiet)."""
+        with self._lock:
+            return any(s.running.locked() for s in self._slots.values())
+
     def forget(self, key: str) -> None:
         """The browser logged out: stop its turn and retire its loop."""
         with self._lock:
@@ -209,6 +214,12 @@ class AppState:
         return slot
 
     def _retire(self, slot: _Slot) -> None:
+        from hermes_tui.learning import pending
+
+        try:  # pending until written: a summary still queued at shutdown is written next start
+            pending.mark(self.memory, slot.loop.session_id, told=True)
+        except Exception:  # noqa: BLE001 - a read-only or closed store: nothing to keep it in
+            log.debug("session %d not marked pending", slot.loop.session_id, exc_info=True)
         try:
             self._retirer.submit(self._summarize, slot)
         except RuntimeError:  # shutting down: the messages are stored anyway, only the summary is lost

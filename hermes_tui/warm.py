@@ -1,0 +1,614 @@
+"""The warm helper: one background process per user that keeps LiteLLM loaded between ``-p`` runs.
+
+``import litellm`` is most of a one-shot turn (seconds, ~200 MB). A ``hermes-tui -p`` run asks this
+helper to do every model call for it (streams parsed there, token counts, one-shot completions),
+so the run itself never imports litellm; the first run starts the helper, later runs find it warm.
+
+* **Where:** a Unix socket in a private runtime folder (mode 0700, ours, not a symlink):
+  ``$XDG_RUNTIME_DIR/hermes``, else ``<tmp>/hermes-<uid>``. The helper answers only its owner: the
+  peer's uid (``SO_PEERCRED``) must be ours, and the client must know the random key the helper
+  writes to a 0600 file next to the socket (the HMAC handshake of ``multiprocessing.connection``).
+* **Which:** every request carries this installation's identity (version, place, and the sizes
+  and times of its source files); a helper of another version is asked to retire and a new one
+  takes its socket, so an upgrade never runs old code.
+* **When it ends:** after ``HERMES_HELPER_IDLE`` seconds without a request (default 600),
+  on ``hermes-tui helper stop``, or when a newer helper replaced it. ``HERMES_HELPER=off``: none.
+* **Secrets:** it starts with no secret in its environment or memory; a request carries only the
+  key it needs, dropped with the request (litellm's cached clients too). A summary job keeps its
+  key until its summaries are written.
+* **While idle** it writes the pending session summaries (``learning/pending.py``) that runs handed
+  it, giving way to any new request.
+
+If the helper cannot be reached or started, the run parses in its own process, with one log line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import functools
+import hashlib
+import logging
+import os
+import pickle
+import secrets
+import select
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Connection, answer_challenge, deliver_challenge
+from pathlib import Path
+from typing import Any
+
+from hermes_tui import __version__
+from hermes_tui.config import Config
+from hermes_tui.llm_host import Item, relay, serve_request
+
+log = logging.getLogger(__name__)
+
+SWITCH = "HERMES_HELPER"  # "off" disables the helper
+IDLE_VARIABLE = "HERMES_HELPER_IDLE"
+DEFAULT_IDLE = 600.0
+QUIET = 2.0  # seconds without a request before the helper writes pending summaries
+TICK = 0.25  # how often the helper looks at its clock and its socket
+START_TIMEOUT = 120.0  # importing litellm takes seconds, many on a loaded machine
+AUTH_TIMEOUT = 10  # seconds a client may take over the handshake
+# What the helper's environment keeps of the caller's: no key, password or token reaches it.
+_ENV_KEEP = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER", "LOGNAME", "SSL_CERT_FILE", "SSL_CERT_DIR",
+             "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+             "http_proxy", "https_proxy", "no_proxy", "all_proxy", "LITELLM_LOCAL_MODEL_COST_MAP", IDLE_VARIABLE)
+_ENV_KEEP_PREFIXES = ("LC_", "XDG_")
+
+
+class Unavailable(Exception):
+    """The helper cannot be reached or started."""
+
+
+def enabled() -> bool:
+    return os.environ.get(SWITCH, "").strip().lower() not in ("off", "0", "false", "no")
+
+
+def idle_seconds() -> float:
+    raw = os.environ.get(IDLE_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_IDLE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        log.warning("%s=%r is not a positive number of seconds; using %.0f", IDLE_VARIABLE, raw, DEFAULT_IDLE)
+        return DEFAULT_IDLE
+    return value
+
+
+def folder() -> Path:
+    """The helper's runtime folder (not created): ``$XDG_RUNTIME_DIR/hermes`` as platformdirs'
+    ``user_runtime_dir`` has it, else ``<tmp>/hermes-<uid>`` (not platformdirs' fallback, which
+    it picks silently whenever it deems the runtime folder unsafe)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return Path(runtime) / "hermes"
+    return Path(tempfile.gettempdir()) / f"hermes-{os.geteuid()}"
+
+
+def private_folder() -> Path:
+    """The runtime folder, created 0700; ``Unavailable`` when it exists but is not private to us
+    (another user could have made it first, to listen in)."""
+    path = folder()
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+    except OSError as exc:
+        raise Unavailable(f"cannot create {path}: {exc.strerror}") from exc
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        raise Unavailable(f"{path} is not a private folder of this user (owner {info.st_uid}, mode "
+                          f"{stat.S_IMODE(info.st_mode):o}); remove it")
+    return path
+
+
+@functools.cache
+def identity() -> str:
+    """This installation: a helper answers only runs of the very same code."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256(f"{__version__}\0{sys.prefix}\0{package}".encode())  # the venv, this code
+    for path in sorted(package.rglob("*.py")):
+        info = path.stat()
+        digest.update(f"{path.relative_to(package)}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+    return f"{__version__}+{digest.hexdigest()[:16]}"
+
+
+def without_secrets(config: Config, *, keep_key: bool = False) -> Config:
+    """``config`` with every secret dropped, but for the provider's key when ``keep_key``."""
+    keys: dict[str, str] = {}
+    variable = config.key_variable
+    if keep_key and variable and config.api_key:
+        keys[variable] = config.api_key
+    return dataclasses.replace(config, api_keys=keys, flask_secret_key=None, web_password=None, secret_values={})
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The uid of the process at the other end of a Unix socket, as the kernel saw it connect."""
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                          struct.calcsize("3i")))
+    return int(uid)
+
+
+# -- the caller's side --------------------------------------------------------------------------
+
+
+class WarmHost:
+    """``LLMClient``'s host in a ``-p`` run: every model call goes to the helper."""
+
+    remote_calls = True  # LLMClient asks the host for token counts and completions too
+
+    def __init__(self, spawn_config: Config | None = None) -> None:
+        self._spawn_config = spawn_config
+        self._lock = threading.Lock()
+        self._reached = False
+        self._fallback = False
+        self.pid: int | None = None
+
+    # -- reaching the helper
+
+    def ensure(self) -> bool:
+        """Reach the helper, starting it (or replacing another version's) when needed. False:
+        this run parses in its own process from now on (said once in the log)."""
+        with self._lock:
+            if self._fallback:
+                return False
+            if self._reached:
+                return True
+            try:
+                self._reach()
+            except Unavailable as exc:
+                log.warning("parsing in this process: the warm helper is unavailable (%s)", exc)
+                self._fallback = True
+                return False
+            self._reached = True
+            return True
+
+    def _reach(self) -> None:
+        where = private_folder()
+        with contextlib.suppress(Unavailable):
+            self.pid = self._hello(where)
+            return
+        with _locked(where / "lock"):  # one starter at a time; the others find its helper
+            with contextlib.suppress(Unavailable):
+                self.pid = self._hello(where)
+                return
+            started = _spawn(where, self._spawn_config)
+            self.pid = self._hello(where)
+            log.info("started the warm helper (pid %s, ready in %.1f s)", self.pid, started)
+
+    def _hello(self, where: Path) -> int:
+        """The running helper's pid; a helper of another version is asked to retire first."""
+        reply = _ask(where, ("hello",))
+        if reply[0] == "stale":
+            log.info("retiring the warm helper of another version (%s, pid %s)", reply[1], reply[2])
+            _ask(where, ("stop",))
+            raise Unavailable("another version's helper was running")
+        return int(reply[1])
+
+    def _open(self, request: tuple[Any, ...], *, restart: bool = True) -> Connection:
+        """A connection on which ``request`` was accepted; reaches (or restarts) the helper once."""
+        for attempt in (1, 2):
+            try:
+                connection, reply = _open(private_folder(), request)
+            except Unavailable:
+                if attempt == 2 or not restart:
+                    raise
+                with self._lock:
+                    self._reached = False
+                if not self.ensure():
+                    raise
+                continue
+            if reply[0] == "ok":
+                return connection
+            connection.close()
+            raise Unavailable(f"a helper of another version ({reply[1]}) took over")
+        raise AssertionError("unreachable")
+
+    def _local(self) -> Any:
+        from hermes_tui.llm import LLMClient
+
+        return LLMClient
+
+    # -- the host interface (LLMClient)
+
+    def stream(self, config: Config, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+               cancel: threading.Event) -> Iterator[Item]:
+        if self.ensure():
+            try:
+                connection = self._open(("stream", without_secrets(config, keep_key=True), messages, tools))
+            except Unavailable as exc:
+                self._give_up(exc)
+            else:
+                yield from relay(connection, cancel)
+                return
+        yield from self._local()(config).stream(messages, tools, cancel)
+
+    def call(self, config: Config, name: str, *args: Any) -> Any:
+        if self.ensure():
+            try:
+                connection = self._open(("call", without_secrets(config, keep_key=True), name, args))
+            except Unavailable as exc:
+                self._give_up(exc)
+            else:
+                return _reply(connection)
+        return getattr(self._local()(config), name)(*args)
+
+    def _give_up(self, exc: Exception) -> None:
+        log.warning("parsing in this process: the warm helper is unavailable (%s)", exc)
+        with self._lock:
+            self._fallback = True
+
+    def hand_over(self, config: Config, db_path: Path) -> bool:
+        """Ask the helper to write the pending summaries of ``db_path`` while idle."""
+        if self._fallback or not self._reached:
+            return False
+        try:
+            connection = self._open(("summaries", without_secrets(config, keep_key=True), str(db_path)),
+                                    restart=False)  # a helper that died mid-run is not worth a wait
+        except Unavailable as exc:
+            log.info("pending summaries not handed to the helper: %s", exc)
+            return False
+        connection.close()
+        return True
+
+
+def _reply(connection: Connection) -> Any:
+    from hermes_tui.llm import LLMError
+
+    try:
+        reply = connection.recv()
+    except (EOFError, OSError) as exc:
+        raise LLMError("The helper process that talks to the model stopped unexpectedly. "
+                       "Run the command again: a new helper starts.", retryable=True) from exc
+    finally:
+        connection.close()
+    if isinstance(reply, LLMError):
+        raise reply
+    return reply
+
+
+def _open(where: Path, request: tuple[Any, ...]) -> tuple[Connection, tuple[Any, ...]]:
+    """Connect, send this installation's identity and ``request``, read the helper's answer:
+    ``("ok", pid)`` or ``("stale", its identity, pid)``."""
+    try:
+        key = (where / "key").read_bytes()
+        connection = Client(str(where / "socket"), family="AF_UNIX", authkey=key)
+    except (OSError, EOFError, AuthenticationError) as exc:
+        raise Unavailable(f"no helper answers at {where / 'socket'} ({type(exc).__name__})") from exc
+    try:
+        connection.send((identity(), request))
+        reply = connection.recv()
+    except (OSError, EOFError) as exc:
+        connection.close()
+        raise Unavailable(f"the helper hung up ({type(exc).__name__})") from exc
+    return connection, reply
+
+
+def _ask(where: Path, request: tuple[Any, ...]) -> tuple[Any, ...]:
+    connection, reply = _open(where, request)
+    connection.close()
+    return reply
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _helper_env() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items()
+            if name in _ENV_KEEP or name.startswith(_ENV_KEEP_PREFIXES)}
+
+
+def _spawn(where: Path, config: Config | None) -> float:
+    """Start a helper in the background and wait until it is ready; seconds it took."""
+    started = time.monotonic()
+    # Not ``-m``: the interpreter would look for modules in the current folder first (the user's
+    # workspace). It runs in its private folder and finds this package where the caller found it.
+    root = str(Path(__file__).resolve().parent.parent)
+    code = f"import sys; sys.path.append({root!r}); from hermes_tui.warm import main; main()"
+    logging_on = config is not None  # to the same log file as the runs it serves
+    warm_config = without_secrets(config) if config is not None else None
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-c", code, str(where)], cwd=where, env=_helper_env(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # not in the terminal's process group: ctrl+c is the run's
+        )
+    except OSError as exc:
+        raise Unavailable(f"cannot start it: {exc.strerror}") from exc
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(pickle.dumps((warm_config, logging_on)).hex().encode() + b"\n")
+        process.stdin.close()
+        ready, _, _ = select.select([process.stdout], [], [], START_TIMEOUT)
+        line = process.stdout.readline() if ready else b""
+    except OSError as exc:
+        line = b""
+        log.warning("the warm helper failed to start: %r", exc)
+    finally:
+        process.stdout.close()
+    if line.strip() != b"ready":
+        process.kill()
+        raise Unavailable(f"it did not get ready (exit code {process.poll()})")
+    return time.monotonic() - started
+
+
+def stop() -> int | None:
+    """Stop the running helper (``hermes-tui helper stop``); its pid, or None when none runs."""
+    try:
+        where = private_folder()
+        reply = _ask(where, ("stop",))
+    except Unavailable:
+        return None
+    pid = int(reply[-1])
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return pid
+
+
+def status() -> tuple[int, str] | None:
+    """(pid, identity) of the running helper, or None."""
+    try:
+        reply = _ask(private_folder(), ("hello",))
+    except Unavailable:
+        return None
+    return (int(reply[1]), identity()) if reply[0] == "ok" else (int(reply[2]), str(reply[1]))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as info:
+            return info.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+# -- the helper process -------------------------------------------------------------------------
+
+
+class Helper:
+    """The helper's server: accepts, checks and serves connections until idle, stopped or replaced.
+
+    ``clock`` and ``owner`` are parameters so tests can drive the idle exit and the uid check.
+    """
+
+    def __init__(self, where: Path, *, idle: float = DEFAULT_IDLE, quiet: float = QUIET,
+                 clock: Callable[[], float] = time.monotonic, owner: int | None = None,
+                 ident: str | None = None) -> None:
+        self.where = where
+        self.idle = idle
+        self.quiet = quiet
+        self.clock = clock
+        self.owner = os.geteuid() if owner is None else owner
+        self.ident = ident or identity()
+        self.key = secrets.token_bytes(32)
+        self.stopped = threading.Event()  # serve() is over: socket and key are gone
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._active = 0
+        self._writing = False
+        self._last = clock()
+        self._jobs: dict[str, Config] = {}
+        self._work = threading.Event()
+        self._sock: socket.socket | None = None
+        self._inode = 0
+
+    # -- life
+
+    def bind(self) -> None:
+        """Write the key file, then listen on the socket (both replaced atomically)."""
+        pid = os.getpid()
+        key_tmp = self.where / f"key.{pid}"
+        fd = os.open(key_tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(self.key)
+        os.replace(key_tmp, self.where / "key")
+        sock_tmp = self.where / f"socket.{pid}"
+        sock_tmp.unlink(missing_ok=True)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(sock_tmp))
+        sock.listen(16)
+        os.replace(sock_tmp, self.where / "socket")
+        self._inode = os.stat(self.where / "socket").st_ino
+        sock.settimeout(TICK)
+        self._sock = sock
+
+    def serve(self) -> None:
+        """Until idle for ``idle`` seconds, stopped, or replaced by another helper."""
+        assert self._sock is not None
+        threading.Thread(target=self._write_summaries, name="warm-summaries", daemon=True).start()
+        try:
+            while not self._stopping.is_set() and not self._expired() and self._owns_socket():
+                try:
+                    sock, _ = self._sock.accept()
+                except TimeoutError:
+                    continue
+                with self._lock:
+                    self._active += 1
+                    self._last = self.clock()
+                threading.Thread(target=self._handle, args=(sock,), name="warm-request", daemon=True).start()
+        finally:
+            self._shutdown()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def _expired(self) -> bool:
+        with self._lock:
+            return self._active == 0 and not self._writing and self.clock() - self._last >= self.idle
+
+    def _owns_socket(self) -> bool:
+        try:
+            return os.stat(self.where / "socket").st_ino == self._inode
+        except FileNotFoundError:
+            return False
+
+    def _shutdown(self) -> None:
+        self._stopping.set()
+        if self._sock is not None:
+            self._sock.close()
+        if self._owns_socket():
+            (self.where / "socket").unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            if (self.where / "key").read_bytes() == self.key:
+                (self.where / "key").unlink()
+        # Streams still running finish on their own threads (main() waits for them).
+        self.stopped.set()
+        log.info("warm helper stopped")
+
+    def busy(self) -> bool:
+        """A request runs, or one ended less than ``quiet`` seconds ago."""
+        with self._lock:
+            return self._active > 0 or self.clock() - self._last < self.quiet
+
+    def active(self) -> int:
+        with self._lock:
+            return self._active
+
+    # -- one connection
+
+    def _handle(self, sock: socket.socket) -> None:
+        try:
+            uid = peer_uid(sock)
+            if uid != self.owner:
+                log.warning("warm helper: refused a connection from uid %s", uid)
+                sock.close()
+                return
+            sock.settimeout(None)
+            timeout = struct.pack("ll", AUTH_TIMEOUT, 0)  # a client stuck in the handshake gives up
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeout)
+            connection = Connection(sock.detach())
+            try:
+                deliver_challenge(connection, self.key)
+                answer_challenge(connection, self.key)
+                ident, request = connection.recv()
+            except (OSError, EOFError, AuthenticationError, ValueError, TypeError, pickle.UnpicklingError):
+                log.debug("warm helper: refused a connection", exc_info=True)
+                connection.close()
+                return
+            _clear_timeout(connection)
+            self._answer(connection, ident, request)
+        except Exception:  # noqa: BLE001 - one bad connection never ends the helper
+            log.exception("warm helper: a request failed")
+        finally:
+            with self._lock:
+                last = self._active == 1
+            if last:  # no request left that could be using a cached client
+                from hermes_tui import llm
+
+                llm.forget_clients()
+            with self._lock:
+                self._active -= 1
+                self._last = self.clock()
+
+    def _answer(self, connection: Connection, ident: object, request: Any) -> None:
+        kind = request[0] if isinstance(request, tuple) and request else None
+        if ident != self.ident and kind != "stop":
+            connection.send(("stale", self.ident, os.getpid()))
+            connection.close()
+            return
+        connection.send(("ok", os.getpid()))
+        if kind == "stop":
+            connection.close()
+            self.stop()
+        elif kind == "summaries" and len(request) == 3:
+            connection.close()
+            with self._lock:
+                self._jobs[str(request[2])] = request[1]
+            self._work.set()
+        elif kind in ("stream", "call"):
+            serve_request(connection, request)
+        else:
+            connection.close()
+
+    # -- pending summaries, while idle
+
+    def _write_summaries(self) -> None:
+        while not self._stopping.is_set():
+            self._work.wait(TICK)
+            with self._lock:
+                if not self._jobs or self._active or self.clock() - self._last < self.quiet:
+                    continue
+                path, config = self._jobs.popitem()
+                self._writing = True
+                if not self._jobs:
+                    self._work.clear()
+            try:
+                self._summarize(Path(path), config)
+            except Exception:  # noqa: BLE001 - the sessions stay pending for the next start
+                log.warning("warm helper: pending summaries of %s failed", path, exc_info=True)
+            finally:
+                del config  # the job's key goes with it
+                with self._lock:
+                    self._writing = False
+
+    def _summarize(self, path: Path, config: Config) -> None:
+        from hermes_tui.learning.pending import Writer
+        from hermes_tui.llm import LLMClient
+        from hermes_tui.memory.store import MemoryStore
+
+        store = MemoryStore(path)
+        try:
+            writer = Writer(store, LLMClient(config), busy=self.busy).start()
+            while not writer.done.wait(TICK):
+                if self._stopping.is_set():
+                    writer.stop(wait=5.0)
+                    break
+            log.info("warm helper: wrote %d pending summaries of %s", writer.written, path)
+        finally:
+            store.close()
+
+
+def _clear_timeout(connection: Connection) -> None:
+    """Streams wait on their connection for as long as they run: no receive timeout after the handshake."""
+    sock = socket.socket(fileno=os.dup(connection.fileno()))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))
+    finally:
+        sock.close()
+
+
+def main() -> None:
+    """The helper process (started by ``_spawn``): ``sys.argv[1]`` is its folder."""
+    from hermes_tui import llm
+
+    where = Path(sys.argv[1])
+    warm_config, logging_on = pickle.loads(bytes.fromhex(sys.stdin.buffer.readline().decode().strip()))
+    if logging_on and warm_config is not None:
+        from hermes_tui.logs import setup_logging
+
+        setup_logging(warm_config)
+    helper = Helper(where, idle=idle_seconds())
+    helper.bind()
+    llm.warm(warm_config).join()
+    os.write(1, b"ready\n")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    log.info("warm helper ready (pid %s, %s, idle exit after %.0f s)", os.getpid(), where, helper.idle)
+    helper.serve()
+    deadline = time.monotonic() + 60
+    while helper.active() and time.monotonic() < deadline:  # streams of runs still going
+        time.sleep(0.1)
+    logging.shutdown()
+    os._exit(0)

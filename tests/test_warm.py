@@ -1,0 +1,304 @@
+"""The per-user warm helper of ``-p`` runs (hermes_tui/warm.py), against the fake server.
+
+The runs are the installed ``hermes-tui -p`` as a user runs it. One helper serves the whole
+module (starting one imports litellm: seconds), so the tests that kill or replace it come last.
+What is checked in this process (the uid check, the key, the idle exit on an injected clock)
+uses the real ``Helper`` on a real socket.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client
+from pathlib import Path
+
+import pytest
+
+from hermes_tui import warm
+from hermes_tui.learning import pending
+from hermes_tui.memory.store import MemoryStore
+from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply
+from tests.helpers import HERMES_TUI, run_cli
+
+pytestmark = pytest.mark.timeout(900)  # a helper's first start imports litellm: 5 s idle, a minute loaded
+
+ROOT = str(Path(__file__).resolve().parent.parent)
+LONG = " ".join(f"word{n}" for n in range(400))
+SUMMARY = "I answered the user's question."
+
+
+def until(condition: Callable[[], bool], timeout: float = 120.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def answer(request: RecordedRequest) -> Reply:
+    """Summaries and turns told apart by their prompt, so queue order never matters."""
+    sent = str(request.messages)
+    if "note to your future self" in sent:
+        return Reply(text=SUMMARY)
+    return Reply(text="Answered: " + str(request.messages[-1]["content"])[:40])
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[Path]:
+    """The module's runtime folder (short: a socket's path must fit in 107 bytes)."""
+    base = Path(tempfile.mkdtemp(prefix="hw-", dir="/tmp"))
+    yield base
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_RUNTIME_DIR", str(base))
+        warm.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def on(runtime: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("HERMES_HELPER", "on")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the runs' log file
+    return runtime / "hermes"
+
+
+@pytest.fixture
+def env(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path, on: Path) -> FakeLLMServer:
+    fake_llm_env.responder = answer
+    return fake_llm_env
+
+
+def log_text(tmp_path: Path) -> str:
+    path = tmp_path / "state" / "hermes" / "log" / "hermes.log"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+# -- runs ------------------------------------------------------------------------------------------
+
+
+def test_a_warm_run_reuses_the_helper_never_imports_litellm_and_its_summary_is_written_later(
+        env: FakeLLMServer, hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = run_cli("-p", "first question", timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "Answered: first question\n"
+    running = warm.status()
+    assert running is not None and running[1] == warm.identity()
+
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")  # every module the run imports, on stderr
+    second = run_cli("-p", "second question")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "Answered: second question\n"
+    imported = [line for line in second.stderr.splitlines() if line.startswith("import time:")]
+    assert any("hermes_tui.agent.loop" in line for line in imported)
+    assert not [line for line in imported if "litellm" in line]  # the helper did the model's work
+    assert warm.status() == running  # the same helper served both runs
+
+    environ = Path(f"/proc/{running[0]}/environ").read_bytes()
+    assert b"sk-" not in environ and b"API_KEY" not in environ  # no key waits in the helper
+
+    # Neither one-shot run waited for a summary; the helper wrote both once the runs were over.
+    with MemoryStore(hermes_home / "memory.sqlite3") as memory:
+        assert until(lambda: not pending.pending(memory))
+        sessions = memory.list_sessions()
+        assert len(sessions) == 2 and {s.summary for s in sessions} == {SUMMARY}
+    # Two at least: one started between the runs gave way to the second run and was asked again.
+    assert sum("note to your future self" in str(r.messages) for r in env.requests) >= 2
+
+
+def test_helper_off_or_unreachable_parses_in_the_run_with_one_log_line(
+        env: FakeLLMServer, on: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    monkeypatch.setenv("HERMES_HELPER", "off")
+    off = run_cli("-p", "helper off", timeout=600)
+    assert off.returncode == 0 and "Answered: helper off" in off.stdout
+    assert any("litellm" in line for line in off.stderr.splitlines() if line.startswith("import time:"))
+    assert "warm helper" not in log_text(tmp_path)
+
+    # A runtime folder someone else could read: refused, and the run still answers.
+    monkeypatch.setenv("HERMES_HELPER", "on")
+    unsafe = tmp_path / "unsafe-run"
+    unsafe.mkdir(mode=0o700)
+    (unsafe / "hermes").mkdir(mode=0o755)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(unsafe))
+    refused = run_cli("-p", "helper refused", timeout=600)
+    assert refused.returncode == 0 and "Answered: helper refused" in refused.stdout
+    lines = [line for line in log_text(tmp_path).splitlines() if "warm helper is unavailable" in line]
+    assert len(lines) == 1 and "not a private folder" in lines[0]
+    assert not (unsafe / "hermes" / "socket").exists()
+
+
+@pytest.mark.parametrize("fake_llm_env", ["openai"], indirect=True)  # each run starts a helper
+def test_a_helper_killed_mid_turn_costs_one_line_and_loses_nothing(env: FakeLLMServer, hermes_home: Path) -> None:
+    env.responder = lambda request: Reply(text=LONG, chunk_size=5, chunk_delay=0.02)
+    assert warm.WarmHost().ensure()
+    running = warm.status()
+    assert running is not None
+    run = subprocess.Popen([HERMES_TUI, "-p", "a long story"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    assert run.stdout is not None
+    shown = run.stdout.read(30)  # the answer is streaming
+    os.kill(running[0], signal.SIGKILL)
+    rest, err = run.communicate(timeout=120)
+    assert run.returncode == 1
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "stopped unexpectedly" in lines[0] and "(they are kept)" in lines[0], err
+    with MemoryStore(hermes_home / "memory.sqlite3") as memory:
+        (session,) = memory.list_sessions()
+        stored = memory.get_messages(session.id)
+        assert [m.role for m in stored] == ["user", "assistant"] and stored[0].content == "a long story"
+        kept = stored[1].content or ""
+        assert kept.startswith(shown) and LONG.startswith(kept) and len(kept) < len(LONG)
+        assert pending.pending(memory) == [session.id]  # its summary too is only postponed
+
+    env.responder = answer
+    again = run_cli("-p", "after the crash", timeout=600)  # a new helper starts
+    assert again.returncode == 0 and again.stdout == "Answered: after the crash\n", again.stderr
+    assert warm.status() not in (None, running)
+
+
+OLD_HELPER = f"""
+import sys
+sys.path.append({ROOT!r})
+from hermes_tui import warm
+helper = warm.Helper(warm.private_folder(), ident="0.0.1+an-older-version")
+helper.bind()
+print("ready", flush=True)
+helper.serve()
+"""
+
+
+@pytest.mark.parametrize("fake_llm_env", ["anthropic"], indirect=True)  # each run starts a helper
+def test_a_helper_of_another_version_is_replaced(env: FakeLLMServer) -> None:
+    warm.stop()
+    old = subprocess.Popen([sys.executable, "-c", OLD_HELPER], stdout=subprocess.PIPE, text=True,
+                           env=dict(os.environ))
+    try:
+        assert old.stdout is not None and old.stdout.readline().strip() == "ready"
+        assert warm.status() == (old.pid, "0.0.1+an-older-version")
+        result = run_cli("-p", "after the upgrade", timeout=600)
+        assert result.returncode == 0 and result.stdout == "Answered: after the upgrade\n", result.stderr
+        assert old.wait(timeout=60) == 0  # asked to retire, it left
+        new = warm.status()
+        assert new is not None and new[0] != old.pid and new[1] == warm.identity()
+    finally:
+        old.kill()
+        old.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None or not os.path.exists("/usr/bin/python3"),
+                    reason="needs root (and setpriv) to run a client as another user")
+def test_another_user_cannot_reach_the_helper(on: Path) -> None:
+    assert warm.WarmHost().ensure()
+    probe = ("import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
+             "try:\n    s.connect(sys.argv[1]); print('connected')\n"
+             "except OSError as exc:\n    print(type(exc).__name__)\n")
+    result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                             "-c", probe, str(on / "socket")], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "PermissionError", result.stdout + result.stderr
+    assert warm.status() is not None  # still serving its owner
+
+
+# -- the server in this process ----------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def where(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    base = Path(tempfile.mkdtemp(prefix="hw-", dir="/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    yield warm.private_folder()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def serving(helper: warm.Helper) -> threading.Thread:
+    helper.bind()
+    thread = threading.Thread(target=helper.serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_helper_exits_after_its_idle_time_on_its_clock(where: Path) -> None:
+    clock = Clock()
+    helper = warm.Helper(where, idle=600, clock=clock)
+    serving(helper)
+    assert stat_mode(where / "key") == 0o600
+    clock.now = 599.0
+    assert warm._ask(where, ("hello",)) == ("ok", os.getpid())  # alive after 599 s; the request counts
+    clock.now = 599.0 + 599.0
+    assert warm._ask(where, ("hello",))[0] == "ok"
+    clock.now += 600.0
+    assert helper.stopped.wait(30)
+    assert not (where / "socket").exists() and not (where / "key").exists()
+
+
+def stat_mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_helper_answers_only_its_owners_uid_and_key(where: Path, caplog: pytest.LogCaptureFixture) -> None:
+    for owner in (os.geteuid() + 1, os.geteuid()):  # someone else's helper first: we are the foreign user
+        helper = warm.Helper(where, owner=owner)
+        serving(helper)
+        try:
+            if owner != os.geteuid():
+                with pytest.raises(warm.Unavailable):
+                    warm._ask(where, ("hello",))
+                assert any(f"refused a connection from uid {os.geteuid()}" in r.getMessage() for r in caplog.records)
+                continue
+            assert warm._ask(where, ("hello",)) == ("ok", os.getpid())
+            with pytest.raises(AuthenticationError):
+                Client(str(where / "socket"), family="AF_UNIX", authkey=b"a guessed key")
+            assert warm._ask(where, ("hello",))[0] == "ok"  # still serving
+        finally:
+            helper.stop()
+            assert helper.stopped.wait(30)
+
+
+def test_the_idle_time_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_HELPER_IDLE", "30")
+    assert warm.idle_seconds() == 30.0
+    monkeypatch.setenv("HERMES_HELPER_IDLE", "ten minutes")
+    assert warm.idle_seconds() == warm.DEFAULT_IDLE
+    monkeypatch.delenv("HERMES_HELPER_IDLE")
+    assert warm.idle_seconds() == 600.0
+    monkeypatch.setenv("HERMES_HELPER", "off")
+    assert not warm.enabled()
+
+
+def test_a_request_leaves_no_key_in_the_helper(where: Path, fake_llm_env: FakeLLMServer, hermes_home: Path) -> None:
+    """litellm caches its HTTP clients, each with the key it was made with: gone after the request."""
+    from hermes_tui.config import Config
+    from hermes_tui.llm import LLMClient, _lib
+
+    helper = warm.Helper(where)
+    serving(helper)
+    try:
+        client = LLMClient(Config.load(), warm.WarmHost())
+        fake_llm_env.queue(Reply(text="served"))
+        items = list(client.stream([{"role": "user", "content": "hi"}], None, threading.Event()))
+        assert items[-1].text == "served"
+        assert until(lambda: helper.active() == 0, 30)
+        key = Config.load().api_key
+        cached = _lib().in_memory_llm_clients_cache.cache_dict.values()
+        assert key and not [client for client in cached if getattr(client, "api_key", None) == key]
+        assert client.count_tokens([{"role": "user", "content": "count these words"}]) > 0  # calls go there too
+    finally:
+        helper.stop()
+        helper.stopped.wait(30)
