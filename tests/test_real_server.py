@@ -158,3 +158,27 @@ def test_a_url_without_a_scheme(llama: realserver.RealServer, places: tuple[Path
     lines = result.stderr.strip().splitlines()
     assert result.returncode != 0 and len(lines) == 1, result.stderr
     assert "HERMES_API_BASE" in lines[0] and f"http://{bare}" in lines[0] and "500" not in lines[0]
+
+
+def test_a_summary_that_outlives_the_quit(llama: realserver.RealServer, places: tuple[Path, Path]) -> None:
+    """A slow local model cannot summarize within a quit's grace: the session is marked pending, the
+    abandoned request closes its connection (the one-at-a-time server is free at once), and the
+    summary is written at the next start (doctor does what a surface's background writer does)."""
+    from hermes_tui.learning import pending
+    from hermes_tui.llm import LLMClient
+
+    config = real_config(llama, places)
+    memory = MemoryStore(config.db_path)
+    try:
+        loop = AgentLoop(config, memory, SkillManager(config.skills_dir))
+        assert finished(list(loop.run_turn("Say hello."))).stopped_reason == "done"
+        assert loop.close(timeout=0.05) is None  # the quit's grace runs out first
+        assert pending.pending(memory) == [loop.session_id]
+        # The server is free for the next request: the abandoned summary did not keep it busy.
+        assert finished(turn(config, "Say ok.")).stopped_reason == "done"
+        outcome, summary = pending.write(memory, LLMClient(config), loop.session_id, timeout=300)
+        assert outcome is pending.Outcome.WRITTEN and summary, outcome
+        assert memory.get_session(loop.session_id).summary == summary
+        assert pending.pending(memory) == []
+    finally:
+        memory.close()
