@@ -336,3 +336,21 @@ def test_web_logs_the_notice_once_when_its_shell_is_on(no_bwrap: None, hermes_ho
             app = create_app(replace(base, web_enable_shell=shell))
         app.extensions[EXTENSION].state.close()
         assert sum("without a sandbox" in r.getMessage() for r in caplog.records) == expected
+
+
+@needs_bwrap
+def test_the_skill_library_is_readable_but_not_writable_in_the_sandbox(tmp_path: Path) -> None:
+    """HERMES_HOME is masked, but a skill's scripts run from its folder: the library is bound read-only."""
+    from hermes_tui.agent.shell import run_command
+
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    library = home / "skills" / "tool" / "scripts"
+    library.mkdir(parents=True)
+    (library / "run.sh").write_text("echo from the skill\n")
+    (home / ".env").write_text("OPENAI_API_KEY=sk-hidden\n")
+    workspace.mkdir()
+    script = library / "run.sh"
+    ran = run_command(f"bash {script}; cat {home}/.env; echo x > {script}", workspace, 30, threading.Event(),
+                      {"PATH": os.environ["PATH"]}, sandbox=Sandbox(), home=home, readable=(home / "skills",))
+    assert "from the skill" in ran.text and "sk-hidden" not in ran.text, ran.text
+    assert script.read_text() == "echo from the skill\n", "no command can rewrite a skill"

@@ -15,7 +15,7 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,8 +61,9 @@ class Sandbox:
         """True when commands really run in bubblewrap (enabled, and the probe passed)."""
         return self.enabled and unavailable_reason() is None
 
-    def wrap(self, argv: list[str], workspace: Path, home: Path | None) -> list[str]:
-        """``argv`` under bubblewrap, confined as the module docstring says."""
+    def wrap(self, argv: list[str], workspace: Path, home: Path | None, readable: Sequence[Path] = ()) -> list[str]:
+        """``argv`` under bubblewrap, confined as the module docstring says; ``readable`` folders (the
+        skill library, whose scripts run from their folder) are bound read-only over any mask."""
         ws = os.path.realpath(workspace)
         args = [_bwrap() or "bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--cap-drop", "ALL",
@@ -77,6 +78,9 @@ class Sandbox:
         if os.path.lexists(git) and not os.path.islink(git):
             args += ["--ro-bind", git, git]
         args += [a for m in masks if not _within(ws, m) for a in _mask(m)]
+        for folder in map(os.path.realpath, readable):  # read-only: no command can rewrite a skill
+            if os.path.isdir(folder) and not _within(folder, ws):
+                args += ["--ro-bind", folder, folder]
         return [*args, "--setenv", "TMPDIR", "/tmp", "--chdir", ws, "--", *argv]
 
     def environment(self, environ: Mapping[str, str]) -> dict[str, str]:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -83,16 +83,16 @@ class CommandOutcome:
 
 def run_command(command: str, cwd: Path, timeout: float, cancel: threading.Event,
                 environment: Mapping[str, str] | None = None, *, sandbox: Sandbox | None = None,
-                home: Path | None = None) -> CommandOutcome:
+                home: Path | None = None, readable: Sequence[Path] = ()) -> CommandOutcome:
     """Run ``command`` with bash in ``cwd``; stop at ``timeout`` or when ``cancel`` is set.
 
     ``environment`` is already free of secrets; only ``sandbox.environment``'s variables of it pass.
-    ``home`` (HERMES_HOME) is masked in the sandbox.
+    ``home`` (HERMES_HOME) is masked in the sandbox; ``readable`` folders stay readable in it.
     """
     sandbox = sandbox if sandbox is not None else Sandbox()
     env = sandbox.environment(os.environ if environment is None else environment)
     if sandbox.active:
-        outcome = _run(sandbox.wrap(["bash", "-c", command], cwd, home), cwd, env, timeout, cancel, None)
+        outcome = _run(sandbox.wrap(["bash", "-c", command], cwd, home, readable), cwd, env, timeout, cancel, None)
         if not sandbox.network and outcome.returncode and _NETWORK_FAILURE.search(outcome.text):
             return CommandOutcome(outcome.status, outcome.returncode, f"{outcome.text}\n{NO_NETWORK_HINT}")
         return outcome

@@ -64,7 +64,7 @@ def run_bash(ctx: ToolContext, command: str, timeout: int = BASH_DEFAULT_TIMEOUT
         return ToolResult(False, "run_bash: command is empty")
     timeout = max(1, min(int(timeout), BASH_MAX_TIMEOUT))
     outcome = run_command(command, ctx.workspace, timeout, ctx.cancel, ctx.environment, sandbox=ctx.sandbox,
-                          home=ctx.home)
+                          home=ctx.home, readable=(ctx.skills.skills_dir,))
     if outcome.status == "timeout":
         return ToolResult(False, f"Timed out after {timeout} s; the command and its children were killed.\n{outcome.text}")
     if outcome.status == "cancelled":
