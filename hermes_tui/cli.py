@@ -17,6 +17,7 @@ from hermes_tui.config import Config, ConfigError
 from hermes_tui.events import (
     Error,
     Event,
+    FilesChanged,
     Notice,
     Receipt,
     SkillLearned,
@@ -24,11 +25,14 @@ from hermes_tui.events import (
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
+    TurnStarted,
 )
 from hermes_tui.secrets import withhold_from_environment
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.mcp.manager import McpManager
+    from hermes_tui.agent.runtime import EventQueue
 
 # Documented in the README ("Exit codes"); scripts rely on them.
 EXIT_OK = 0
@@ -40,10 +44,25 @@ EXIT_SIGTERM = 128 + signal.SIGTERM  # 143: asked to stop (kill, systemd, docker
 HEADLESS_DENIAL = "Denied: headless mode cannot ask for approval. The user must rerun with --yes to allow {name}."
 
 
+# hermes-tui NAME ...: run by NAME_main below; --help lists them with these lines.
+SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("doctor", "check the memory database; if damaged, back it up and rebuild it"),
+    ("skills import DIR", "copy a folder of skills (any layout) into the library"),
+    ("skills list|show|archive|restore|pin", "the skills' states, uses and success rates; archive, restore, pin"),
+    ("context", "show the fixed part of the prompt, part by part, with token counts"),
+    ("checkpoints list|restore N", "this workspace's file checkpoints; put the files back as before a turn"),
+    ("mcp list|approve|enable|disable", "the MCP servers: status, tools, approval, on and off"),
+)
+
+
 def tui_parser() -> argparse.ArgumentParser:
+    width = max(len(usage) for usage, _ in SUBCOMMANDS) + 2
     parser = argparse.ArgumentParser(
         prog="hermes-tui",
         description="Hermes, a self-improving AI agent. Without -p: the full-screen app.",
+        epilog="commands:\n" + "\n".join(f"  hermes-tui {usage:<{width}}{what}" for usage, what in SUBCOMMANDS)
+               + "\n\n'hermes-tui COMMAND --help' says more.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-p", "--prompt", metavar="TEXT",
                         help="run one turn headless and exit ('-' reads the prompt from stdin)")
@@ -51,7 +70,7 @@ def tui_parser() -> argparse.ArgumentParser:
     parser.add_argument("--session", type=int, metavar="ID", help="continue the session with this id")
     parser.add_argument("--provider", help="override HERMES_PROVIDER")
     parser.add_argument("--model", help="override HERMES_MODEL")
-    parser.add_argument("--yes", action="store_true", help="with -p: allow run_bash and write_file without asking")
+    parser.add_argument("--yes", action="store_true", help="with -p: allow run_bash, write_file and MCP tools without asking")
     parser.add_argument("--version", action="version", version=f"hermes-tui {__version__}")
     return parser
 
@@ -62,13 +81,12 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if as_program:  # no child of this process (shell, helpers) ever inherits a key
         withhold_from_environment()
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["doctor"]:
-        return doctor_main(argv[1:])
-    if argv[:1] == ["skills"]:  # hermes-tui skills import|list|show|archive|restore|pin
-        return skills_main(argv[1:])
-    if argv[:1] == ["context"]:
-        return context_main(argv[1:])
+    if argv and argv[0] in {usage.split()[0] for usage, _ in SUBCOMMANDS}:
+        return globals()[f"{argv[0]}_main"](argv[1:])  # type: ignore[no-any-return]
     args = tui_parser().parse_args(argv)
+    if args.prompt is None and (problem := _needs_headless(args)):
+        print(f"hermes: {problem}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         config = Config.load().with_overrides(provider=args.provider, model=args.model)
     except ConfigError as exc:
@@ -92,6 +110,19 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if as_program:  # end the process now that everything is stored and written
         _exit_now(code)
     return code
+
+
+def _needs_headless(args: argparse.Namespace) -> str | None:
+    """Why the full-screen app cannot start for these arguments, if it cannot.
+
+    Flags that only mean something for one headless turn need -p; and the app draws on a
+    terminal, so on a pipe it refuses at once instead of spinning unseen.
+    """
+    if flags := [flag for flag, on in (("--json", args.json), ("--yes", args.yes)) if on]:
+        return f"{' and '.join(flags)} only work with -p; add -p \"TEXT\" to run one headless turn."
+    if not (_is_tty(sys.stdin) and _is_tty(sys.stdout)):
+        return "the full-screen app needs a terminal; use -p \"TEXT\" (or -p - to read stdin) to run one turn."
+    return None
 
 
 def _exit_now(code: int) -> None:
@@ -149,16 +180,18 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     from hermes_tui import llm
 
     llm.warm(config)  # the turn needs litellm: import it while the rest is set up
-    from hermes_tui.agent.runtime import build_agent, headless_surface
+    from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.logs import setup_logging
     from hermes_tui.memory.store import MemoryStore, StoreError
     from hermes_tui.skills.manager import SkillManager
     setup_logging(config)
     _stop_on_signals()
     out = _Output(sys.stdout, sys.stderr, as_json=args.json)
+    events = EventQueue()
 
     def deny(name: str, arguments: dict[str, Any]) -> str:
-        out.notice(f"{name} denied: rerun with --yes to allow shell commands and file writes.")
+        # Queued behind the call's own event, so it prints after the call it denies.
+        events.put(Notice(f"{name} denied: rerun with --yes to allow shell commands and file writes."))
         return HEADLESS_DENIAL.format(name=name)
 
     try:
@@ -166,15 +199,18 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     except StoreError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    mcp = _start_mcp(config, out)
     try:
         agent = build_agent(config, memory, SkillManager.for_config(config),
-                            headless_surface(None if args.yes else deny), session_id=args.session)
+                            headless_surface(None if args.yes else deny, mcp), session_id=args.session)
     except ValueError as exc:
         memory.close()
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        code = _drive(agent, text, out)
+        if mcp is not None:
+            _wait_for_mcp(mcp, out)
+        code = _drive(agent, text, out, events)
         if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM) and args.session is not None:
             # A one-shot session is not summarized: its one prompt and answer are stored and
             # searchable as they are, and the user is not kept waiting for another model call.
@@ -183,13 +219,33 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         return code
     finally:
         memory.close()
+        if mcp is not None:
+            mcp.close(timeout=3.0)
 
 
-def _drive(agent: AgentLoop, text: str, out: _Output) -> int:
+def _start_mcp(config: Config, out: _Output) -> McpManager | None:
+    """The declared MCP servers, starting in the background (None when none are declared)."""
+    from hermes_tui.agent.mcp.manager import McpManager
+
+    manager = McpManager(config.home, config.workspace)
+    manager.subscribe(out.notice)
+    manager.start()
+    return manager if manager.statuses() else None
+
+
+def _wait_for_mcp(manager: McpManager, out: _Output) -> None:
+    """Before the first request: wait (bounded) for the servers; name those still starting."""
+    from hermes_tui.agent.mcp.config import wait_seconds
+
+    seconds = wait_seconds()
+    for name in manager.wait_ready(seconds):
+        out.notice(f"MCP server {name} is not ready after {seconds:g} s: this turn runs without its tools.")
+
+
+def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int:
     """Consume the turn on the main thread, so Ctrl-C lands here and cancels it cleanly."""
-    from hermes_tui.agent.runtime import EventQueue, start_turn
+    from hermes_tui.agent.runtime import start_turn
 
-    events = EventQueue()
     turn = start_turn(agent, text, events.put, on_end=events.end)
     code = EXIT_OK
     interrupted: int | None = None  # the exit code of the interruption (Ctrl-C, SIGTERM, SIGHUP)
@@ -214,7 +270,12 @@ def _drive(agent: AgentLoop, text: str, out: _Output) -> int:
             if event.stopped_reason == "max_steps" and code == EXIT_OK:
                 code = EXIT_MAX_STEPS
     turn.join(timeout=5)
-    return interrupted if interrupted is not None else code
+    code = interrupted if interrupted is not None else code
+    stopped = code in (EXIT_MAX_STEPS, EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM)  # work left to continue
+    if stopped and out.session_id is not None and not out.as_json:  # (JSON: turn_started has it)
+        out.notice(f"hermes: the session is stored as {out.session_id}; continue it with "
+                   f"hermes-tui -p TEXT --session {out.session_id}")
+    return code
 
 
 class _Output:
@@ -234,6 +295,7 @@ class _Output:
         self._tail = ""  # the last two characters written to stdout
         self._block_ended = False  # something other than text happened since the last text
         self._lock = threading.RLock()  # the approver reports from the turn's thread
+        self.session_id: int | None = None  # from TurnStarted
 
     @property
     def _mid_line(self) -> bool:
@@ -261,11 +323,13 @@ class _Output:
         self._tail = (self._tail + text)[-2:]
 
     def _emit(self, event: Event) -> None:
+        if isinstance(event, TurnStarted):
+            self.session_id = event.session_id
         if self.as_json:
             self.stdout.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
             self.stdout.flush()
             if isinstance(event, Error):
-                self._err(f"error: {event.message}")
+                self._err(f"hermes: {event.message}")
             return
         if isinstance(event, TextDelta):
             self._write_text(event.text)
@@ -277,10 +341,15 @@ class _Output:
             self._err(f"{mark} {event.name} ({event.seconds:.1f} s){': ' + first if not event.ok else ''}")
         elif isinstance(event, Notice):
             self._err(event.message)
+        elif isinstance(event, FilesChanged):
+            files = ", ".join(f"{f['path']} ({f['status']})" for f in event.files[:10])
+            more = f" and {len(event.files) - 10} more" if len(event.files) > 10 else ""
+            self._err(f"changed {len(event.files)} file(s): {files}{more}; 'hermes-tui checkpoints restore "
+                      f"{event.checkpoint}' undoes them")
         elif isinstance(event, Receipt):
             self._err(event.text)
         elif isinstance(event, Error):
-            self._err(f"error: {event.message}")
+            self._err(f"hermes: {event.message}")
         elif isinstance(event, SkillLearned):
             verb = "learned skill" if event.created else "refined skill"
             self._err(f"{verb} {event.name} (v{event.version})")
@@ -335,6 +404,12 @@ def skills_main(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
+def checkpoints_main(argv: Sequence[str]) -> int:
+    from hermes_tui.checkpoints_cli import checkpoints_main as main
+
+    return main(argv)
+
+
 def context_main(argv: Sequence[str]) -> int:
     """``hermes-tui context``: what a new session here would send before any message, part by part."""
     parser = argparse.ArgumentParser(
@@ -372,6 +447,48 @@ def context_main(argv: Sequence[str]) -> int:
         print(json.dumps(report.to_dict()))
     else:
         print("\n".join(printable(line) for line in report.lines()))
+def mcp_main(argv: Sequence[str]) -> int:
+    """``hermes-tui mcp list|approve|enable|disable`` (hermes_tui/agent/mcp/)."""
+    parser = argparse.ArgumentParser(prog="hermes-tui mcp", description="The MCP servers of mcp.json and .mcp.json.")
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("list", help="start the servers; show each one's status, tools and schema tokens")
+    for name, what in (("approve", "allow a server of the workspace's .mcp.json to run (this exact entry)"),
+                       ("enable", "start this server again from now on"), ("disable", "do not start this server")):
+        commands.add_parser(name, help=what).add_argument("server")
+    args = parser.parse_args(argv)
+    from hermes_tui.agent.mcp import report
+    from hermes_tui.agent.mcp.config import McpState, declared, wait_seconds
+    from hermes_tui.agent.mcp.manager import McpManager
+
+    try:
+        config = Config.load()
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.command in (None, "list"):
+        manager = McpManager(config.home, config.workspace)
+        manager.subscribe(lambda line: print(f"hermes: {line}", file=sys.stderr))
+        manager.start()
+        manager.wait_ready(wait_seconds())
+        statuses = manager.statuses()
+        manager.close(timeout=3.0)
+        if not statuses:
+            print(f"No MCP servers declared: add them to {config.home / 'mcp.json'} or the workspace's .mcp.json.")
+        for status in statuses:
+            print(report.summary(status))
+        return EXIT_OK
+    found = {spec.name: spec for spec in declared(config.home, config.workspace).specs}
+    spec = found.get(args.server)
+    if spec is None:
+        print(f"hermes: no MCP server {args.server!r}; declared: {', '.join(found) or 'none'}.", file=sys.stderr)
+        return EXIT_ERROR
+    state = McpState(config.home, config.workspace)
+    if args.command == "approve":
+        state.approve(spec)
+        print(f"Approved: {report.entry(spec)}")
+    else:
+        state.set_enabled(spec, args.command == "enable")
+        print(f"{spec.name} is {args.command}d.")
     return EXIT_OK
 
 

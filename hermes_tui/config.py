@@ -1,9 +1,10 @@
 """Configuration: the environment plus optional ``.env`` files, frozen into one ``Config``.
 
 Order of precedence (first wins): real environment variables, ``./.env`` in the working
-directory, ``HERMES_HOME/.env``. Settings that widen what Hermes may do (``PRIVILEGED``) are
-never taken from ``./.env``: the agent can write files in the working folder, and what it writes
-must not become a setting. Nothing here checks API keys at load time, so every
+directory, ``HERMES_HOME/.env``. Settings that widen what Hermes may do, or choose where the
+conversation goes and on whose account (provider, model, endpoint, API keys: ``PRIVILEGED``), are
+never taken from ``./.env``: the agent can write files in the working folder, and a cloned
+repository may ship a ``.env``; neither must become a setting. Nothing here checks API keys at load time, so every
 surface can start without one and explain what to set (``Config.require_api_key``).
 """
 
@@ -14,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
@@ -40,7 +42,9 @@ PRIVILEGED = frozenset({
     "HERMES_WORKSPACE",  # the folder the tools are confined to
     "HERMES_SANDBOX",  # "off" lets commands read every file and setting
     "HERMES_SANDBOX_NETWORK",  # "on" lets commands reach the network
-})
+    "HERMES_PROVIDER",  # which company the conversation goes to
+    "HERMES_MODEL",  # which model (and bill) answers
+}) | KEY_ENV_VARS  # a key in a cloned repository's .env moves the conversation to its owner's account
 """Read only from the process environment or HERMES_HOME/.env, never from ./.env."""
 
 APPROVAL_MODES = ("ask", "always")
@@ -90,6 +94,9 @@ class Config:
     sandbox_network: bool = False  # HERMES_SANDBOX_NETWORK: commands in the sandbox may use the network
     skill_stale_days: int = 30  # HERMES_SKILL_STALE_DAYS: an unused learned skill leaves the prompt index
     skill_archive_days: int = 90  # HERMES_SKILL_ARCHIVE_DAYS: ... and moves to HERMES_HOME/skills-archive
+    # (provider, HERMES_API_BASE): the endpoint belongs to the provider it was configured with, so
+    # a switch to another provider (/model) never sends that provider's key there (switched_to).
+    configured_endpoint: tuple[str, str] | None = None
 
     @property
     def secrets(self) -> dict[str, str]:
@@ -106,8 +113,8 @@ class Config:
         """One line per setting that was found but not used, for the surfaces to show."""
         if not self.ignored_local:
             return []
-        return [f"Ignored {', '.join(self.ignored_local)} in ./.env: settings that widen what Hermes may do "
-                "are read only from the environment or HERMES_HOME/.env."]
+        return [f"Ignored {', '.join(self.ignored_local)} in ./.env: the provider, model, API keys and settings "
+                "that widen what Hermes may do are read only from the environment or HERMES_HOME/.env."]
 
     @property
     def provider_info(self) -> Provider:
@@ -155,7 +162,22 @@ class Config:
         new_provider = _check_provider(provider or self.provider)
         if model is None:
             model = DEFAULT_MODELS[new_provider] if new_provider != self.provider else self.model
-        return replace(self, provider=new_provider, model=model)
+        endpoint = (new_provider, self.api_base) if self.api_base else None
+        return replace(self, provider=new_provider, model=model, configured_endpoint=endpoint)
+
+    def switched_to(self, *, provider: str | None = None, model: str | None = None) -> Config:
+        """A copy for a switch while running (``/model``): another provider uses its own endpoint,
+        and the configured one comes back with its provider. Raises ``ConfigError``."""
+        new_provider = _check_provider(provider or self.provider)
+        if new_provider == self.provider:
+            return self.with_overrides(model=model)
+        owner, base = self.configured_endpoint or (None, None)
+        base = base if new_provider == owner else None
+        if base is None and PROVIDER_TABLE[new_provider].requires_base:
+            raise ConfigError(f"The {new_provider} provider needs its server's URL: choose it in /setup "
+                              "(or set HERMES_API_BASE with it).")
+        return replace(self, provider=new_provider, api_base=base,
+                       model=model or DEFAULT_MODELS[new_provider])
 
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
@@ -164,7 +186,7 @@ class Config:
                                            cwd or Path.cwd())
         provider = _check_provider(env.get("HERMES_PROVIDER") or "anthropic")
         model = (env.get("HERMES_MODEL") or "").strip() or DEFAULT_MODELS[provider]
-        api_base = (env.get("HERMES_API_BASE") or "").strip() or None
+        api_base = _api_base(env, "HERMES_API_BASE")
         if PROVIDER_TABLE[provider].requires_base and not api_base:
             raise ConfigError(
                 f"HERMES_API_BASE is not set: the {provider} provider needs the server's URL "
@@ -192,6 +214,7 @@ class Config:
             secret_values={k: v for k, v in env.items() if is_secret_variable(k) and v.strip()},
             ignored_local=ignored,
             context_tokens=_tokens(env, "HERMES_CONTEXT_TOKENS"),
+            configured_endpoint=(provider, api_base) if api_base else None,
             compact_at=_share(env, "HERMES_COMPACT_AT", 0.8),
             sandbox=_flag(env, "HERMES_SANDBOX", default=True),
             sandbox_network=_flag(env, "HERMES_SANDBOX_NETWORK"),
@@ -284,6 +307,26 @@ def _hosts(env: Mapping[str, str], name: str) -> tuple[str, ...]:
             raise ConfigError(f"{name} has {host!r}, which is not a host name: list names like "
                               "hermes.example.com (no '*', scheme, port or path).")
     return hosts
+
+
+def _api_base(env: Mapping[str, str], name: str) -> str | None:
+    """The endpoint URL, checked now: without a scheme every request would fail later as a "server error"."""
+    value = (env.get(name) or "").strip()
+    if not value:
+        return None
+    if "://" not in value:
+        raise ConfigError(f"{name}={value!r} has no scheme: write it with http:// or https:// in front, "
+                          f"e.g. http://{value}.")
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ConfigError(f"{name}={value!r} is not an http:// or https:// URL: use e.g. http://localhost:8000/v1.")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1 or port == 0:
+        raise ConfigError(f"{name}={value!r} has no valid host and port: use e.g. http://localhost:8000/v1.")
+    return value
 
 
 def _tokens(env: Mapping[str, str], name: str) -> int | None:

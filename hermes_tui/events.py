@@ -90,6 +90,8 @@ class Usage(Event):
     cache_write_tokens: int = 0
     context_tokens: int | None = None  # what the request sent counted, against...
     context_limit: int | None = None  # ...the model's input window (surfaces show the share)
+    estimated: bool = False  # the server sent no counts: these are Hermes' own (tool schemas included)
+    context_assumed: bool = False  # nobody said what the window is: context_limit is a conservative guess
 
 
 @dataclass(frozen=True)
@@ -113,3 +115,24 @@ class Error(Event):
     type: ClassVar[str] = "error"
     message: str = ""
     retryable: bool = False
+
+
+@dataclass(frozen=True)
+class FilesChanged(Event):
+    """The files a turn changed (its tools, ``run_bash`` included), recorded as ``checkpoint``.
+
+    ``files``: ``{"path": relative path, "status": "added" | "modified" | "deleted"}`` each.
+    """
+
+    type: ClassVar[str] = "files_changed"
+    checkpoint: int = 0
+    files: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Unsent(Event):
+    """The turn failed before any answer: its message is out of the conversation (never sent
+    again, silently merged into the next one) and is offered back to the user to retry or edit."""
+
+    type: ClassVar[str] = "unsent"
+    text: str = ""

@@ -111,21 +111,28 @@ class LLMError(Exception):
     """A provider problem, already phrased for the user."""
 
     def __init__(self, message: str, *, retryable: bool = False, status: int | None = None,
-                 too_long: bool = False, max_tokens: int | None = None) -> None:
+                 too_long: bool = False, max_tokens: int | None = None, empty: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
         self.status = status
         self.too_long = too_long  # the provider said the request exceeds the context window
         self.max_tokens = max_tokens  # the window the provider named in that refusal, if any
+        self.empty = empty  # HTTP 200 and then no data: how llama.cpp reports template and context errors
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled whole: the helper process (``llm_host``) sends it to the caller."""
-        return (_llm_error, (self.message, self.retryable, self.status, self.too_long, self.max_tokens))
+        return (_llm_error, (self.message, self.retryable, self.status, self.too_long, self.max_tokens, self.empty))
 
 
-def _llm_error(message: str, retryable: bool, status: int | None, too_long: bool, max_tokens: int | None) -> LLMError:
-    return LLMError(message, retryable=retryable, status=status, too_long=too_long, max_tokens=max_tokens)
+def _llm_error(message: str, retryable: bool, status: int | None, too_long: bool, max_tokens: int | None,
+               empty: bool = False) -> LLMError:
+    return LLMError(message, retryable=retryable, status=status, too_long=too_long, max_tokens=max_tokens,
+                    empty=empty)
+
+
+EMPTY_CAUSES = ("local servers do this when their chat template fails on the conversation or the prompt "
+                "does not fit their context window: see the server's log")
 
 
 @dataclass
@@ -229,6 +236,7 @@ class LLMClient:
         the stream and ends with ``StreamResult(cancelled=True)`` within a fraction of a second.
         """
         cancel = cancel or threading.Event()
+        messages = sendable(messages)
         if self.host is not None:
             yield from self.host.stream(self.config, messages, tools, cancel)
             return
@@ -257,9 +265,10 @@ class LLMClient:
                         for fragment in getattr(delta, "tool_calls", None) or []:
                             calls.add(fragment)
                 if not (cancel.is_set() or result.text or calls.calls or usage):
-                    # litellm makes up a "stop" chunk for a 200 stream that sent no event at all
-                    raise LLMError(f"{self._where} sent an empty answer (HTTP 200 without any event).",
-                                   retryable=True)
+                    # litellm makes up a "stop" chunk for a 200 stream that sent no event at all.
+                    # Not retried: the same request meets the same template or window again.
+                    raise LLMError(f"{self._where} closed the response without sending any data (HTTP 200, "
+                                   f"empty body): {EMPTY_CAUSES}.", empty=True)
                 break
             except Exception as exc:  # noqa: BLE001 - every provider failure is mapped below
                 error = map_error(exc, self.config)
@@ -275,18 +284,27 @@ class LLMClient:
                 chunks.close()
         result.cancelled = cancel.is_set()
         result.tool_calls = [] if result.cancelled else calls.finish()
-        result.usage = self._usage(usage)
+        result.usage = self._usage(usage, messages, tools)
         yield result
 
     @property
     def _where(self) -> str:
         return f"{self.config.provider} ({self.config.model})"
 
-    def _usage(self, usage: Any) -> Usage | None:
-        """Token counts (cache reads and writes included) and their cost, from litellm's usage."""
+    def _usage(self, usage: Any, messages: list[dict[str, Any]] | None = None,
+               tools: list[dict[str, Any]] | None = None) -> Usage | None:
+        """Token counts (cache reads and writes included) and their cost, from litellm's usage.
+
+        A server that sends no usage in streams (llama.cpp's) gets litellm's stand-in, counted
+        from the messages alone; it is recognised by being exactly that count, and replaced by a
+        count that includes the tool schemas, marked ``estimated``.
+        """
         if not usage:
             return None
         prompt = getattr(usage, "prompt_tokens", 0) or 0
+        if messages and tools and prompt and prompt == self._count_quietly(messages, None):
+            return Usage(self._count_quietly(messages, tools) or prompt, getattr(usage, "completion_tokens", 0) or 0,
+                         None, estimated=True)
         completion = getattr(usage, "completion_tokens", 0) or 0
         details = getattr(usage, "prompt_tokens_details", None)
         read = getattr(usage, "cache_read_input_tokens", 0) or getattr(details, "cached_tokens", 0) or 0
@@ -296,27 +314,55 @@ class LLMClient:
             return None
         return Usage(prompt, completion, self._cost(prompt, completion, read, write), read, write)
 
-    def complete(self, messages: list[dict[str, Any]], *, timeout: float = READ_TIMEOUT) -> str:
-        """One non-streamed answer (skill authoring, session summaries). Raises ``LLMError``.
+    def complete(self, messages: list[dict[str, Any]], *, timeout: float = READ_TIMEOUT,
+                 cancel: threading.Event | None = None) -> str:
+        """One answer as a whole (skill authoring, summaries, compaction). Raises ``LLMError``.
 
         ``timeout`` bounds the whole call, retries and their waits included, so a caller closing
-        a session against an unreachable provider is never held longer than it asked.
+        a session against an unreachable provider is never held longer than it asked. The answer
+        is streamed: giving up (the deadline, or ``cancel`` set) closes the connection at once,
+        and a one-at-a-time local server, which notices a closed connection only between the
+        tokens of a stream, stops working for a request nobody waits for any more.
         """
         lib = _lib()
+        cancel = cancel or threading.Event()
         deadline = time.monotonic() + timeout
+        sent = sendable(messages)
         last: LLMError | None = None
         for attempt in range(1, MAX_TRIES + 1):
+            left = max(deadline - time.monotonic(), 0.1)
+            kwargs = self._request_args(min(left, READ_TIMEOUT)) | {"messages": sent, "stream": True}
+            chunks = _Pump(lambda: lib.completion(**kwargs))
+            parts: list[str] = []
             try:
-                response = lib.completion(messages=messages, **self._request_args(max(deadline - time.monotonic(), 0.1)))
-                return response.choices[0].message.content or ""
+                for chunk in chunks.iterate(cancel, deadline):
+                    for choice in getattr(chunk, "choices", None) or []:
+                        parts.append(getattr(getattr(choice, "delta", None), "content", None) or "")
+                if cancel.is_set():
+                    raise LLMError(f"{self._where}: the request was abandoned.")
+                if time.monotonic() >= deadline:
+                    raise LLMError(f"{self._where} did not finish answering within {timeout:g} s.")
+                return "".join(parts)
             except Exception as exc:  # noqa: BLE001
                 last = map_error(exc, self.config)
+                if parts:  # some text came: the answer was cut, a retry would pay for it again
+                    break
                 wait = _retry_delay(exc, attempt)
                 if not last.retryable or attempt == MAX_TRIES or time.monotonic() + wait >= deadline:
                     break
-                time.sleep(wait)
+                if cancel.wait(wait):
+                    break
+            finally:
+                chunks.abandon()
         assert last is not None
         raise last
+
+    def _count_quietly(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int | None:
+        try:
+            return self.count_tokens(messages, tools)
+        except Exception:  # noqa: BLE001 - a count is a nicety; never fail an answer for it
+            log.debug("token count failed", exc_info=True)
+            return None
 
     def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of a request as litellm counts them for this model (its tokenizer, or tiktoken)."""
@@ -377,8 +423,8 @@ class _Pump:
         finally:
             self._close_stream()
 
-    def iterate(self, cancel: threading.Event) -> Iterator[Any]:
-        while not cancel.is_set():
+    def iterate(self, cancel: threading.Event, deadline: float | None = None) -> Iterator[Any]:
+        while not cancel.is_set() and (deadline is None or time.monotonic() < deadline):
             try:
                 item = self._queue.get(timeout=0.05)
             except queue.Empty:
@@ -401,6 +447,36 @@ class _Pump:
         """Ask the reader thread to close the stream; it does so at its next chunk or at once
         when it is done. Closing from here would race its ``for`` loop over the same stream."""
         self._closed.set()
+
+    def abandon(self) -> None:
+        """Close the stream now, even while the reader thread waits for the next chunk: a request
+        nobody waits for must not keep a one-at-a-time server busy until its next token. The
+        reader then fails on the closed stream, which nobody reads any more."""
+        self._closed.set()
+        if self._thread.is_alive():
+            self._close_stream()
+
+
+def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages in the form every OpenAI-compatible server accepts: the one model boundary.
+
+    The OpenAI spec lets an assistant message with ``tool_calls`` leave out ``content`` or send
+    null, and lets optional keys be null; llama.cpp's chat templates read ``message.content``
+    strictly (a missing key fails after HTTP 200 with an empty body, null is a validation error),
+    and OpenAI itself refuses an empty ``tool_calls`` list. So: ``content`` is always a string
+    ("" when there is no text), keys whose value is None or an empty ``tool_calls`` are left
+    out, and Hermes' own bookkeeping keys (``_id``...) never leave the process.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        sent = {k: v for k, v in message.items() if v is not None and not k.startswith("_")}
+        if not sent.get("tool_calls"):
+            sent.pop("tool_calls", None)
+        content = sent.get("content")
+        if not isinstance(content, (str, list)):
+            sent["content"] = "" if content is None else str(content)
+        out.append(sent)
+    return out
 
 
 def litellm_model(config: Config) -> str:
@@ -477,7 +553,8 @@ def map_error(exc: Exception, config: Config) -> LLMError:
     if isinstance(exc, lib.Timeout):
         return LLMError(f"{where} did not answer in time.", retryable=True)
     if _stream_cut(chain):
-        return LLMError(f"{where} closed the connection before the answer was complete.", retryable=True)
+        return LLMError(f"{where} closed the connection before the answer was complete, without sending any "
+                        f"text (HTTP 200): a network problem, or {EMPTY_CAUSES}.", retryable=True)
     if isinstance(exc, lib.APIConnectionError) and status in (None, 500):
         base = config.effective_api_base or config.provider_info.public_base or f"the {config.provider} API"
         return LLMError(f"Cannot reach {base}: {_first_line(exc)}. Check the network or HERMES_API_BASE.",
@@ -538,7 +615,10 @@ def _stream_cut(chain: list[BaseException]) -> bool:
     """The server hung up in the middle of a response (an incomplete chunked body)."""
     import httpx
 
-    return any(isinstance(e, (httpx.RemoteProtocolError, httpx.ReadError)) for e in chain)
+    # litellm reports a stream that stopped without its end as MidStreamFallbackError ("Stream
+    # ended before a finish_reason was received"), a 500 whose text helps nobody.
+    return any(isinstance(e, (httpx.RemoteProtocolError, httpx.ReadError))
+               or type(e).__name__ == "MidStreamFallbackError" for e in chain)
 
 
 def _provider_message(chain: list[BaseException]) -> str:
@@ -580,7 +660,9 @@ def _json_error_message(text: str) -> str | None:
 
 _WINDOW_PATTERNS = (
     re.compile(r"(\d+) tokens > (\d+) maximum"),  # Anthropic: "prompt is too long: N tokens > M maximum"
-    re.compile(r"maximum context length is (\d+) tokens"),  # OpenAI
+    re.compile(r"maximum context length is (\d+) tokens"),  # OpenAI, vLLM, llama-cpp-python
+    re.compile(r"exceed context window of (\d+)"),  # llama-cpp-python's own words
+    re.compile(r"\"n_ctx\"\s*:\s*(\d+)"),  # llama.cpp's llama-server error body
 )
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEFAULT_CONTEXT_WINDOW = 128_000  # tokens, when neither litellm nor the table knows better
+LOCAL_CONTEXT_WINDOW = 8_192
+"""Assumed for a local server that does not say (llama.cpp starts with 4,096 by default, Ollama with 4k
+to 256k by memory): conservative, and shown as assumed; HERMES_CONTEXT_TOKENS sets the real one."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class Provider:
     cache_control: bool = False  # requests may mark blocks cacheable (Anthropic's cache_control)
     note: str = ""  # one line for the setup screen
     placeholder_key: str | None = None  # sent when no key is set but the client insists on one
+    window_probe: str | None = None  # how to ask the server for its window (hermes_tui.windows): openai, ollama
 
     def caches(self, model: str) -> bool:
         """Whether requests for ``model`` should carry cache_control marks.
@@ -49,10 +53,10 @@ PROVIDER_TABLE: dict[str, Provider] = {p.name: p for p in (
     Provider("openrouter", "openrouter", "anthropic/claude-sonnet-5", key_env_var="OPENROUTER_API_KEY",
              public_base="https://openrouter.ai/api/v1", context_window=200_000, note="many models behind one key"),
     Provider("ollama", "ollama_chat", "llama3.2", needs_key=False, default_base="http://localhost:11434",
-             context_window=8_192, note="local models, no key"),
+             context_window=LOCAL_CONTEXT_WINDOW, note="local models, no key", window_probe="ollama"),
     Provider("openai-compatible", "openai", "local-model", key_env_var="OPENAI_API_KEY", needs_key=False,
-             requires_base=True, context_window=32_768, note="any local or hosted OpenAI-style server",
-             placeholder_key="not-needed"),
+             requires_base=True, context_window=LOCAL_CONTEXT_WINDOW, note="any local or hosted OpenAI-style server",
+             placeholder_key="not-needed", window_probe="openai"),
 )}
 
 PROVIDERS: tuple[str, ...] = tuple(PROVIDER_TABLE)

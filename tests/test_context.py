@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 
 from hermes_tui.agent.context import ContextWindow, trimmed
 from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.agent.prompts import COMPACTION_PROMPT, COMPACTION_SECTIONS
 from hermes_tui.config import Config
 from hermes_tui.events import Error, Notice, TurnFinished, Usage
 from hermes_tui.llm import LLMClient
@@ -47,7 +49,9 @@ def fake_model(request: RecordedRequest) -> Item:
         tasks = [t for t in TASKS if t in prompt]
         return Reply(text="## Goals and constraints\nKeep answering the user's reads.\n## Facts to remember\n"
                           + "".join(f"- {f}\n" for f in facts) + "## Tasks\n"
-                          + "".join(f"- [open] {t}\n" for t in tasks), chunk_size=4096)
+                          + "".join(f"- [open] {t}\n" for t in tasks)
+                          + "## Files touched\n- big.txt\n## Decisions\nnone\n## Errors met\nnone\n"
+                          "## Current state\nReading big.txt.\n", chunk_size=4096)
     if last["role"] == "tool":
         turns = sum(1 for m in messages if m["role"] == "user" and "read big.txt" in str(m.get("content")))
         return Reply(text=f"I read it (request {len(messages)} messages, {turns} visible turns).", chunk_size=4096)
@@ -193,3 +197,33 @@ def test_web_compact_action_and_context_share(make_app: Any, llm: FakeLLMServer,
     assert done["notices"][0].startswith("Compacted the conversation")
     assert done["context_limit"] == usage["context_limit"] and done["context_tokens"] < usage["context_tokens"]
     assert "focus on: the deploy target" in str(llm.requests[-1].messages)
+
+
+@pytest.mark.parametrize("summary", [
+    "User: hi\nAssistant: hello\nUser: read big.txt",  # a made-up dialogue, no sections
+    "## " + "\n## ".join(COMPACTION_SECTIONS) + "\n" + "filler " * 40_000,  # bigger than what it replaces
+])
+def test_a_summary_that_does_not_help_is_not_kept(session: tuple[FakeLLMServer, Config, MemoryStore, SkillManager],
+                                                  summary: str) -> None:
+    """The turns stay, old tool results are trimmed deterministically, and the notice says so."""
+    server, config, memory, skills = session
+    server.max_request_bytes = None
+    loop = AgentLoop(replace(config, context_tokens=190_000), memory, skills)  # no compaction before /compact
+    for text in (FIRST, "Turn 2: read big.txt again.", "Turn 3: read big.txt again."):
+        assert list(loop.run_turn(text))[-1].stopped_reason == "done"
+    before = loop.context.tokens(loop.history, 0)
+    server.queue(Reply(text=summary, chunk_size=4096))
+    events = list(loop.compact())
+    notice = events[0].message
+    assert notice.startswith("Compacted") and "turns were kept and old tool results trimmed" in notice
+    assert ("lacks the section" in notice) == ("##" not in summary)
+    assert ("not smaller" in notice) == ("##" in summary)
+    view = loop.context.view(loop.history)
+    assert summary[:20] not in str(view) and loop.context.summary is None
+    assert FIRST in str(view) and "Turn 2" in str(view)  # every turn is still sent verbatim
+    assert "trimmed to save context" in str(view)
+    assert isinstance(events[-1], Usage) and events[-1].context_tokens < before
+
+
+def test_compaction_prompt_asks_for_every_required_section() -> None:
+    assert all(f"## {name}\n" in COMPACTION_PROMPT for name in COMPACTION_SECTIONS)

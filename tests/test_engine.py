@@ -44,6 +44,9 @@ BODY:
 
 @pytest.fixture
 def stores(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> Iterator[tuple[Config, MemoryStore, SkillManager]]:
+    # On the OpenAI wire the fake answers like llama.cpp's server: what its chat templates cannot
+    # render (an assistant message without "content", or null content) fails the request.
+    fake_llm_env.strict_local = fake_llm_env.wire_under_test == "openai"
     config = Config.load()
     memory = MemoryStore(config.db_path)
     yield config, memory, SkillManager(config.skills_dir)
@@ -393,21 +396,37 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_empty_200_stream_is_retried_then_answered(stores, fake_llm_env: FakeLLMServer) -> None:
-    fake_llm_env.queue(EmptyStream(), Reply(text="Here now."))
-    events = list(make_loop(stores).run_turn("hi"))
-    notices = [e.message for e in events if isinstance(e, Notice)]
-    assert len(notices) == 1 and "empty answer" in notices[0] and "Retrying" in notices[0]
-    assert next(e for e in events if isinstance(e, TurnFinished)).text == "Here now."
-    assert len(fake_llm_env.requests) == 2
-
-
-def test_empty_200_streams_end_in_an_error(stores, fake_llm_env: FakeLLMServer) -> None:
-    fake_llm_env.queue(EmptyStream(), EmptyStream(), EmptyStream())
+def test_empty_200_stream_says_what_happened_once(stores, fake_llm_env: FakeLLMServer) -> None:
+    """llama.cpp answers a template or context error with HTTP 200 and no data: retrying the same
+    request meets the same error, so it is not retried; the line names the causes and the window."""
+    fake_llm_env.queue(EmptyStream(), Reply(text="never asked for"))
     events = list(make_loop(stores).run_turn("hi"))
     errors = [e for e in events if isinstance(e, Error)]
-    assert len(errors) == 1 and "empty answer" in errors[0].message
+    assert len(errors) == 1 and not [e for e in events if isinstance(e, Notice)]
+    message = errors[0].message
+    assert "closed the response without sending any data" in message and "server's log" in message
+    assert "template" in message and "HERMES_CONTEXT_TOKENS" in message and "\n" not in message
     assert next(e for e in events if isinstance(e, TurnFinished)).stopped_reason == "error"
+    assert len(fake_llm_env.requests) == 1
+
+
+def test_local_server_overflow_compacts_and_retries_once(stores, fake_llm_env: FakeLLMServer,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prompt over a local server's window: an empty 200 stream (llama.cpp), or its 400 (Anthropic's
+    wire here), to a request near the window leads to a compaction and one retry."""
+    config, memory, skills = stores
+    loop = AgentLoop(replace(config, context_tokens=4_000), memory, skills)
+    for n in range(6):  # a conversation of ~2,400 tokens: below the compaction threshold (3,200)
+        fake_llm_env.queue(Reply(text=f"answer {n} " + "word " * 300))
+        list(loop.run_turn(f"question {n}"))
+    sent = len(json.dumps(fake_llm_env.requests[-1].body))
+    fake_llm_env.max_request_bytes = sent  # the next request, one turn longer, does not fit
+    fake_llm_env.queue(Reply(text="- summary: six questions were answered"), Reply(text="fits now"))
+    events = list(loop.run_turn("question 6"))
+    assert not [e for e in events if isinstance(e, Error)], [e for e in events if isinstance(e, Error)]
+    assert any(isinstance(e, Notice) and "Compacted" in e.message for e in events)
+    assert next(e for e in events if isinstance(e, TurnFinished)).text == "fits now"
+    assert len(fake_llm_env.refused) == 1
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:{port}", "no-such-host.invalid"])

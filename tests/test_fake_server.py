@@ -476,3 +476,25 @@ def test_runnable_by_hand_serves_the_script_in_a_cycle() -> None:
         out, err = process.communicate(timeout=5)
     assert process.returncode == 0, err
     assert "stopped" in out
+
+
+def test_strict_local_mode_refuses_like_llama_cpp(fake_llm: FakeLLMServer) -> None:
+    """Missing ``content``: an empty 200 stream (template error); null ``content``: a 500 validation error."""
+    import httpx
+
+    fake_llm.strict_local = True
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    base = [{"role": "user", "content": "hi"}]
+    url = fake_llm.openai_base + "/chat/completions"
+    missing = {"messages": [*base, {"role": "assistant", "tool_calls": [call]},
+                            {"role": "tool", "tool_call_id": "c1", "content": "done"}], "stream": True}
+    response = httpx.post(url, json=missing)
+    assert response.status_code == 200 and response.content == b""
+    null = {"messages": [*base, {"role": "assistant", "content": None, "tool_calls": [call]},
+                         {"role": "tool", "tool_call_id": "c1", "content": "done"}], "stream": True}
+    response = httpx.post(url, json=null)
+    assert response.status_code == 500 and "valid string" in response.json()["error"]["message"]
+    fine = {"messages": [*base, {"role": "assistant", "content": "", "tool_calls": [call]},
+                         {"role": "tool", "tool_call_id": "c1", "content": "done"}], "stream": True}
+    assert b"[DONE]" in httpx.post(url, json=fine).content
+    assert len(fake_llm.violations) == 2 and len(fake_llm.refused) == 2

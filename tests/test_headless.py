@@ -82,15 +82,18 @@ def test_provider_error_is_one_line_exit_1(env: FakeLLMServer) -> None:
     result = run_cli("-p", "hi")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "API_KEY" in lines[0]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("hermes: ")]
+    assert len(lines) == 1 and "API_KEY" in lines[0] and lines == result.stderr.splitlines()
 
 
 def test_cut_stream_exit_1(env: FakeLLMServer, hermes_home: Path) -> None:
     env.queue(Reply(text="partial partial partial partial", chunk_size=4, cut_after=4))
     result = run_cli("-p", "hi")
     assert result.returncode == 1
-    assert "cut off" in result.stderr and "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "cut off" in line]  # one clean line
+    assert line.startswith("hermes: The answer from ") and "characters of text: the connection closed" in line
+    assert "MidStreamFallbackError" not in result.stderr and "Original exception" not in result.stderr
     memory = MemoryStore(hermes_home / "memory.sqlite3")
     session = memory.list_sessions()[0]
     assert_history_valid([m.to_llm() for m in memory.get_messages(session.id)])
@@ -146,6 +149,9 @@ def test_step_cap_exits_with_its_own_code(env: FakeLLMServer) -> None:
     result = run_cli("-p", "loop forever")
     assert result.returncode == EXIT_MAX_STEPS == 3
     assert f"Stopped after {MAX_STEPS} steps" in result.stderr
+    session_id = MemoryStore(Path(os.environ["HERMES_HOME"]) / "memory.sqlite3").list_sessions()[0].id
+    assert result.stderr.splitlines()[-1] == (f"hermes: the session is stored as {session_id}; continue it "
+                                              f"with hermes-tui -p TEXT --session {session_id}")
     assert result.stdout.count("Looking.\n\n") == MAX_STEPS - 1  # every call's text is its own paragraph
 
 
@@ -181,3 +187,44 @@ def test_an_old_store_says_it_is_upgrading_before_the_turn(env: FakeLLMServer, h
     assert line.startswith("hermes: Upgrading") and "reindexing 1 message," in line
     result = run_cli("-p", "again")  # upgraded once: not again
     assert "Upgrading" not in result.stderr
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--json"], "--json only work with -p"),
+    (["--yes", "--session", "3"], "--yes only work with -p"),
+    (["--json", "--yes"], "--json and --yes only work with -p"),
+    ([], "the full-screen app needs a terminal"),
+])
+def test_no_full_screen_app_without_p_or_terminal(hermes_home: Path, args: list[str], fragment: str) -> None:
+    """On a pipe the full-screen app once spun unseen for minutes: headless-only flags need -p,
+    and without a terminal the app refuses at once, in one line (stdin and stdout are pipes here)."""
+    result = run_cli(*args, timeout=30)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("hermes: ") and fragment in line
+    assert not (hermes_home / "memory.sqlite3").exists()  # nothing was started
+
+
+def test_json_turn_text_keeps_model_calls_apart_and_denial_follows_its_call(env: FakeLLMServer) -> None:
+    env.queue(Reply(text="Let me look first.", tool_calls=[ToolCall("run_bash", {"command": "touch x"})]),
+              Reply(text="There are none."))
+    result = run_cli("-p", "count", "--json")
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    (finished,) = [e for e in events if e["type"] == "turn_finished"]
+    assert finished["text"] == "Let me look first.\n\nThere are none."  # not "first.There"
+    kinds = [e["type"] for e in events]
+    denial = next(i for i, e in enumerate(events) if e["type"] == "notice" and "denied" in e["message"])
+    assert kinds.index("tool_call_started") < denial < kinds.index("tool_call_finished")
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch y"})]), Reply(text="ok"))
+    lines = run_cli("-p", "count").stderr.splitlines()
+    started = next(i for i, line in enumerate(lines) if line.startswith("→ run_bash"))
+    denied = next(i for i, line in enumerate(lines) if "denied: rerun with --yes" in line)
+    assert started < denied
+
+
+def test_help_lists_the_subcommands() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for usage in ("hermes-tui doctor", "hermes-tui skills import DIR", "hermes-tui context"):
+        assert usage in result.stdout

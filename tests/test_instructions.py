@@ -114,8 +114,8 @@ def test_hermes_tui_context_shows_every_part_with_tokens(
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     parts = {p["name"]: p["tokens"] for p in report["parts"]}
-    assert set(parts) == {"system rules", "tool schemas", "skills index", "instruction files"}
-    assert all(tokens > 0 for tokens in parts.values()), parts
+    assert set(parts) == {"system rules", "tool schemas", "skills index", "instruction files", "memory"}
+    assert parts["memory"] == 0 and all(tokens > 0 for name, tokens in parts.items() if name != "memory"), parts
     assert report["total"] == sum(parts.values()) and report["window"] > 0
     assert fake_llm_env.requests == [], "counting tokens sends nothing to the provider"
 
@@ -162,6 +162,6 @@ def test_the_web_shows_the_fixed_prompt(app: Flask, workspace: Path) -> None:  #
     login(client)
     report = client.get("/api/context").get_json()
     assert [p["name"] for p in report["parts"]] == ["system rules", "tool schemas", "skills index",
-                                                    "instruction files"]
+                                                    "instruction files", "memory"]
     assert report["instruction_files"] == [{"path": "AGENTS.md", "included": True, "held_back": False,
                                             "reason": "", "cut": False}]

@@ -343,8 +343,9 @@ def test_cancel_reaches_the_file_tools(registry: ToolRegistry) -> None:
     ctx = ToolContext(registry.workspace, registry.memory, registry.skills, cancel=cancel)
     assert "cancelled" in tools.read_file(ctx, "notes.txt").output
     assert "cancelled" in tools.list_dir(ctx, ".").output
-    assert "incomplete" in tools.write_file(ctx, "half.txt", "y" * 1_000_000).output
-    assert (registry.workspace / "half.txt").stat().st_size == 0
+    assert "left as it was" in tools.write_file(ctx, "half.txt", "y" * 1_000_000).output
+    assert not (registry.workspace / "half.txt").exists()  # nothing half-written is put in place
+    assert [p.name for p in registry.workspace.iterdir() if "hermes-" in p.name] == []  # nor left behind
 
 
 def _command_lines(marker: str) -> set[str]:

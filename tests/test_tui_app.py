@@ -524,6 +524,41 @@ def test_model_command_shows_and_switches(server: FakeLLMServer) -> None:
     run(scenario)
 
 
+def test_model_switch_to_another_provider_leaves_the_custom_endpoint(
+        server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``/model openai:gpt-4o`` from a local OpenAI-style server once kept sending to that server
+    (with OPENAI_API_KEY); another provider now uses its own endpoint, and the notice names the
+    endpoint and key. The configured endpoint comes back with its provider."""
+    monkeypatch.setenv("HERMES_PROVIDER", "openai-compatible")
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "hi")
+        assert len(server.requests) == 1
+        await send(app, pilot, "/model openai:gpt-4o")
+        line = notices(app)[-1]
+        assert "Now using openai:gpt-4o at https://api.openai.com/v1 with OPENAI_API_KEY" in line
+        assert f"{server.openai_base} is openai-compatible's endpoint" in line
+        assert app.session.loop.config.effective_api_base is None
+        assert app.session.loop.llm.config.effective_api_base is None  # what the next call uses
+        await send(app, pilot, "/model ollama")
+        assert "at http://localhost:11434 with no key" in notices(app)[-1]
+        await send(app, pilot, "/model openai-compatible:local-b")
+        assert f"at {server.openai_base} with OPENAI_API_KEY" in notices(app)[-1]
+        await send_and_wait(app, pilot, "again")
+        assert len(server.requests) == 2 and server.requests[-1].body["model"] == "local-b"
+
+    run(scenario)
+
+
+def test_model_switch_to_a_provider_without_an_endpoint_is_refused(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "/model openai-compatible:qwen")
+        assert "needs its server's URL" in notices(app)[-1]
+        assert app.config.provider == "openai" and app.config.api_base == server.openai_base
+
+    run(scenario)
+
+
 def test_new_starts_a_session_and_summarises_the_old_one(server: FakeLLMServer, hermes_home: Path) -> None:
     server.queue(Reply(text="first answer"), Reply(text="Summary of the first session."))
 

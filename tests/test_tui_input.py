@@ -124,3 +124,56 @@ def test_double_slash_sends_a_literal_slash_and_help_says_so(server: FakeLLMServ
         assert server.requests[0].body["messages"][-1]["content"].startswith("/etc is a folder")
 
     run(scenario)
+
+
+def test_enter_acts_on_what_was_typed_not_on_a_stale_suggestion_list(server: FakeLLMServer) -> None:
+    """``/cost⏎`` in one burst once ran ``/resume``: Enter took the suggestion list built for an
+    earlier text (here the lone "/", typed before the burst) instead of the command typed."""
+    server.queue(Reply(text="first answer"), Reply(text="again answer"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "hello\r")
+        await wait_for(pilot, lambda: len(server.requests) == 1 and not app.chat.busy)
+        type_bytes(app, "/")
+        await wait_for(pilot, lambda: app.chat.prompt.suggesting)
+        type_bytes(app, "cost\r")
+        await wait_for(pilot, lambda: len(conversation(app, HelpText)) == 1)
+        assert "| model | calls |" in conversation(app, HelpText)[0].source  # the /cost table
+        assert app.chat.prompt.text == ""
+        type_bytes(app, "/retry\r")  # in one burst from an empty prompt: the list never caught up
+        await wait_for(pilot, lambda: len(server.requests) == 2 and not app.chat.busy)
+        assert server.requests[1].body["messages"][-1]["content"].startswith("hello")
+        assert app.chat.prompt.text == ""
+        type_bytes(app, "/")
+        await wait_for(pilot, lambda: app.chat.prompt.suggesting)
+        type_bytes(app, "co\r")  # a partial command still completes, from what was typed
+        await wait_for(pilot, lambda: app.chat.prompt.text.startswith("/co") and app.chat.prompt.text != "/co")
+        assert app.chat.prompt.text in ("/compact ", "/copy ", "/cost")
+
+    run(scenario)
+
+
+def test_newlines_typed_in_one_burst_stay_where_they_were_typed(server: FakeLLMServer) -> None:
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "X1\nX2\nX3")
+        await wait_for(pilot, lambda: app.chat.prompt.text.endswith("X3"))
+        await pilot.pause()
+        assert app.chat.prompt.text == "X1\nX2\nX3"
+
+    run(scenario)
+
+
+def test_the_status_says_answering_while_text_streams(server: FakeLLMServer) -> None:
+    """It said "thinking…" the whole time the words were arriving."""
+    from hermes_tui.tui.status import StatusLine
+
+    server.queue(Reply(text=LONG_TEXT, chunk_size=10, chunk_delay=0.02))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "talk\r")
+        status = app.query_one(StatusLine)
+        await wait_for(pilot, lambda: status.label == "thinking…", timeout=120)
+        await wait_for(pilot, lambda: conversation(app, AnswerText) and status.label == "answering…", timeout=120)
+        await wait_for(pilot, lambda: not app.chat.busy and status.label is None, timeout=120)
+
+    run(scenario)

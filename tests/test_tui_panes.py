@@ -404,16 +404,19 @@ def test_memory_search_debounced_highlighted_and_opens(stores: Stores) -> None:
         assert pane.hits == []  # nothing yet: still inside the debounce window
         await pilot.pause(DEBOUNCE_SECONDS + 0.15)
         await settle(pilot)
-        assert [h.message_id for h in pane.hits] == [stores.message_ids["answer"]]
-        prompt = hit_prompt(pane)
+        # the deploy session's summary first (as search_memory lists it), then the message
+        assert [(h.role, h.message_id) for h in pane.hits] == [("summary", 0), ("assistant", stores.message_ids["answer"])]
+        prompt = hit_prompt(pane, 1)
         assert f"session {stores.sessions['deploy']} · assistant · 2025-06-01 09:30" in prompt.plain
         marked = [prompt.plain[s.start:s.end] for s in prompt.spans if s.style == MATCH_STYLE]
         assert marked == ["gunicorn"]
         await pilot.press("enter")  # from the search box: to the results
         assert app.focused is pane.query_one(OptionList)
-        await pilot.press("enter")
+        await pilot.press("enter")  # the summary: the session's transcript from its start
+        await pilot.press("down", "enter")
         await pilot.pause()
-        assert app.posted == [(OpenTranscript, stores.sessions["deploy"], stores.message_ids["answer"])]
+        assert app.posted == [(OpenTranscript, stores.sessions["deploy"], None),
+                              (OpenTranscript, stores.sessions["deploy"], stores.message_ids["answer"])]
 
     run(app, scenario)
 

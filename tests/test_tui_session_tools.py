@@ -203,3 +203,36 @@ def test_a_denied_call_shows_a_cross_when_resumed(server: FakeLLMServer, hermes_
         assert text_of(view.query_one(".tool-head")).startswith("✗ run_bash")
 
     run(scenario)
+
+
+def test_forget_also_removes_the_prompts_and_the_files_made_of_the_session(
+        server: FakeLLMServer, hermes_home: Path, monkeypatch) -> None:
+    """Finding 9 of issue 18: tui_history.jsonl kept every prompt of a forgotten session."""
+    monkeypatch.delenv("TERM_PROGRAM", raising=False)
+    monkeypatch.setenv("TERM", "xterm")  # a terminal that may ignore OSC 52: /copy also writes clipboard.txt
+    server.queue(Reply(text="Noted: the vault code is 4471."), Reply(text="Kept."))
+    history = hermes_home / "tui_history.jsonl"
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "other matter: keep this one")
+        await send(app, pilot, "/new")
+        await send_and_wait(app, pilot, "remember the vault code 4471")
+        session = app.session.session_id
+        await send(app, pilot, "/export")
+        await send(app, pilot, "/copy")
+        exported = hermes_home / "exports" / f"session-{session}.md"
+        clipboard = hermes_home / "clipboard.txt"
+        await wait_for(pilot, lambda: exported.exists() and clipboard.exists())
+        assert "vault code 4471" in history.read_text()
+        await send(app, pilot, "/forget")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        app.screen.action_confirm()
+        await wait_for(pilot, lambda: any("Forgot session" in n or "Could not forget" in n for n in notices(app)))
+        assert f"Forgot session {session}" in notices(app)[-1], notices(app)
+        assert "4471" not in history.read_text()  # nor in the app's own list
+        assert not any("4471" in entry for entry in app.history.entries)
+        assert "keep this one" in history.read_text()  # another session's prompts stay
+        assert not exported.exists() and not clipboard.exists()
+        assert "1 prompts in the prompt history" in notices(app)[-1] and "session-" in notices(app)[-1]
+
+    run(scenario)

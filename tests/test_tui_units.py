@@ -96,3 +96,20 @@ def test_text_deltas_are_coalesced_in_order() -> None:
     started = ToolCallStarted("c1", "list_dir", {})
     events = [TextDelta("a"), TextDelta("b"), started, TextDelta("c"), TextDelta("d")]
     assert coalesce(events) == [TextDelta("ab"), started, TextDelta("cd")]
+
+
+def test_estimates_and_an_assumed_window_are_marked() -> None:
+    from hermes_tui.tui.session_tools import cost_markdown, window_line
+    from hermes_tui.tui.usage import ModelUsage, totals
+
+    assert usage_text(300, 10, None, (829, 8192), estimated=True, assumed=True) == \
+        "~300 in · ~10 out · cost — · context ~10% of an assumed 8,192"
+    assert usage_text(300, 10, None, (829, 8192)) == "300 in · 10 out · cost — · context 10%"
+    row = ModelUsage("openai-compatible:local").plus(300, 10, 0, None, estimated=True).plus(5, 1, 0, None)
+    assert row.estimated and row.calls == 2 and totals([row, ModelUsage("other")]).estimated
+    card = cost_markdown([row], window_line(8192, "assumed", True))
+    assert "| ~305 | ~11 |" in card and "~ marks estimates" in card and "tool schemas" in card
+    assert "8,192 tokens, assumed" in card and "HERMES_CONTEXT_TOKENS" in card
+    plain = cost_markdown([ModelUsage("anthropic:claude").plus(300, 10, 0, 0.01)],
+                          window_line(200_000, "litellm's model table", False))
+    assert "~" not in plain and "200,000 tokens, from litellm's model table" in plain

@@ -563,7 +563,7 @@ def test_chat_streams_ndjson_with_a_tool_call(make_app: Any, fake_llm_env: FakeL
     assert started["name"] == "list_dir" and started["arguments"] == {"path": "."}
     finished = next(e for e in events if e["type"] == "tool_call_finished")
     assert finished["ok"] is True
-    assert events[-1] == {"type": "turn_finished", "text": "Let me *look*.Found **nothing** <script>alert(1)</script>.",
+    assert events[-1] == {"type": "turn_finished", "text": "Let me *look*.\n\nFound **nothing** <script>alert(1)</script>.",
                           "tool_calls": 1, "stopped_reason": "done"}
     assert fake_llm_env.requests[0].wire == fake_llm_env.wire_under_test
 

@@ -48,6 +48,7 @@ XSS = ("<script>window.__xss=1;alert('{src}')</script> <img src=x onerror=\"wind
        "[click](javascript:alert('{src}')) ![pixel](http://evil.example/{src}.png) "
        "<a href=\"javascript:alert('{src}')\">a</a>")
 MODEL_XSS = "Here you go: " + XSS.format(src="model")
+FILE_XSS = "<img src=x onerror=\"window.__xss=1\">.txt"  # a file name the model chose
 
 
 def _respond(request: RecordedRequest) -> Reply:
@@ -63,6 +64,9 @@ def _respond(request: RecordedRequest) -> Reply:
     if "xss please" in prompt:
         return Reply(text=MODEL_XSS) if after_tool else Reply(
             text="Reading it.", tool_calls=[ToolCall("read_file", {"path": "evil.md"})])
+    if "write a file" in prompt:
+        return Reply(text="Written.") if after_tool else Reply(
+            tool_calls=[ToolCall("write_file", {"path": FILE_XSS, "content": "x\n"})])
     if "talk slowly" in prompt:
         return Reply(text="slow " * 400, chunk_size=5, chunk_delay=0.02)  # ~8 s unless stopped
     return Reply(text="ok")
@@ -111,6 +115,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
             "HERMES_HOME": str(home), "HERMES_WORKSPACE": str(workspace),
             "FLASK_SECRET_KEY": "browser-test-secret-0123456789abcdef", "HERMES_WEB_PASSWORD": PASSWORD,
+            "HERMES_WEB_ENABLE_WRITE": "true",
             **wire_env(llm, "openai"),
         }
         log = base / "gunicorn.log"
@@ -334,6 +339,19 @@ def test_xss_from_model_tool_skill_and_memory_is_shown_as_text(
     page.click("#back-to-chat")
     page.reload()  # the live conversation is re-rendered from the server after a reload
     expect(page.locator("#messages .rendered").last).to_contain_text("alert('model')")
+    _assert_nothing_loads_or_runs(page)
+
+
+def test_the_files_a_turn_changed_are_shown_as_text(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    log_in(page, server)
+    send(page, "write a file please")
+    files = page.locator("#messages .msg.files")
+    expect(files.locator(".note")).to_contain_text("Changed 1 file · checkpoint")
+    expect(files.locator("li.file.added")).to_have_text(f"added {FILE_XSS}")
+    expect(page.locator("#send")).to_be_enabled()
+    page.locator("#session-list .current").click()  # the transcript shows each turn's files too
+    expect(page.locator("#transcript .msg.files li")).to_have_text(f"added {FILE_XSS}")
     _assert_nothing_loads_or_runs(page)
 
 

@@ -6,7 +6,10 @@ is counted (litellm's tokenizer for the model) against the model's input window.
 compacted:
 
 * older messages are replaced by a structured summary the model writes (``COMPACTION_PROMPT``:
-  goals and constraints, facts to remember, tasks done/open, files, decisions, errors);
+  goals and constraints, facts to remember, tasks done/open, files, decisions, errors). The
+  summary is kept only when it has every section and is smaller than what it replaces; else the
+  turns stay and only old tool results are trimmed (a small model easily writes a made-up
+  dialogue, or more text than it was given);
 * the most recent messages stay verbatim; tool results before the current turn are sent
   trimmed to their head and tail, with a note;
 * the cut always falls between steps, so a tool call and its result are never separated.
@@ -18,15 +21,21 @@ A compaction is identified by stored message ids, so a resumed session sends the
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tui.agent.history import repair
-from hermes_tui.agent.prompts import COMPACTED_VIEW_HEADER, COMPACTION_FOCUS, COMPACTION_PROMPT
+from hermes_tui.agent.prompts import (
+    COMPACTED_VIEW_HEADER,
+    COMPACTION_FOCUS,
+    COMPACTION_PROMPT,
+    COMPACTION_SECTIONS,
+)
 from hermes_tui.config import Config
-from hermes_tui.learning.curator import render_transcript
+from hermes_tui.learning.curator import TRANSCRIPT_CHARS, render_transcript
 from hermes_tui.llm import LLMClient, LLMError
-from hermes_tui.providers import provider
+from hermes_tui.windows import SERVER, Window, window_of
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +48,16 @@ TRIM_HEAD, TRIM_TAIL = 2_000, 600
 SUMMARY_TOOL_CHARS = 800
 """Characters of each tool result the summarizer sees."""
 SUMMARY_TIMEOUT = 120.0
+SUMMARY_PROMPT_TOKENS, SUMMARY_ANSWER_TOKENS = 600, 700
+"""Tokens of the compaction prompt without its transcript, and set aside for the summary written."""
+CHARS_PER_TOKEN, MIN_TRANSCRIPT_CHARS = 3, 1_500
+"""A cautious characters-per-token ratio, and the least of a transcript worth summarizing."""
 LEARNED_SHARE = 0.9
 """After a "too long" refusal the window is taken to be at most this share of what was sent."""
+NEAR_WINDOW = 0.5
+"""An empty answer (HTTP 200, no data) to a request over this share of the window is taken for a
+context overflow: llama.cpp refuses a prompt longer than its window that way, and Hermes' counts
+are estimates (a local model's tokenizer may count a fifth more)."""
 
 
 @dataclass
@@ -50,7 +67,8 @@ class Compacted:
     before: int
     after: int
     summarized: int  # messages newly folded into the summary
-    fallback: bool  # the model could not write the summary; a mechanical one stands in
+    fallback: bool  # the model's summary was not used: turns kept and trimmed, or a mechanical one
+    note: str = ""  # why, for the user (empty when the model's summary was kept)
 
 
 @dataclass
@@ -69,18 +87,28 @@ class ContextWindow:
     learned_limit: int | None = None  # what a provider's "too long" refusal taught
     _counts: dict[tuple[int, bool], tuple[dict[str, Any], int]] = field(default_factory=dict, repr=False)
     _summary_count: tuple[str | None, int] = field(default=(None, 0), repr=False)
-    _known: int | None = field(default=None, repr=False)  # the window before anything was learned
+    _known: Window | None = field(default=None, repr=False)  # the window before anything was learned
 
     # -- the window
 
     def limit(self) -> int:
-        """The input window in tokens: litellm's model table, else HERMES_CONTEXT_TOKENS, else the
-        provider's fallback in the provider table."""
-        if self._known is None:
-            self._known = (self.llm.max_input_tokens() or self.config.context_tokens
-                           or provider(self.config.provider).context_window)
-        known = self._known
+        """The input window in tokens (``hermes_tui.windows``: a local server's own answer, litellm's
+        model table, HERMES_CONTEXT_TOKENS, else the provider's assumed fallback), or less when a
+        "too long" refusal taught so."""
+        known = self.window().tokens
         return min(known, self.learned_limit) if self.learned_limit else known
+
+    def window(self) -> Window:
+        """The window before anything was learned, and where it comes from (asked once)."""
+        if self._known is None:
+            table = None if self.config.provider_info.window_probe else self.llm.max_input_tokens()
+            self._known = window_of(self.config, table)
+        return self._known
+
+    @property
+    def assumed(self) -> bool:
+        """No one said what the window is: the number is the provider table's conservative guess."""
+        return self.learned_limit is None and self.window().assumed
 
     def threshold(self) -> int:
         return int(self.limit() * self.config.compact_at)
@@ -92,6 +120,20 @@ class ContextWindow:
             candidates.append(error.max_tokens)
         self.learned_limit = max(min(c for c in candidates if c > 0), 1_000)
         log.info("context window taken to be %d tokens after a 'too long' refusal", self.learned_limit)
+
+    def overflowed(self, error: LLMError, sent_tokens: int) -> bool:
+        """Whether ``error`` says the request did not fit: a "too long" refusal, or an empty answer to a
+        request near the window (what a local server does with a prompt over its window)."""
+        return error.too_long or (error.empty and sent_tokens >= NEAR_WINDOW * self.limit())
+
+    def explain(self, error: LLMError, sent_tokens: int) -> str:
+        """The error's message, with what the window was taken to be when an empty answer may mean it is wrong."""
+        if not error.empty:
+            return error.message
+        if self.learned_limit is None and self.window().source == SERVER:
+            return f"{error.message.rstrip('.')}. This request was ~{sent_tokens:,} tokens of its {self.limit():,}."
+        return (f"{error.message.rstrip('.')}. This request was ~{sent_tokens:,} tokens against a window taken to be "
+                f"{self.limit():,}; if the server's window is smaller, set HERMES_CONTEXT_TOKENS to it.")
 
     def reset_model(self, llm: LLMClient, config: Config) -> None:
         """Another model: another window (what was learned about the old one no longer holds)."""
@@ -139,11 +181,49 @@ class ContextWindow:
         if start == self.start and trim_before <= self.trim_before:
             return None
         folded = history[self.start:start]
-        fallback = False
+        fallback, note = False, ""
         if folded:
-            self.summary, fallback = self._summarize(folded, focus)
+            summary, problem = self._summarize(folded, focus)
+            if problem is None:
+                problem = self._worse(history, start, summary)
+            if problem is None:
+                self.summary = summary
+            else:
+                fallback = True
+                log.warning("compaction summary not kept: %s", problem)
+                kept = self._trim_only(history, fixed, last_user, before)
+                if kept is not None:
+                    return Compacted(before, kept, 0, True, f"{problem}; the turns were kept and old tool "
+                                                            "results trimmed instead")
+                self.summary = _mechanical_summary(self.summary, folded)
+                note = f"{problem}; your messages were kept in a plain list instead"
         self.start, self.trim_before = start, max(trim_before, self.trim_before)
-        return Compacted(before, self.tokens(history, fixed), len(folded), fallback)
+        return Compacted(before, self.tokens(history, fixed), len(folded), fallback, note)
+
+    def _worse(self, history: list[dict[str, Any]], start: int, summary: str) -> str | None:
+        """Why the model's ``summary`` must not replace ``history[self.start:start]``, or None."""
+        missing = [name for name in COMPACTION_SECTIONS
+                   if not re.search(rf"^#+\s*{re.escape(name)}\s*$", summary, re.I | re.M)]
+        if missing:
+            return f"the model's summary lacks the section(s) {', '.join(missing)}"
+        replaced = self._summary_tokens() + sum(self._count_message(history[i], i < self.trim_before
+                                                                    and history[i].get("role") == "tool")
+                                                for i in range(self.start, start))
+        size = self.llm.count_tokens([{"role": "user", "content": COMPACTED_VIEW_HEADER + summary}])
+        if size >= replaced:
+            return f"the model's summary ({size:,} tokens) was not smaller than what it replaced ({replaced:,})"
+        return None
+
+    def _trim_only(self, history: list[dict[str, Any]], fixed: int, last_user: int, before: int) -> int | None:
+        """Keep every turn, trim the tool results before the current turn: the tokens then, or None
+        when that saves nothing or does not bring the request under the threshold."""
+        if last_user <= self.trim_before:
+            return None
+        tokens = fixed + self._summary_tokens() + self._suffix_tokens(history, last_user)[self.start]
+        if tokens >= min(before, self.threshold()):
+            return None
+        self.trim_before = last_user
+        return tokens
 
     def checkpoint(self, history: list[dict[str, Any]]) -> tuple[int, int | None] | None:
         """Store ids that identify this state: (last summarized id, last trimmed id), or None."""
@@ -196,21 +276,27 @@ class ContextWindow:
             self._summary_count = (self.summary, self.llm.count_tokens([message]))
         return self._summary_count[1]
 
-    def _summarize(self, folded: list[dict[str, Any]], focus: str | None) -> tuple[str, bool]:
-        """The model's summary of the previous summary plus ``folded``; a mechanical one if it fails."""
+    def _summarize(self, folded: list[dict[str, Any]], focus: str | None) -> tuple[str, str | None]:
+        """The model's summary of the previous summary plus ``folded``, or why there is none."""
         prompt = COMPACTION_PROMPT.format(
             focus=COMPACTION_FOCUS.format(focus=focus.strip()) if focus and focus.strip() else "",
             previous=self.summary or "(none: this is the first compaction)",
-            transcript=render_transcript(folded, tool_chars=SUMMARY_TOOL_CHARS) or "(no new messages)",
+            transcript=render_transcript(folded, tool_chars=SUMMARY_TOOL_CHARS,
+                                         max_chars=self._transcript_chars()) or "(no new messages)",
         )
         try:
             text = self.llm.complete([{"role": "user", "content": prompt}], timeout=SUMMARY_TIMEOUT).strip()
         except LLMError as exc:
             log.warning("compaction summary failed: %s", exc.message)
-            text = ""
-        if text:
-            return text, False
-        return _mechanical_summary(self.summary, folded), True
+            return "", "the model could not write the summary"
+        return text, None if text else "the model's summary was empty"
+
+
+    def _transcript_chars(self) -> int:
+        """What of the transcript the summarizer is shown: its request must fit the window too
+        (a local model's 2,048 tokens hold a few thousand characters, not 40,000)."""
+        room = self.limit() - SUMMARY_PROMPT_TOKENS - SUMMARY_ANSWER_TOKENS - self._summary_tokens()
+        return max(MIN_TRANSCRIPT_CHARS, min(TRANSCRIPT_CHARS, room * CHARS_PER_TOKEN))
 
 
 def trimmed(content: str) -> str:

@@ -12,15 +12,17 @@ import sqlite3
 import threading
 import time
 from dataclasses import replace
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
+from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
 from hermes_tui.agent.history import checked_arguments, repair
 from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.prompts import relevant_skills_note
 from hermes_tui.agent.sandbox import Sandbox
-from hermes_tui.agent.tools import APPROVAL_TOOLS, Approver, ToolRegistry
+from hermes_tui.agent.toolkit import Tool
+from hermes_tui.agent.tools import Approver, ToolRegistry
 from hermes_tui.config import Config
 from hermes_tui.events import (
     ApprovalNeeded,
@@ -33,6 +35,7 @@ from hermes_tui.events import (
     ToolCallStarted,
     TurnFinished,
     TurnStarted,
+    Unsent,
     Usage,
 )
 from hermes_tui.learning.curator import propose_memories, propose_skill, summarize_session
@@ -64,7 +67,10 @@ class AgentLoop:
         enable_write: bool = True,
         approver: Approver | None = None,
         llm: LLMClient | None = None,
+        extra_tools: Callable[[int], Sequence[Tool]] | None = None,
     ) -> None:
+        """``extra_tools(window)``: more tools, asked before each model call with the context
+        window in tokens (the MCP servers' tools, which may come and go)."""
         self.config = config
         self.memory = memory
         self.skills = skills
@@ -73,7 +79,9 @@ class AgentLoop:
             config.workspace, memory, skills, enable_shell=enable_shell, enable_write=enable_write,
             approver=None if config.approval == "always" else approver,
             home=config.home, secrets=Secrets.from_config(config), sandbox=Sandbox.from_config(config),
+            extra_tools=(lambda: extra_tools(self.context.limit())) if extra_tools is not None else None,
         )
+        self.checkpoints = TurnCheckpoints(config.home, config.workspace)
         self._cancel = threading.Event()
         self._last_turn: list[dict[str, Any]] = []
         self.prompt_tokens = 0
@@ -115,7 +123,7 @@ class AgentLoop:
 
     def set_model(self, provider: str | None = None, model: str | None = None) -> Config:
         """Switch provider/model for the next call (``/model``); raises ``ConfigError``."""
-        self.config = self.config.with_overrides(provider=provider, model=model)
+        self.config = self.config.switched_to(provider=provider, model=model)
         self.llm = self.llm.with_config(self.config)
         self.context.reset_model(self.llm, self.config)
         return self.config
@@ -140,6 +148,7 @@ class AgentLoop:
         self.tools.message_id = message_id
         note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS))
         self.history.append({"role": "user", "content": text + note, "_id": message_id})
+        self.checkpoints.start_turn(self.session_id, message_id, text)
 
         texts: list[str] = []
         tool_count = receipts = 0
@@ -149,13 +158,13 @@ class AgentLoop:
             try:
                 result = yield from self._call_model(texts)
             except LLMError as exc:
-                if exc.too_long and not retried_too_long:  # compact, then retry once
-                    retried_too_long = True
+                if self.context.overflowed(exc, self._sent_tokens) and not retried_too_long:
+                    retried_too_long = True  # compact, then retry once
                     with self._context_lock:
                         self.context.learn(exc, self._sent_tokens)
                         yield from self._compact()
                     continue
-                yield Error(exc.message, exc.retryable)
+                yield Error(self.context.explain(exc, self._sent_tokens), exc.retryable)
                 reason = "error"
                 break
             retried_too_long = False
@@ -173,14 +182,19 @@ class AgentLoop:
                 break
         else:
             yield Notice(f"Stopped after {MAX_STEPS} steps without a final answer. Ask me to continue if needed.")
+        if (changed := self.checkpoints.end_turn()) is not None:
+            yield changed
+        if reason == "error" and self.history[-1].get("_id") == message_id:  # nothing answered
+            self.history.pop()  # never sent again, nor folded into a compaction summary
+            yield Unsent(text)
         if not receipts and claims_to_remember("".join(texts)):
             yield Notice("The answer says it will remember something, but nothing was saved (no memory call "
                          "succeeded). /remember TEXT saves a fact yourself.")
         self.skills.finish_turn(message_id, reason)  # the outcome of the skills this turn used
-        yield TurnFinished("".join(texts), tool_count, reason)
+        yield TurnFinished("\n\n".join(t for t in texts if t), tool_count, reason)  # calls apart, as printed
         self._last_turn = self.history[start:]
         if tool_count >= LEARN_THRESHOLD and reason == "done":
-            learned = propose_skill(self.llm, self.skills, self._last_turn)
+            learned = propose_skill(self.llm, self.skills, self._last_turn, self._cancel)  # cancel() abandons it
             if learned is not None:
                 yield learned
 
@@ -189,21 +203,24 @@ class AgentLoop:
         if not self._last_turn:
             yield Notice("Nothing to learn from yet: run a task first.")
             return
-        learned = propose_skill(self.llm, self.skills, self._last_turn)
+        self._cancel.clear()  # a cancel of the turn before does not abandon this request
+        learned = propose_skill(self.llm, self.skills, self._last_turn, self._cancel)
         yield learned or Notice("Nothing worth saving as a skill in the last turn.")
 
-    def close(self, timeout: float = 15.0) -> str | None:
-        """End the session: store and return its summary (None when empty or unreachable)."""
+    def close(self, timeout: float = 15.0, cancel: threading.Event | None = None) -> str | None:
+        """End the session: store and return its summary (None when empty, unreachable or abandoned:
+        at ``timeout`` or ``cancel`` the request's connection is closed)."""
         messages = [m.to_llm() for m in self.memory.get_messages(self.session_id)]
         if not messages:
             return None
         deadline = time.monotonic() + timeout
-        summary = summarize_session(self.llm, messages, timeout=timeout)
+        summary = summarize_session(self.llm, messages, timeout=timeout, cancel=cancel)
         if summary:
             self.memory.set_summary(self.session_id, summary)
         left = deadline - time.monotonic()
-        if left > 1:  # alongside the summary, within the same budget
-            propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left)
+        if left > 1 and not (cancel is not None and cancel.is_set()):  # alongside, within the same budget
+            propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left,
+                             cancel=cancel)
         return summary
 
     # -- internals ----------------------------------------------------------------------------
@@ -247,7 +264,8 @@ class AgentLoop:
         if result.usage:
             self._count(result.usage)
         self.context_fill = (tokens, self.context.limit())
-        yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context_fill[1])
+        yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context_fill[1],
+                      context_assumed=self.context.assumed)
         return result
 
     def _compact(self, focus: str | None = None, manual: bool = False) -> Iterator[Event]:
@@ -259,7 +277,7 @@ class AgentLoop:
         checkpoint = self.context.checkpoint(self.history)
         if checkpoint is not None and self.context.summary:
             self.memory.add_compaction(self.session_id, checkpoint[0], self.context.summary, checkpoint[1])
-        how = " (the model could not write the summary; your messages were kept)" if done.fallback else ""
+        how = f" ({done.note})" if done.note else ""
         yield Notice(f"Compacted the conversation: {done.before:,} → {done.after:,} tokens of "
                      f"{self.context.limit():,}{how}.")
         return True
@@ -268,7 +286,8 @@ class AgentLoop:
         """A zero-token usage event that tells surfaces how full the window is now."""
         specs = self.tools.specs()
         self.context_fill = (self.context.tokens(self.history, self._fixed_tokens(specs)), self.context.limit())
-        return Usage(context_tokens=self.context_fill[0], context_limit=self.context_fill[1])
+        return Usage(context_tokens=self.context_fill[0], context_limit=self.context_fill[1],
+                     context_assumed=self.context.assumed)
 
     def _freeze_memory(self, first_message: str) -> None:
         """Put the curated facts in the system prompt once, ranked against the session's first message."""
@@ -311,7 +330,9 @@ class AgentLoop:
         if self._cancel.is_set():
             ok, output = False, "Cancelled by the user before it ran."
         else:
-            if call.name in APPROVAL_TOOLS and self.tools.approver is not None:
+            if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
+                yield Notice(notice)
+            if self.tools.needs_approval(call.name):
                 yield ApprovalNeeded(call.id, call.name, shown)
             result = self.tools.execute(call.name, call.arguments, cancel=self._cancel)
             ok, output, receipt = result.ok, result.output, result.receipt

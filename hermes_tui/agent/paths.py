@@ -2,10 +2,16 @@
 
 * ``check_not_secret(path, home=...)``: the one list of files whose content is a secret (HERMES_HOME,
   the log folder, ``.env`` files, credential files). Every tool that reads or writes files asks it.
+* ``write_refusal(...)``: the one list of files the agent must not write because something runs or
+  trusts them later (git's config and hooks, Python's start-up files, venvs, direnv, Hermes' own
+  code, hard-linked files). Every tool that writes files goes through ``open_in_workspace(...,
+  "write")``, which asks it.
 * ``open_in_workspace(...)``: resolves a path once (following symlinks, dangling ones too), refuses it
   if it leaves the workspace or is a secret, then opens the *resolved* path one component at a time
   from the workspace's directory descriptor with ``O_NOFOLLOW``. A symlink that appears after the
-  check (a concurrent swap) makes the open fail instead of leaving the workspace.
+  check (a concurrent swap) makes the open fail instead of leaving the workspace. A write goes to a
+  new file in the same folder that is renamed over the target when the block ends, so no write
+  ever lands in a file through another of its names (a hard link) and a cancelled write changes nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import stat
+from functools import cache
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -71,6 +79,16 @@ def _rule_for(parts: tuple[str, ...]) -> SecretRule | None:
     return None
 
 
+def secret_name(parts: tuple[str, ...]) -> str | None:
+    """Why a path made of these components names a secret file (by name alone), or None.
+
+    For callers that already know the path is no symlink and stays inside the workspace (the
+    checkpoint snapshots), and so can skip ``check_not_secret``'s real-path resolution.
+    """
+    rule = _rule_for(parts)
+    return rule.why if rule is not None else None
+
+
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -123,6 +141,67 @@ def resolve_in_workspace(workspace: Path, raw: object, *, home: Path | None = No
     return Path(real)
 
 
+_STARTUP_NAMES = frozenset({"sitecustomize", "usercustomize"})  # imported by every Python start, as files or packages
+_METADATA = (".pth", ".egg-info", ".dist-info")  # .pth lines run at start; entry points load plugins
+
+
+@cache
+def _install_tree() -> str:
+    """Hermes' own package folder: what it imports at its next start."""
+    return os.path.realpath(Path(__file__).resolve().parents[1])
+
+
+def _is_git_dir(folder: str) -> bool:
+    """A git directory (``.git``, a bare repository, a submodule's store): git runs its hooks and config."""
+    return (os.path.isfile(os.path.join(folder, "HEAD")) and os.path.isdir(os.path.join(folder, "objects"))
+            and os.path.isdir(os.path.join(folder, "refs")))
+
+
+def write_refusal(workspace: Path, real: Path, *, shown: object = None) -> str | None:
+    """Why the agent must not write ``real`` (one line), or None when it may.
+
+    These are files something runs or trusts later, without asking anyone: git runs ``.git/config``
+    (``core.fsmonitor``) and hooks on ``git status``; Python runs ``*.pth``, ``sitecustomize`` and
+    ``usercustomize`` at every start and imports what a venv holds; direnv runs ``.envrc`` on ``cd``;
+    Hermes imports its own package. A file with several hard links is shared with another path,
+    maybe outside the workspace. ``real`` is the resolved path (``resolve_in_workspace``).
+    """
+    label = repr(shown if shown is not None else os.fspath(real))
+    root = os.path.realpath(workspace)
+    parts = Path(os.path.relpath(real, root)).parts if _within(os.fspath(real), root) else Path(real).parts
+    lowered = [part.casefold() for part in parts]
+    name = lowered[-1] if lowered else ""
+    if ".git" in lowered:
+        return f"{label} is refused: it is inside .git, and git runs what its config and hooks say."
+    if name.endswith(_METADATA[0]) or any(part.endswith(_METADATA[1:]) for part in lowered):
+        return f"{label} is refused: Python runs .pth files and loads package metadata's entry points at start."
+    if any(part.split(".", 1)[0] in _STARTUP_NAMES for part in lowered):
+        return f"{label} is refused: Python runs sitecustomize and usercustomize at every start."
+    if name == ".envrc":
+        return f"{label} is refused: direnv runs .envrc when a shell enters the folder."
+    if name == "pyvenv.cfg":
+        return f"{label} is refused: it makes a folder a Python virtual environment."
+    if _within(os.fspath(real), _install_tree()):
+        return f"{label} is refused: it is part of Hermes' own code, which runs at its next start."
+    folder = os.path.dirname(os.fspath(real))
+    while _within(folder, root) or folder == root:
+        if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+            return f"{label} is refused: it is inside a Python virtual environment, whose code runs later."
+        if _is_git_dir(folder):
+            return f"{label} is refused: it is inside a git directory, and git runs what its config and hooks say."
+        if folder == root:
+            break
+        folder = os.path.dirname(folder)
+    try:
+        links = os.lstat(real).st_nlink
+    except OSError:
+        links = 1  # a new file
+    if links > 1:
+        return (f"{label} is refused: it has {links} hard links, so writing it could change a file outside "
+                "the workspace.")
+    return None
+
+
 Purpose = Literal["read", "list", "write"]
 _BASE = os.O_CLOEXEC | os.O_NOFOLLOW
 _DIR = os.O_RDONLY | os.O_DIRECTORY | _BASE
@@ -130,8 +209,8 @@ _FLAGS: dict[str, int] = {
     # O_NONBLOCK: opening a FIFO must not hang before fstat can refuse it.
     "read": os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | _BASE,
     "list": _DIR,
-    "write": os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | _BASE,
 }
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BASE
 
 
 @contextmanager
@@ -139,15 +218,24 @@ def open_in_workspace(workspace: Path, raw: object, purpose: Purpose, *,
                       home: Path | None = None) -> Iterator[tuple[int, Path]]:
     """Yield ``(descriptor, real path)`` for ``raw`` inside the workspace; the descriptor is closed after.
 
-    ``read`` and ``write`` give a regular file (``write`` creates it and its folders, never truncates:
-    the caller does once it holds the descriptor); ``list`` gives a folder. Anything else, a path that
-    changed while being opened, a FIFO or a device, raises ``PathError``.
+    ``read`` gives a regular file with a single link; ``list`` gives a folder. ``write`` gives a new,
+    empty file in the target's folder (created with its parents), refused by ``write_refusal``
+    first; when the block ends without an exception it replaces the target, otherwise it is
+    removed and the target stays as it was. Anything else, a path that changed while being opened,
+    a FIFO or a device, raises ``PathError``.
     """
     real = resolve_in_workspace(workspace, raw, home=home)
     root = os.path.realpath(workspace)
     parts = Path(os.path.relpath(real, root)).parts if real != Path(root) else ()
     if purpose != "list" and not parts:
         raise PathError(f"{raw!r} is the workspace folder itself, not a file")
+    if purpose == "write":
+        refused = write_refusal(workspace, real, shown=raw)
+        if refused:
+            raise PathError(refused)
+        with _replacing(root, parts, raw) as fd:
+            yield fd, real
+        return
     fd = _open_parts(root, parts, raw, purpose)
     try:
         mode = os.fstat(fd).st_mode
@@ -157,16 +245,58 @@ def open_in_workspace(workspace: Path, raw: object, purpose: Purpose, *,
             raise PathError(f"{raw!r} is a folder" + ("; use list_dir" if purpose == "read" else ""))
         if purpose != "list" and not stat.S_ISREG(mode):
             raise PathError(f"{raw!r} is not a regular file (a FIFO, socket or device); it is refused")
+        links = os.fstat(fd).st_nlink
+        if purpose == "read" and links > 1:
+            raise PathError(f"{raw!r} is refused: it has {links} hard links, so it may be a file from outside "
+                            "the workspace (a copy made with cp can be read).")
         yield fd, real
     finally:
         os.close(fd)
 
 
+@contextmanager
+def _replacing(root: str, parts: tuple[str, ...], raw: object) -> Iterator[int]:
+    """A new file next to ``parts[-1]``, renamed over it when the block succeeds (removed when not)."""
+    folder = _open_parts(root, parts[:-1], raw, "write")
+    name = parts[-1]
+    try:
+        mode = 0o666
+        try:
+            existing = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            existing = None
+        if existing is not None:
+            if stat.S_ISLNK(existing.st_mode):
+                raise PathError(f"{raw!r} changed while it was being opened (a symlink appeared); refused")
+            if stat.S_ISDIR(existing.st_mode):
+                raise PathError(f"{raw!r} is a folder")
+            if not stat.S_ISREG(existing.st_mode):
+                raise PathError(f"{raw!r} is not a regular file (a FIFO, socket or device); it is refused")
+            mode = stat.S_IMODE(existing.st_mode)
+        temp = f".{name[:200]}.hermes-{secrets.token_hex(4)}.tmp"
+        fd = os.open(temp, _NEW_FILE, mode, dir_fd=folder)  # a new file's mode: 0o666 less the umask
+        try:
+            try:
+                yield fd
+                if existing is not None:
+                    os.fchmod(fd, mode)  # a replaced file keeps its mode (an executable stays one)
+                os.rename(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+            except BaseException:
+                os.unlink(temp, dir_fd=folder)
+                raise
+        finally:
+            os.close(fd)
+    finally:
+        os.close(folder)
+
+
 def _open_parts(root: str, parts: tuple[str, ...], raw: object, purpose: Purpose) -> int:
+    """Open ``parts`` below ``root`` without following links; for ``write`` every part is a folder
+    (created when missing)."""
     current = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for index, part in enumerate(parts):
-            flags = _FLAGS[purpose] if index == len(parts) - 1 else _DIR
+            flags = _FLAGS[purpose] if index == len(parts) - 1 and purpose != "write" else _DIR
             opened = _open_one(current, part, flags, creating=purpose == "write", raw=raw)
             os.close(current)
             current = opened

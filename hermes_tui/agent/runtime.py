@@ -24,6 +24,7 @@ from hermes_tui.events import Error, Event, TurnFinished
 if TYPE_CHECKING:
     from hermes_tui.agent.fixed_prompt import Report
     from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.tools import Approver
     from hermes_tui.config import Config
     from hermes_tui.memory.store import MemoryStore
@@ -45,15 +46,16 @@ class Surface:
     # Parse the model's stream in a helper process (llm_host): LiteLLM's parsing would otherwise
     # take the GIL from a thread that must stay responsive (the TUI's, to echo keys).
     stream_in_helper: bool = False
+    mcp: McpManager | None = None  # the MCP servers whose tools this surface offers (none on the web)
 
 
-def tui_surface(approver: Approver) -> Surface:
-    return Surface("tui", approver=approver, stream_in_helper=True)
+def tui_surface(approver: Approver, mcp: McpManager | None = None) -> Surface:
+    return Surface("tui", approver=approver, stream_in_helper=True, mcp=mcp)
 
 
-def headless_surface(approver: Approver | None) -> Surface:
-    """``approver`` None means ``--yes``: shell commands and writes run without asking."""
-    return Surface("headless", approver=approver)
+def headless_surface(approver: Approver | None, mcp: McpManager | None = None) -> Surface:
+    """``approver`` None means ``--yes``: shell commands, writes and MCP tools run without asking."""
+    return Surface("headless", approver=approver, mcp=mcp)
 
 
 def web_surface(config: Config) -> Surface:
@@ -78,9 +80,14 @@ def build_agent(
         from hermes_tui import llm_host
 
         host = llm_host.shared()
+    extra = None
+    if surface.mcp is not None:
+        from hermes_tui.agent.mcp.bridge import McpTools
+
+        extra = McpTools(surface.mcp)
     return AgentLoop(config, memory, skills, session_id=session_id, source=surface.source,
                      enable_shell=surface.enable_shell, enable_write=surface.enable_write,
-                     approver=surface.approver, llm=LLMClient(config, host))
+                     approver=surface.approver, llm=LLMClient(config, host), extra_tools=extra)
 
 
 def context_report(config: Config, memory: MemoryStore, skills: SkillManager, surface: Surface,

@@ -50,7 +50,10 @@ class Tool:
     ``run(ctx, **arguments)`` returns a ``ToolResult``; raising ``PathError`` is turned into a failed
     result. ``needs_approval``: the approver is asked first. ``cancellable``: ``run`` watches
     ``ctx.cancel``. ``summary_arg``: the argument a one-line display of the call shows. ``switch``:
-    the surface option (``shell``/``write``) that removes the tool when off.
+    the surface option (``shell``/``write``) that removes the tool when off. ``check``: how the
+    arguments are validated, ``check(parameters, arguments) -> problem or None``; None means
+    ``check_arguments`` (our own small schemas; MCP tools bring full JSON Schemas). ``changes_files``:
+    it may change files in the workspace, so a checkpoint is taken before its first call in a turn.
     """
 
     name: str
@@ -61,6 +64,8 @@ class Tool:
     cancellable: bool = False
     summary_arg: str | None = None
     switch: Literal["shell", "write"] | None = None
+    changes_files: bool = False
+    check: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None
 
     def spec(self) -> dict[str, Any]:
         return {

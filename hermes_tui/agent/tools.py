@@ -31,7 +31,7 @@ from hermes_tui.agent.toolkit import (
     check_arguments,
     schema,
 )
-from hermes_tui.memory.text import HIT_END, HIT_START
+from hermes_tui.memory.framing import framed, screened
 from hermes_tui.secrets import Secrets
 
 if TYPE_CHECKING:
@@ -99,16 +99,22 @@ def read_file(ctx: ToolContext, path: str, offset: int = 0, limit: int = READ_CA
     return ToolResult(True, text)
 
 
+class _Cancelled(Exception):
+    """Raised inside a write block so the new content is discarded, not put in place."""
+
+
 def write_file(ctx: ToolContext, path: str, content: str) -> ToolResult:
     data = content.encode("utf-8")
-    with open_in_workspace(ctx.workspace, path, "write", home=ctx.home) as (fd, real):
-        os.ftruncate(fd, 0)
-        view = memoryview(data)
-        while view:
-            if ctx.cancel.is_set():
-                return ToolResult(False, f"write_file: cancelled by the user; {path!r} is incomplete")
-            written = os.write(fd, view[:_CHUNK])
-            view = view[written:]
+    try:
+        with open_in_workspace(ctx.workspace, path, "write", home=ctx.home) as (fd, real):
+            view = memoryview(data)
+            while view:
+                if ctx.cancel.is_set():
+                    raise _Cancelled
+                written = os.write(fd, view[:_CHUNK])
+                view = view[written:]
+    except _Cancelled:
+        return ToolResult(False, f"write_file: cancelled by the user; {path!r} was left as it was")
     return ToolResult(True, f"wrote {len(data)} bytes to {display_path(ctx.workspace, real)}")
 
 
@@ -129,24 +135,15 @@ def list_dir(ctx: ToolContext, path: str = ".") -> ToolResult:
 
 
 def search_memory(ctx: ToolContext, query: str, limit: int = 10) -> ToolResult:
-    hits = ctx.memory.search(query, limit=max(1, min(int(limit), 50)))
-    # A topical question (several words) is often best answered by a past session's summary.
-    sessions = ctx.memory.search_sessions(query, limit=3) if len(query.split()) > 1 else []
-    if not hits and not sessions:
+    # The same hits as the Memory pane: matching session summaries first, then messages.
+    hits = ctx.memory.recall(query, limit=max(1, min(int(limit), 50)))
+    if not hits:
         return ToolResult(True, f"No past messages match {query!r}.")
     lines = []
-    for s in sessions:
-        when = time.strftime("%Y-%m-%d", time.localtime(s.last_activity))
-        title = f" ({s.title})" if s.title else ""
-        lines.append(f"- session {s.session_id}{title}, summary, {when}: {_marked(s.snippet)}")
     for hit in hits:
         when = time.strftime("%Y-%m-%d", time.localtime(hit.created))
-        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {_marked(hit.snippet)}")
-    return ToolResult(True, "\n".join(lines))
-
-
-def _marked(snippet: str) -> str:
-    return snippet.replace(HIT_START, "**").replace(HIT_END, "**").replace("\n", " ")
+        lines.append(f"- session {hit.session_id}, {hit.role}, {when}: {screened(hit.snippet)}")
+    return ToolResult(True, framed(lines))
 
 
 # -- the declared tool set ---------------------------------------------------------------------
@@ -159,6 +156,7 @@ FILE_TOOLS: tuple[Tool, ...] = (
         f"at most {BASH_MAX_TIMEOUT} s.",
         schema({"command": STR, "timeout": INT | {"description": "seconds"}}, ["command"]),
         run_bash, needs_approval=True, cancellable=True, summary_arg="command", switch="shell",
+        changes_files=True,
     ),
     Tool(
         "read_file",
@@ -173,6 +171,7 @@ FILE_TOOLS: tuple[Tool, ...] = (
         "write_file", "Write a text file inside the workspace (replaces it; creates parent folders).",
         schema({"path": STR, "content": STR}, ["path", "content"]),
         write_file, needs_approval=True, cancellable=True, summary_arg="path", switch="write",
+        changes_files=True,
     ),
     Tool(
         "list_dir", "List a folder inside the workspace: names, kinds and sizes.",
@@ -216,6 +215,7 @@ class ToolRegistry:
         enable_write: bool = True,
         approver: Approver | None = None,
         tools: Sequence[Tool] = TOOLS,
+        extra_tools: Callable[[], Sequence[Tool]] | None = None,
     ) -> None:
         self.workspace = Path(os.path.realpath(workspace))
         self.memory = memory
@@ -229,6 +229,13 @@ class ToolRegistry:
         self.message_id: int | None = None  # the turn's user message, set by the agent
         switches = {"shell": enable_shell, "write": enable_write}
         self._tools = {t.name: t for t in tools if t.switch is None or switches[t.switch]}
+        self._extra = extra_tools  # asked at each use: e.g. the MCP servers' tools as they come and go
+
+    def _current(self) -> dict[str, Tool]:
+        """The declared tools plus the extra source's (which never replace a declared one)."""
+        if self._extra is None:
+            return self._tools
+        return {**{t.name: t for t in self._extra()}, **self._tools}
 
     @property
     def names(self) -> list[str]:
@@ -236,11 +243,15 @@ class ToolRegistry:
 
     def specs(self) -> list[dict[str, Any]]:
         """OpenAI-style function schemas of exactly the enabled tools."""
-        return [tool.spec() for tool in self._tools.values()]
+        return [tool.spec() for tool in self._current().values()]
 
     def needs_approval(self, name: str) -> bool:
-        tool = self._tools.get(name)
+        tool = self._current().get(name)
         return tool is not None and tool.needs_approval and self.approver is not None
+
+    def changes_files(self, name: str) -> bool:
+        tool = self._tools.get(name)
+        return tool is not None and tool.changes_files
 
     def parse_arguments(self, arguments: dict[str, Any] | str | None) -> dict[str, Any] | str:
         """A dict of arguments, or an error message when they are not a JSON object."""
@@ -264,13 +275,14 @@ class ToolRegistry:
         return ToolResult(result.ok, self.secrets.scrub(result.output), receipt)
 
     def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event) -> ToolResult:
-        tool = self._tools.get(name)
+        current = self._current()
+        tool = current.get(name)
         if tool is None:
-            return ToolResult(False, f"Unknown tool {name!r}. Available tools: {', '.join(self._tools)}.")
+            return ToolResult(False, f"Unknown tool {name!r}. Available tools: {', '.join(current)}.")
         args = self.parse_arguments(arguments)
         if isinstance(args, str):
             return ToolResult(False, f"{name}: {args}")
-        problem = check_arguments(tool.parameters, args)
+        problem = (tool.check or check_arguments)(tool.parameters, args)
         if problem:
             return ToolResult(False, f"{name}: {problem}")
         if tool.needs_approval and self.approver is not None:

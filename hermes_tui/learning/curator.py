@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,7 +28,8 @@ TRANSCRIPT_CHARS = 40_000
 
 
 class Completer(Protocol):
-    def complete(self, messages: list[dict[str, Any]], *, timeout: float = ...) -> str: ...
+    def complete(self, messages: list[dict[str, Any]], *, timeout: float = ...,
+                 cancel: threading.Event | None = ...) -> str: ...
 
 
 class ProposalError(ValueError):
@@ -85,8 +87,9 @@ def parse_proposal(text: str) -> Proposal | None:
     return Proposal(name, fields["DESCRIPTION"], triggers, body)
 
 
-def render_transcript(messages: Sequence[dict[str, Any]], *, tool_chars: int = TOOL_RESULT_CHARS) -> str:
-    """Plain-text transcript with tool results trimmed, newest part kept when too long."""
+def render_transcript(messages: Sequence[dict[str, Any]], *, tool_chars: int = TOOL_RESULT_CHARS,
+                      max_chars: int = TRANSCRIPT_CHARS) -> str:
+    """Plain-text transcript with tool results trimmed, newest part kept when over ``max_chars``."""
     parts: list[str] = []
     for message in messages:
         role = message.get("role")
@@ -104,26 +107,28 @@ def render_transcript(messages: Sequence[dict[str, Any]], *, tool_chars: int = T
             function = call.get("function", {})
             parts.append(f"[{role} calls {function.get('name')}] {function.get('arguments') or '{}'}")
     text = "\n".join(parts)
-    return text if len(text) <= TRANSCRIPT_CHARS else "[... earlier part trimmed ...]\n" + text[-TRANSCRIPT_CHARS:]
+    return text if len(text) <= max_chars else "[... earlier part trimmed ...]\n" + text[-max_chars:]
 
 
 EXISTING_SHOWN = 25  # existing skills named in the authoring prompt (the closest, then the most used)
 
 
 def propose_skill(
-    llm: Completer, skills: SkillManager, transcript: Sequence[dict[str, Any]]
+    llm: Completer, skills: SkillManager, transcript: Sequence[dict[str, Any]],
+    cancel: threading.Event | None = None,
 ) -> SkillLearned | Notice | None:
     """Ask the model to author or refine a skill from ``transcript``; save it; report what happened.
 
     ``SkillLearned`` for a new skill or version; a ``Notice`` when the proposal was kept as a
     pending version (the user edited the file) or refused (the guard flagged it); None when there
     was nothing to save. Never raises for a provider failure or a bad answer: they are logged.
+    Setting ``cancel`` abandons the request and closes its connection (the user wants the model).
     """
     prompt = SKILL_AUTHORING_PROMPT.format(
         existing=_existing(skills, transcript), transcript=render_transcript(transcript)
     )
     try:
-        answer = llm.complete([{"role": "user", "content": prompt}])
+        answer = llm.complete([{"role": "user", "content": prompt}], cancel=cancel)
     except LLMError as exc:
         log.warning("skill proposal skipped: %s", exc.message)
         return None
@@ -161,13 +166,17 @@ def _existing(skills: SkillManager, transcript: Sequence[dict[str, Any]]) -> str
     return "\n".join(f"- {s.name}: {json.dumps(s.description, ensure_ascii=False)}" for s in shown.values()) or "(none)"
 
 
-def summarize_session(llm: Completer, transcript: Sequence[dict[str, Any]], *, timeout: float = 30.0) -> str | None:
-    """A first-person note for a future self, or None (empty session, provider failure)."""
+def summarize_session(llm: Completer, transcript: Sequence[dict[str, Any]], *, timeout: float = 30.0,
+                      cancel: threading.Event | None = None) -> str | None:
+    """A first-person note for a future self, or None (empty session, provider failure, abandoned).
+
+    At ``timeout``, or when ``cancel`` is set, the request is abandoned and its connection closed.
+    """
     if not any(m.get("role") == "user" for m in transcript):
         return None
     prompt = SESSION_SUMMARY_PROMPT.format(transcript=render_transcript(transcript, tool_chars=200))
     try:
-        summary = llm.complete([{"role": "user", "content": prompt}], timeout=timeout).strip()
+        summary = llm.complete([{"role": "user", "content": prompt}], timeout=timeout, cancel=cancel).strip()
     except LLMError as exc:
         log.warning("session summary skipped: %s", exc.message)
         return None
@@ -180,7 +189,8 @@ MEMORY_PROPOSALS = 8  # at most, per session
 
 
 def propose_memories(llm: Completer, transcript: Sequence[dict[str, Any]], facts: FactStore, *,
-                     session_id: int | None = None, timeout: float = 30.0) -> list[Saved]:
+                     session_id: int | None = None, timeout: float = 30.0,
+                     cancel: threading.Event | None = None) -> list[Saved]:
     """At session close: keep what the user stated (preferences, corrections, environment facts,
     decisions) as curated facts; near-duplicates only confirm, a REPLACE keeps the old wording in
     the fact's history. Lines not in the strict format are dropped."""
@@ -191,7 +201,7 @@ def propose_memories(llm: Completer, transcript: Sequence[dict[str, Any]], facts
     existing = "\n".join(f"- [{f.id}] ({f.scope}) {f.text}" for f in facts.facts()) or "(none)"
     prompt = MEMORY_CURATOR_PROMPT.format(existing=existing, said=said)
     try:
-        answer = llm.complete([{"role": "user", "content": prompt}], timeout=timeout).strip()
+        answer = llm.complete([{"role": "user", "content": prompt}], timeout=timeout, cancel=cancel).strip()
     except LLMError as exc:
         log.warning("memory curator skipped: %s", exc.message)
         return []

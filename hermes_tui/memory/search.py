@@ -323,7 +323,8 @@ def _hits(
             (row[0], row[1:])
             for row in conn.execute(
                 "SELECT id, session_id, role, created, content, NULL,"
-                " (SELECT tool_names FROM messages_fts_source s WHERE s.id = m.id)"
+                " (SELECT trim(tool_names || ' ' || coalesce(tool_args, '')) FROM messages_fts_source s"
+                " WHERE s.id = m.id)"
                 f" FROM messages m WHERE id IN ({','.join('?' * len(short))})",
                 short,
             )

@@ -344,6 +344,79 @@ def _v6_frequent_top(db: Database) -> None:
     db.execute("CREATE TABLE frequent_terms (term TEXT PRIMARY KEY, upto INTEGER NOT NULL)")
 
 
+_TOOL_ARGS = """
+    (SELECT group_concat(CASE WHEN json_valid(args) THEN (SELECT group_concat(a.value, ' ') FROM json_each(args) a)
+                              ELSE args END, ' ')
+       FROM (SELECT json_extract(value, '$.function.arguments') AS args
+               FROM json_each(tool_calls) WHERE type = 'object'))"""
+
+_V7_TOOL_ARGS = (
+    # What the agent did becomes searchable: a third column holds the argument values of the
+    # tools an assistant message calls (the commands run, the paths touched), so "wc" finds
+    # eight ``wc -l *.py`` runs. The ``tool:`` filter still reads only tool_names.
+    "DROP TRIGGER messages_fts_insert",
+    "DROP TRIGGER messages_fts_delete",
+    "DROP TRIGGER messages_fts_update_old",
+    "DROP TRIGGER messages_fts_update_new",
+    "DROP TABLE messages_fts",
+    "DROP VIEW messages_fts_source",
+    f"""
+    CREATE VIEW messages_fts_source AS
+    SELECT id,
+           hermes_index_text(content) AS content,
+           trim(coalesce(name, '') || ' ' || coalesce(
+               (SELECT group_concat(json_extract(value, '$.function.name'), ' ')
+                  FROM json_each(tool_calls) WHERE type = 'object'), '')) AS tool_names,
+           hermes_index_text({_TOOL_ARGS}) AS tool_args
+      FROM messages
+    """,
+    """
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        content, tool_names, tool_args,
+        content = 'messages_fts_source', content_rowid = 'id',
+        tokenize = 'porter unicode61'
+    )
+    """,
+    """
+    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts (rowid, content, tool_names, tool_args)
+        SELECT id, content, tool_names, tool_args FROM messages_fts_source WHERE id = new.id;
+    END
+    """,
+    """
+    CREATE TRIGGER messages_fts_delete BEFORE DELETE ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content, tool_names, tool_args)
+        SELECT 'delete', id, content, tool_names, tool_args FROM messages_fts_source WHERE id = old.id;
+    END
+    """,
+    """
+    CREATE TRIGGER messages_fts_update_old BEFORE UPDATE OF content, name, tool_calls ON messages
+    BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content, tool_names, tool_args)
+        SELECT 'delete', id, content, tool_names, tool_args FROM messages_fts_source WHERE id = old.id;
+    END
+    """,
+    """
+    CREATE TRIGGER messages_fts_update_new AFTER UPDATE OF content, name, tool_calls ON messages
+    BEGIN
+        INSERT INTO messages_fts (rowid, content, tool_names, tool_args)
+        SELECT id, content, tool_names, tool_args FROM messages_fts_source WHERE id = new.id;
+    END
+    """,
+    "INSERT INTO messages_fts (rowid, content, tool_names, tool_args)"
+    " SELECT id, content, tool_names, tool_args FROM messages_fts_source",
+    # the new table's merge settings, as v4 set them for the old one
+    "INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 0)",
+    "INSERT INTO messages_fts (messages_fts, rank) VALUES ('crisismerge', 64)",
+)
+
+
+def _v7_tool_arguments(db: Database) -> None:
+    """Index the arguments of tool calls beside their names (see ``_V7_TOOL_ARGS``)."""
+    for sql in _V7_TOOL_ARGS:
+        db.execute(sql)
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _v1_core,
     _v2_clean_cjk_index,
@@ -351,6 +424,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _v4_background_merges,
     _v5_compactions,
     _v6_frequent_top,
+    _v7_tool_arguments,
 ]
 """Ordered schema steps; step i brings ``PRAGMA user_version`` from i to i + 1.
 
@@ -749,6 +823,18 @@ class MemoryStore:
         with self._read() as conn:
             return ranking.search_sessions(conn, parsed, limit)
 
+
+    def recall(self, query: str, limit: int = 20) -> list[SearchHit]:
+        """What the Memory pane, the web and ``search_memory`` all show for ``query``: the sessions
+        whose title or summary match (role ``"summary"``, ``message_id`` 0; none when the query
+        filters by role or tool), then the messages, tool calls' arguments included."""
+        parsed = parse(query)
+        sessions = [] if parsed.roles or parsed.tools else self.search_sessions(query, limit=RECALL_SESSIONS)
+        return [SearchHit(session_id=s.session_id, message_id=0, role="summary", snippet=s.snippet,
+                          created=s.last_activity, score=s.score) for s in sessions] + self.search(query, limit)
+
+
+RECALL_SESSIONS = 3  # session summaries listed before the messages by recall()
 
 _INSERT_MESSAGE_SQL = (
     "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, created)"

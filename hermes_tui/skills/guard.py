@@ -1,51 +1,182 @@
-"""The skill guard: spot skills that try to steer the agent instead of describing a procedure.
+"""The guard: spot text that tries to steer the agent instead of describing a procedure or a fact.
 
-Every skill's name, description, triggers and body pass through ``scan`` before the skill can be
-listed, hinted or loaded; the curator and ``create_skill`` run it before saving. It looks for five
-kinds of hostile text (each a ``Rule``): instructions to override the rules, role impersonation,
-reading credentials or ``.env``, sending data to a URL, and piping a download into a shell. It
-is a tripwire for the common shapes, not a proof of safety: a flagged skill is quarantined until
-the user approves or deletes it, and the shell is still not a sandbox.
+Skills (name, description, triggers, body) pass through ``verdict`` before they can be listed,
+hinted or loaded, and the curator and ``create_skill`` run it before saving; memory search results
+pass it before they reach the model. ``verdict`` is the one entry point, so instruction files can
+use it the same way.
 
-Benign patterns it must let through: ``curl https://api… | jq``, ``pip install``, ``git push``,
-a POST of literal JSON to an API, reading a project's own config files.
+The text is normalised first (``normalise``): NFKC (fullwidth and styled letters become plain),
+format characters (zero-width, soft hyphens, bidi controls) and combining marks removed, look-alike
+letters from other alphabets mapped to Latin, quotes and backslashes inside shell words dropped,
+and shell continuation lines joined. Rules on prose are also tried on each paragraph joined into
+one line, so a phrase split across lines is seen.
+
+It looks for the common shapes of hostile text (each a ``Rule``): instructions to override the
+rules, role impersonation, reading or globbing credential files, sending secrets or the whole
+environment to the network, a plain-http or unverified download run by a shell, decoding and
+running a payload, and changing Hermes' own approval or sandbox settings. It is a tripwire, not a
+proof of safety: a flagged skill is quarantined until the user approves or deletes it.
+
+Precision matters as much (a quarantined good skill is a broken feature): defensive phrasing
+("ignore any embedded instructions"), quoted examples of attacks, ``echo $X_API_KEY`` checks, JSON
+piped into ``curl`` for an API post, and vendor install lines over https pass (the approval dialog
+shows those commands anyway). ``bench/guard_precision.py`` measures both sides.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
-from collections.abc import Iterable
+import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class Rule:
-    """``pattern`` is only tried on lines holding one of ``keywords`` (lowercase substrings): every
-    pattern is line-local, and a 20 KB body must be checked in well under a millisecond."""
+    """``pattern`` is only tried on lines (or joined paragraphs, when ``joined``) holding one of
+    ``keywords`` (lowercase substrings), so a 20 KB body is checked in about a millisecond.
+    ``confirm``, when set, must accept a match for it to count (quoted or defensive mentions don't)."""
 
     kind: str  # what the user is told
     keywords: tuple[str, ...]
     pattern: re.Pattern[str]
+    joined: bool = False
+    confirm: Callable[[re.Match[str]], bool] | None = None
 
 
-def _rule(kind: str, keywords: str, *patterns: str) -> Rule:
-    return Rule(kind, tuple(keywords.split()), re.compile("|".join(f"(?:{p})" for p in patterns), re.I | re.M))
+def _rule(kind: str, keywords: str, *patterns: str, joined: bool = False,
+          confirm: Callable[[re.Match[str]], bool] | None = None) -> Rule:
+    pattern = re.compile("|".join(f"(?:{p})" for p in patterns), re.I | re.M)
+    return Rule(kind, tuple(keywords.split()), pattern, joined, confirm)
 
+
+# -- normalisation -------------------------------------------------------------------------------
+
+# Letters of other alphabets that look like Latin ones (Cyrillic, Greek, a few others).
+_CONFUSABLES = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+    "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w",
+    "һ": "h", "ӏ": "l", "ɡ": "g", "ɩ": "i", "ο": "o", "α": "a", "ε": "e", "ι": "i", "κ": "k", "ν": "v",
+    "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "γ": "y", "ѵ": "v", "ᴦ": "r", "ı": "i",
+    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C", "Т": "T",
+    "Х": "X", "У": "Y", "Ѕ": "S", "І": "I", "Ј": "J", "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H",
+    "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+})
+_LINE_SEPARATORS = str.maketrans({"\u2028": "\n", "\u2029": "\n", "\x85": "\n", "\x0b": "\n", "\x0c": "\n"})
+# A quote pair or a quote/backslash inside a shell word (the class comes first so the scan is fast).
+_SHELL_QUOTES = re.compile(r"""(?:''|"")(?<=[\w.~/*?\]-]['"]{2})|['"\\](?<=[\w.~/*?\]-]['"\\])(?=[\w.])""")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _plain(match: re.Match[str]) -> str:
+    char = match.group()
+    if unicodedata.category(char) in ("Cf", "Mn", "Me"):  # zero-width, soft hyphen, bidi, tags; combining marks
+        return ""
+    return _CONFUSABLES.get(ord(char), char)  # type: ignore[return-value]
+
+
+def normalise(text: str) -> str:
+    """The text as the rules read it: plain letters, no invisible characters, shell words unquoted."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text.translate(_LINE_SEPARATORS))
+        text = _NON_ASCII.sub(_plain, text)
+    text = _CONTINUATION.sub(" ", text)  # a shell command continued on the next line
+    return _SHELL_QUOTES.sub("", text)  # .e""nv, .e'n'v and .\env are .env to a shell
+
+
+_CONTINUATION = re.compile(r"\\\r?\n[ \t]*")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_QUOTE_MARKS = re.compile(r"^\s*(?:>\s*)*")
+
+
+def _paragraphs(lines: list[str]) -> list[str]:
+    """Each run of non-blank prose lines as one line (quote marks dropped; code blocks left out,
+    their lines are checked one by one)."""
+    out: list[str] = []
+    current: list[str] = []
+    in_code = False
+    for line in [*lines, ""]:
+        fence = _FENCE.match(line) is not None
+        in_code = in_code != fence
+        stripped = "" if fence or in_code else _QUOTE_MARKS.sub("", line).strip()
+        if stripped:
+            current.append(stripped)
+        elif current:
+            if len(current) > 1:
+                out.append(" ".join(current))
+            current = []
+    return out
+
+
+# -- the rules ---------------------------------------------------------------------------------------
 
 _SECRET_FILE = (
-    r"(?:(?<![\w.-])\.env(?:\.[\w-]+)?\b(?!\.example|\.sample|\.template)|\.ssh(?:/|\b)(?!\S*\.pub\b)"
+    r"(?:(?<![\w.-])\.env(?:\.[\w-]+)?\b(?!\.example|\.sample|\.template|\s+path)|\.ssh(?:/|\b)(?!\S*\.pub\b)"
     r"|id_(?:rsa|ed25519|ecdsa|dsa)\b(?!\.pub)|\.aws/credentials|\.netrc|\.git-credentials|\.pgpass"
     r"|/etc/shadow|\.kube/config|\.docker/config\.json|\.gnupg|wallet\.dat|\.hermes/|memory\.sqlite3"
-    r"|cookies\.sqlite|login\s+data|keychain)"
+    r"|cookies\.sqlite|login\s+data|keychain|/proc/[^\s/]+/environ)"
 )
-_SECRET_NAMES = r"(?:HERMES_WEB_PASSWORD|FLASK_SECRET_KEY|\w*_API_KEY)"
+_SECRET_NAMES = (".env", ".env.local", ".env.production", ".ssh", "id_rsa", "id_ed25519", ".netrc", ".pgpass",
+                 ".git-credentials", "credentials", ".hermes", "memory.sqlite3", "environ", ".gnupg")
+_READER = r"(?:cat|less|head|tail|tac|nl|base64|base32|xxd|od|hexdump|strings|get-content|gzip|zip|tar|source)"
+_NET = r"(?:curl|wget|nc|ncat|netcat|socat|telnet|openssl\s+s_client)\b"
+_SECRET_VAR = r"\$\{?\w*(?:API_KEY|TOKEN|SECRET|PASSWORD|PASSWD)\w*\}?"
+# The whole environment (one variable, os.environ["X"] or process.env.X, is an ordinary read).
+_WHOLE_ENV = (r"(?:os\.environ(?!\s*(?:\[|\.get\b|\.setdefault\b|\.pop\b|\.copy\b|\.update\b))|\bos\.getenv\(\s*\)"
+              r"|process\.env(?![.\[\w])|/proc/[^\s/]+/environ|\bprintenv\b(?!\s+\w)|(?<![\w$-])env\s*(?=\|)"
+              r"|\bexport\s+-p\b|\bset\s*(?=\|))")
+_SENDER = (r"(?:requests\.(?:post|put|get|patch)\(|urlopen\(|urllib\.request|http\.client\.|httpx\.\w+\(|socket\.|"
+           r"\bfetch\(|axios(?:\.\w+)?\(|XMLHttpRequest|sendBeacon\(|smtplib\.|\bcurl\s|\bwget\s|\bnc\s|netcat|socat)")
 _FETCH = r"(?:curl|wget|iwr|invoke-webrequest|irm|invoke-restmethod)\b"
-# An interpreter that runs what arrives on stdin (``python -c '…'`` reading JSON from stdin does not).
+# A download a shell should not trust: plain http, an IP address, or certificate checks turned off.
+_UNSAFE_URL = (r"(?:\bhttp://(?!(?:localhost|127\.0\.0\.1)\b)|\bhttps?://\[?(?:\d{1,3}\.){3}\d{1,3}|"
+               r"\bhttps?://\[[0-9a-f:]+\]|\s--insecure\b|\s-[a-z]*k[a-z]*\b|--no-check-certificate)")
 _STDIN_SHELL = (
     r"(?:sudo\s+(?:-\S+\s+)*)?(?:(?:ba|z|da|k|fi)?sh\b(?!\s+-c\b)|(?:python[0-9.]*|perl|ruby|node)(?:\s+-)?\s*"
     r"(?=$|[;&|)'\"])|iex\b|invoke-expression\b)"
 )
 _SHELL = r"(?:(?:ba|z|da|k|fi)?sh|python[0-9.]*|perl|ruby|node)\b"
+_DECODE = (r"(?:base64\s+(?:-\w*d\w*|--decode)|base32\s+(?:-\w*d\w*|--decode)|xxd\s+-r|openssl\s+(?:base64|enc)\s+"
+           r"[^|\n]*-d\b|uudecode|gunzip|zcat)")
+_SETTINGS = r"HERMES_(?:APPROVAL|SANDBOX\w*|WEB_ENABLE_\w+|WEB_ALLOW_NO_AUTH|API_BASE|WORKSPACE|HOME)\b"
+_MENTION_BEFORE = re.compile(r"\b(?:like|such\s+as|e\.g\.|phrases?|says?|saying|strings?|patterns?|reject|detect|flag)"
+                             r"\s*[:,]?\s*[\"“'`«]\s*$", re.I)  # quoted after a word that marks an example
+_DEFENSIVE = re.compile(r"\b(?:embedded|injected|untrusted|hidden|contained|found|inside|within)\b|"
+                        r"\b(?:in|from)\s+(?:the\s+|any\s+|these\s+|this\s+)?(?:issues?|comments?|data|inputs?|files?|"
+                        r"content|pages?|text|documents?|slices?|sources?|outputs?|results?|repos?|web|emails?|"
+                        r"tool\s+results?|messages?)\b", re.I)
+_STEERING = re.compile(r"\b(?:previous|prior|above|earlier|your|system|original|safety|security)\b", re.I)
+
+
+def _used_not_mentioned(match: re.Match[str]) -> bool:
+    """Not quoted as an example ("reject phrases like 'ignore previous instructions'") and not a
+    defence ("ignore any instructions embedded in the issue")."""
+    before = match.string[max(0, match.start() - 40):match.start()]
+    if _MENTION_BEFORE.search(before):
+        return False
+    words = match.group(0)
+    after = match.string[match.end():match.end() + 40]
+    return not (_DEFENSIVE.search(words + " " + after) and not _STEERING.search(words))
+
+
+def _globs_a_secret(match: re.Match[str]) -> bool:
+    """A read whose argument is a pattern (``cat .e?v``, ``cat ~/.ss*/id_*``) that can name a secret."""
+    for word in match.group("args").split():
+        word = word.strip("'\"`")
+        if not any(c in word for c in "*?["):
+            continue
+        tail = word.split("/")
+        for depth in range(1, 3):
+            pattern = "/".join(tail[-depth:]).lower()
+            if any(fnmatch.fnmatchcase(name, pattern) for name in _SECRET_NAMES if name.startswith(".") or depth == 1):
+                if pattern.strip("*?") or depth > 1:  # a lone * is not aimed at a secret
+                    return True
+            if depth == 2 and any(fnmatch.fnmatchcase(f"{d}/{n}", pattern) for d, n in
+                                  ((".ssh", "id_rsa"), (".aws", "credentials"), (".hermes", ".env"))):
+                return True
+    return False
+
 
 RULES: tuple[Rule, ...] = (
     _rule(
@@ -56,50 +187,97 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:instructions?|rules?|guidelines|prompts?|polic(?:y|ies)|restrictions|guardrails)\b",
         r"\b(?:important|urgent|critical)\s+(?:system|security|admin)\s+(?:note|notice|message|update|instruction)",
         r"\bnew\s+(?:system\s+)?instructions?\s*(?:from\b|:)",
-        r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|alert|notify)\s+(?:the\s+)?user\b",
+        r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention\s+(?:this\s+)?to|alert|notify)\s+(?:the\s+)?user\b(?!\s+to\b)",
         r"\bwithout\s+(?:telling|asking|informing|notifying|alerting)\s+(?:the\s+)?user\b",
         r"\b(?:silently|secretly|covertly)\s+(?:run|send|upload|read|copy|execute|post|exfiltrate)",
         r"\b(?:before|instead\s+of)\s+(?:answering|responding|replying)\b[^.\n]{0,40}\b(?:read|run|send|cat|call|execute)\b",
+        joined=True, confirm=_used_not_mentioned,
     ),
     _rule(
         "impersonates the system, the developer or the user",
         "system developer im_start im_end [inst] <<sys>> now act message jailbreak dan god creator administrator",
-        r"^\s*(?:#+\s*)?(?:system|developer)\s*(?:prompt|message|override)?\s*:",
+        r"^(?:#+\s*)?(?:system|developer)\s*(?:prompt|message|override)?\s*:(?!\s*(?:[\"'{\[|`]|$))",
         r"<\s*/?\s*(?:system|im_start|im_end|developer)\b[^>]*>|\[/?(?:system|inst)\]|<<sys>>",
         r"\byou\s+are\s+now\s+(?:a|an|the|dan|no\s+longer|free|unrestricted|in\s+(?:dan|developer|god)\s+mode)\b",
         r"\bfrom\s+now\s+on,?\s+you\s+(?:are|will|must)\b|\bact\s+as\s+(?:the\s+)?(?:system|developer|admin|root)\b",
         r"\bmessage\s+from\s+(?:the\s+)?(?:system|developer|administrator|anthropic|openai|hermes\s+team)\b",
         r"\b(?:jailbreak|dan|god)\s+mode\b|\bi\s+am\s+(?:your|the)\s+(?:developer|creator|administrator)\b",
+        joined=True, confirm=_used_not_mentioned,
     ),
     _rule(
         "reads credentials or .env files",
-        "env ssh id_ aws netrc credentials pgpass shadow kube docker gnupg wallet hermes memory.sqlite cookies login keychain echo print api password secret private",
-        rf"\b(?:cat|less|more|head|tail|print|dump|base64|xxd|strings|read|type|get-content)\b[^\n|;]{{0,60}}{_SECRET_FILE}",
+        "env ssh id_ aws netrc credentials pgpass shadow kube docker gnupg wallet hermes memory.sqlite cookies login keychain environ",
+        rf"\b{_READER}\b[^\n|;]{{0,60}}{_SECRET_FILE}",
         rf"\bread_file\s*\(?\s*['\"]?[^'\"\n]{{0,40}}{_SECRET_FILE}",
-        r"(?:^|[;|&`(]|\$\()\s*(?:env|printenv)\s*(?:$|[|>;&)`])",
-        rf"\b(?:echo|printf|print)\s+[\"']?\$\{{?{_SECRET_NAMES}",
-        r"\b(?:api[_ ]keys?|passwords?|credentials|secrets|private\s+keys?)\b[^.\n]{0,30}\b(?:and|then)\s+"
-        r"(?:send|post|upload|paste|email|share)\b",
+        rf"\b(?:read|print|show|display|output|dump|reveal)\s+(?:out\s+)?(?:the\s+)?(?:contents?\s+of\s+)?"
+        rf"(?:the\s+|your\s+|my\s+|~/)?{_SECRET_FILE}",
     ),
     _rule(
-        "sends data to a URL",
-        "curl wget nc netcat socat telnet send post upload exfiltrate forward transmit email paste /dev/tcp",
-        r"\|\s*(?:curl|wget|nc|ncat|netcat|socat|telnet)\b",
+        "reads credentials or .env files",
+        "api password credential secret private token",
+        r"\b(?:api[_ ]keys?|passwords?|credentials|secrets|private\s+keys?|tokens)\b[^.\n]{0,30}\b(?:and|then)\s+"
+        r"(?:send|post|upload|paste|email|share|include)\b[^.\n]{0,40}\b(?:to|into|in|on)\b[^.\n]{0,30}"
+        r"(?:chat|reply|answer|response|webhook|server|endpoint|url|https?://|pastebin|gist|email|channel|\bme\b|\bus\b)",
+        joined=True,
+    ),
+    _rule(
+        "reads a secret file through a file-name pattern",
+        "* ? [",  # a file-name pattern
+        rf"\b{_READER}\b(?P<args>(?:[ \t]+[^\s|;&<>()]+){{1,6}})",
+        confirm=_globs_a_secret,
+    ),
+    _rule(
+        "sends secrets or the whole environment to the network",
+        "curl wget nc netcat socat telnet s_client /dev/tcp /dev/udp",
+        rf"(?:{_WHOLE_ENV}|\b{_READER}\b[^\n|;]{{0,60}}{_SECRET_FILE}|\b(?:echo|printf)\s+[^\n|;]*{_SECRET_VAR})"
+        rf"[^\n]{{0,80}}\|\s*(?:[\w./-]+\s+){{0,3}}?{_NET}",
         rf"\b(?:curl|wget)\b[^\n]{{0,200}}(?:-T|--upload-file|-d|--data(?:-binary|-raw|-urlencode)?|-F\s*['\"]?\w+=|"
         rf"--post-file)[\s=]*['\"]?@?(?:~|\$HOME|/etc/|[^\s'\"]*{_SECRET_FILE})",
-        rf"\b(?:curl|wget)\b[^\n]{{0,200}}(?:\$\(\s*(?:cat|env|printenv|base64|tar|ls)\b|`(?:cat|env|printenv)\b)",
+        rf"\b(?:curl|wget)\b[^\n]{{0,200}}(?:\$\(\s*(?:cat|env|printenv|base64|tar)\b|`(?:cat|env|printenv)\b)",
+        r"/dev/(?:tcp|udp)/",
+    ),
+    _rule(
+        "sends secrets or the whole environment to the network",
+        "environ process.env printenv getenv env send post upload exfiltrate forward transmit email paste",
+        rf"{_WHOLE_ENV}[^\n]{{0,200}}{_SENDER}|{_SENDER}[^\n]{{0,200}}{_WHOLE_ENV}",
         r"\b(?:send|post|upload|exfiltrate|forward|transmit|email|paste)\b[^.\n]{0,60}\b(?:conversation|chat\s+history|"
         r"transcript|memory|memories|environment\s+variables|credentials|secrets|api\s+keys?|tokens|passwords|"
         r"private\s+keys?|ssh\s+keys?|\.env)\b[^.\n]{0,60}\b(?:to|into)\b[^.\n]{0,30}(?:https?://|webhook|server|endpoint)",
-        r"/dev/tcp/",
+        joined=True,
     ),
     _rule(
-        "pipes a download into a shell",
+        "pipes a download from an unverified source into a shell",
         "curl wget iwr invoke-web irm invoke-rest",
-        rf"\b{_FETCH}[^\n|;]*\|\s*{_STDIN_SHELL}",
-        rf"{_SHELL}\s*(?:-c\s*)?[\"']?\s*<\(\s*{_FETCH}",
-        rf"{_SHELL}\s+-c\s+[\"']?\$\(\s*{_FETCH}",
-        rf"\b(?:eval|exec|source)\b[^\n]{{0,10}}[\"']?\$\(\s*{_FETCH}|\bsource\s+<\(\s*{_FETCH}",
+        rf"\b{_FETCH}[^\n|;]*{_UNSAFE_URL}[^\n|;]*\|\s*{_STDIN_SHELL}",
+        rf"\b{_FETCH}[^\n|;]*\|\s*{_STDIN_SHELL}[^\n]*{_UNSAFE_URL}",
+        rf"{_SHELL}\s*(?:-c\s*)?[\"']?\s*<\(\s*{_FETCH}[^\n)]*{_UNSAFE_URL}",
+        rf"{_SHELL}\s+-c\s+[\"']?\$\(\s*{_FETCH}[^\n)]*{_UNSAFE_URL}",
+        rf"\b(?:eval|exec|source)\b[^\n]{{0,10}}[\"']?\$\(\s*{_FETCH}[^\n)]*{_UNSAFE_URL}"
+        rf"|\bsource\s+<\(\s*{_FETCH}[^\n)]*{_UNSAFE_URL}",
+    ),
+    _rule(
+        "decodes a hidden payload and runs it",
+        "base64 base32 xxd openssl uudecode gunzip zcat b64decode atob frombase64 fromhex decode -enc encodedcommand",
+        rf"{_DECODE}[^\n]*\|\s*(?:sudo\s+)?{_STDIN_SHELL}",
+        rf"\b(?:eval|exec|source)\b[^\n]{{0,20}}\$\([^\n)]*{_DECODE}",
+        rf"{_SHELL}\s+-c\s+[\"']?\$\([^\n)]*{_DECODE}|{_SHELL}\s*<\([^\n)]*{_DECODE}",
+        r"\b(?:exec|eval)\s*\(\s*(?:__import__\(\s*['\"](?:base64|codecs|zlib|binascii)['\"]\s*\)|base64|codecs|zlib|"
+        r"binascii|bytes\.fromhex|atob|Buffer\.from)",
+        r"\b(?:exec|eval)\s*\([^\n)]{0,40}(?:b64decode|a85decode|b32decode|unhexlify|fromhex|atob|decompress|"
+        r"codecs\.decode|Buffer\.from)",
+        r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,40}\s-(?:e|en|enc|encodedcommand)\s+[A-Za-z0-9+/=]{16,}",
+        r"\[(?:System\.)?Convert\]::FromBase64String[^\n]*\|\s*(?:iex|invoke-expression)",
+    ),
+    _rule(
+        "tells the agent to change Hermes' approval or sandbox settings",
+        "hermes_ approval approve sandbox confirmation",
+        rf"\b(?:export\s+|set\s+|setx\s+|env\s+)?{_SETTINGS}\s*(?:=|:=|\s+to\b|\s+as\b)",
+        rf"\b(?:change|set|switch|flip|turn|put)\s+{_SETTINGS}",
+        r"\b(?:disable|turn\s+off|switch\s+off|bypass|skip|remove|deactivate)\s+(?:all\s+)?(?:your|hermes'?s?|the\s+agent'?s?)"
+        r"\s+(?:own\s+)?(?:approvals?|approval\s+(?:prompts?|dialogs?|checks?|mode)|sandbox(?:ing)?|confirmations?)\b",
+        r"\b(?:approvals?|the\s+sandbox)\s+(?:is|are)\s+(?:now\s+)?(?:disabled|off|not\s+needed|turned\s+off)\b",
+        r"\bapproval\s+(?:mode\s+)?(?:to\s+)?[\"'`]?always\b",
+        joined=True,
     ),
 )
 
@@ -115,16 +293,29 @@ class Finding:
 
 def scan(parts: Iterable[str]) -> list[Finding]:
     """Every rule that matches any of ``parts`` (name, description, triggers, body), once each."""
-    lines = "\n".join(parts).splitlines()
+    lines = normalise("\n".join(parts)).splitlines()
     lowered = [line.lower() for line in lines]
+    paragraphs = _paragraphs(lines)
+    lowered_paragraphs = [p.lower() for p in paragraphs]
     findings: list[Finding] = []
     for rule in RULES:
-        chosen = [line for line, low in zip(lines, lowered, strict=True) if any(k in low for k in rule.keywords)]
-        match = rule.pattern.search("\n".join(chosen)) if chosen else None
-        if match:
+        match = _search(rule, lines, lowered)
+        if match is None and rule.joined:
+            match = _search(rule, paragraphs, lowered_paragraphs)
+        if match is not None and all(f.kind != rule.kind for f in findings):
             excerpt = " ".join(match.group(0).split())
             findings.append(Finding(rule.kind, excerpt[:80] + ("…" if len(excerpt) > 80 else "")))
     return findings
+
+
+def _search(rule: Rule, lines: list[str], lowered: list[str]) -> re.Match[str] | None:
+    chosen = [line for line, low in zip(lines, lowered, strict=True) if any(k in low for k in rule.keywords)]
+    if not chosen:
+        return None
+    for match in rule.pattern.finditer("\n".join(chosen)):
+        if rule.confirm is None or rule.confirm(match):
+            return match
+    return None
 
 
 def verdict(parts: Iterable[str]) -> str:

@@ -18,7 +18,7 @@ from textual.binding import Binding
 
 @dataclass(frozen=True)
 class Action:
-    scope: str  # who binds it: "app", "chat" (the chat pane), "prompt", "approval" (the dialog)
+    scope: str  # who binds it: "app", "chat" (the chat pane), "prompt", "approval" (the dialog), "mcp" (/mcp)
     action: str  # the Textual action string
     keys: tuple[str, ...]  # Textual key names; the first is the main one
     label: str  # the footer's word
@@ -90,6 +90,11 @@ ACTIONS: tuple[Action, ...] = (
     Action("sessions", "open", ("o",), "Open", "Sessions pane: open the transcript (Enter too)"),
     Action("sessions", "resume", ("r",), "Resume", "Sessions pane: continue the session in the chat"),
     Action("sessions", "forget", ("x",), "Forget", "Sessions pane: delete the session for good (asks first)"),
+    Action("mcp", "toggle", ("e",), "Enable/disable", "/mcp: enable or disable the selected MCP server"),
+    Action("mcp", "approve", ("a",), "Approve",
+           "/mcp: approve the selected server of the workspace's .mcp.json (shows what it runs, asks first)"),
+    Action("mcp", "reconnect", ("r",), "Restart", "/mcp: restart the selected MCP server"),
+    Action("mcp", "close", ("escape",), "Close", "/mcp: close the list"),
     Action("approval", "choose('once')", ("y",), "Once", "approval: allow this call once"),
     Action("approval", "choose('exact')", ("c",), "This call",
            "approval: allow this exact command (or writes to this file) for the session"),

@@ -1,9 +1,10 @@
 """The Hermes app: header, four panes one key away, status line, footer; sending, setup,
 approvals, sessions and quitting. ``build_app`` is the one place an app is assembled (CLI, tests).
 
-Start-up: the first frame shows the chat only. Then, in this order: the stores open, litellm is
-imported in the background (``llm.warm()``), a resumed session is shown, the setup opens if
-there is no key. The browsing panes are built the first time they are shown.
+Start-up: the first frame shows the chat only. Then, in this order: the MCP servers start in the
+background (``agent/mcp``), the stores open, litellm is imported in the background
+(``llm.warm()``), a resumed session is shown, the setup opens if there is no key. The browsing
+panes are built the first time they are shown.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from hermes_tui.config import Config, ConfigError
 from hermes_tui.tui import actions, collector, commands
 from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
 from hermes_tui.tui.chat import ChatPane
-from hermes_tui.tui.format import short_path
+from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.history import HISTORY_FILE, PromptHistory
+from hermes_tui.tui.messages import McpLine
 from hermes_tui.tui.panes import BROWSING_PANES, make_pane
 from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.session import ChatSession, close_in_background
@@ -37,10 +39,12 @@ from hermes_tui.tui.undo import UndoLog
 from hermes_tui.tui.usage import UsageLedger, totals
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
     from hermes_tui.tui.messages import EditFile, EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
+    from hermes_tui.tui.traces import Trace
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +72,7 @@ class HermesApp(App[int]):
         self.history = PromptHistory(config.home / HISTORY_FILE)
         self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
                                         on_answered=self._approval_answered)
+        self._mcp: McpManager | None = None
         self.session = ChatSession(config, stores, self.approvals)
         self.usage = UsageLedger(config.db_path)
         self.undo_log = UndoLog(config.db_path)
@@ -87,6 +92,16 @@ class HermesApp(App[int]):
 
             self._command_runner = CommandRunner(self)
         return self._command_runner
+
+    @property
+    def mcp(self) -> McpManager:
+        """The MCP servers (built after the first frame, when they start; ``/mcp`` shows them)."""
+        if self._mcp is None:
+            from hermes_tui.agent.mcp.manager import McpManager
+
+            self._mcp = McpManager(self.config.home, self.config.workspace)
+            self.session.mcp = self._mcp
+        return self._mcp
 
     @property
     def memory(self) -> MemoryStore:
@@ -116,6 +131,9 @@ class HermesApp(App[int]):
         self.call_after_refresh(self._after_first_frame)
 
     async def _after_first_frame(self) -> None:
+        # The MCP servers first: before a session can be built, so every session offers their tools.
+        self.mcp.subscribe(lambda line: self.post_message(McpLine(line)))
+        await asyncio.to_thread(self.mcp.start)
         # Said from whichever thread opens the store (``call_from_thread`` would raise on this one).
         loop = asyncio.get_running_loop()
         self.stores.on_upgrade = lambda line: loop.call_soon_threadsafe(
@@ -128,6 +146,8 @@ class HermesApp(App[int]):
         else:
             if self.memory.notice:  # e.g. a read-only store: browsing works, saving does not
                 await self.chat.add_notice(self.memory.notice, "error")
+        for line in self.config.warnings:  # e.g. a ./.env that tried to pick the provider or key
+            await self.chat.add_notice(line, "error")
         self.markdown_loading.start()
         warm_llm(self.config)
         if self._resume_at_start is not None:
@@ -158,7 +178,8 @@ class HermesApp(App[int]):
         for status in self.query(StatusLine):  # none while the app shuts down
             loop = self.session.loop
             status.set_usage(total.prompt_tokens, total.completion_tokens, total.cost_usd,
-                             loop.context_fill if loop is not None else None)
+                             loop.context_fill if loop is not None else None, estimated=total.estimated,
+                             assumed=loop is not None and loop.context_fill is not None and loop.context.assumed)
 
     # -- panes
 
@@ -242,7 +263,8 @@ class HermesApp(App[int]):
         if session_id is not None:
             usage = message.usage
             self.usage.add(session_id, f"{self.config.provider}:{self.config.model}", usage.prompt_tokens,
-                           usage.completion_tokens, usage.cache_read_tokens, usage.cost_usd)
+                           usage.completion_tokens, usage.cache_read_tokens, usage.cost_usd,
+                           estimated=usage.estimated)
         self.show_usage()
 
     def on_chat_pane_skills_changed(self) -> None:
@@ -341,6 +363,7 @@ class HermesApp(App[int]):
             await self.chat.clear()
             self.show_header()
         try:
+            prompts, files = await asyncio.to_thread(self._traces_of, session_id)
             count = await asyncio.to_thread(self.memory.delete_session, session_id)
         except KeyError:
             await self.chat.add_notice(f"There is no session {session_id}.", "error")
@@ -349,12 +372,32 @@ class HermesApp(App[int]):
             log.exception("forgetting session %s failed", session_id)
             await self.chat.add_notice(f"Could not forget session {session_id}: {exc}", "error")
             return
+        from hermes_tui.tui import traces
+
+        removed = await asyncio.to_thread(traces.remove, files)
+        dropped = await asyncio.to_thread(self.history.forget,
+                                          lambda entry: entry in prompts or commands.as_message(entry) in prompts)
         self.show_usage()
-        await self.chat.add_notice(f"Forgot session {session_id} ({count} messages).")
+        wrote = f"; removed {', '.join(short_path(p) for p in removed)}" if removed else ""
+        await self.chat.add_notice(f"Forgot session {session_id} ({plural(count, 'message')}, "
+                                   f"{plural(dropped, 'prompt')} in the prompt history{wrote}).")
         if pane := self.mounted_pane("sessions"):
             pane.refresh_data()
 
+    def _traces_of(self, session_id: int) -> tuple[set[str], list[Trace]]:
+        """What /forget removes besides the database rows: the session's prompts, the files made of it."""
+        from hermes_tui.tui import traces
+
+        prompts = {m.content for m in self.memory.get_messages(session_id) if m.role == "user" and m.content}
+        return prompts, traces.traces_of(self.config.db_path, session_id)
+
     # -- messages from the panes
+
+    async def on_mcp_line(self, message: McpLine) -> None:
+        from hermes_tui.textsafe import printable
+
+        if self.query("#chat-pane"):
+            await self.chat.add_notice(printable(message.line), "error")
 
     def on_forget_session(self, message: ForgetSession) -> None:
         self.ask_to_forget(message.session_id)
@@ -516,4 +559,5 @@ def run_app(config: Config, session_id: int | None = None) -> int:
         app.run()
     finally:
         app.stores.close()
+        app.mcp.close()
     return app.return_code or 0

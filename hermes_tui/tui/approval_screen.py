@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.content import Content
@@ -42,7 +43,12 @@ class Approval:
 
 
 def lines_of(text: str) -> list[str]:
-    return text.split("\n") if text else []
+    """The lines as an editor counts them: a final newline ends the last line, it starts none
+    (five lines and their newlines were "new file, 6 lines")."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def hidden_controls(raw: str) -> str:
@@ -119,6 +125,34 @@ def _diff_content(lines: list[str]) -> Content:
     return Content.assemble(*parts)
 
 
+class CommandView(ScrollableContainer, can_focus=True):
+    """The call's text. Keys scroll at once: Textual's scrolls wait for the next refresh and
+    start from where the view is then, so PgDn or → pressed in a burst (a held key) moved once."""
+
+    def action_page_down(self) -> None:
+        self._scroll_by(0, self.scrollable_content_region.height)
+
+    def action_page_up(self) -> None:
+        self._scroll_by(0, -self.scrollable_content_region.height)
+
+    def action_scroll_down(self) -> None:
+        self._scroll_by(0, 1)
+
+    def action_scroll_up(self) -> None:
+        self._scroll_by(0, -1)
+
+    def action_scroll_right(self) -> None:
+        self._scroll_by(1, 0)
+
+    def action_scroll_left(self) -> None:
+        self._scroll_by(-1, 0)
+
+    def _scroll_by(self, dx: int, dy: int) -> None:
+        if not (self.allow_horizontal_scroll if dx else self.allow_vertical_scroll):
+            raise SkipAction()
+        self.scroll_to(x=self.scroll_x + dx, y=self.scroll_y + dy, animate=False, immediate=True)
+
+
 class ApprovalScreen(ModalScreen[str]):
     """Dismisses with "once", "exact", "session" or "deny" (Esc denies)."""
 
@@ -148,7 +182,7 @@ class ApprovalScreen(ModalScreen[str]):
     }
     #approval-details {
         height: auto;
-        max-height: 55vh;
+        max-height: 1fr;  # the dialog's rows left; _clear_buttons takes the docked buttons' off
         min-height: 3;
         margin-top: 1;
         background: $panel;
@@ -163,6 +197,7 @@ class ApprovalScreen(ModalScreen[str]):
         color: $foreground;
     }
     #approval-buttons {
+        dock: bottom;  # always drawn, however tall the command
         height: auto;
         margin: 1 0;
         align-horizontal: right;
@@ -170,6 +205,16 @@ class ApprovalScreen(ModalScreen[str]):
     #approval-buttons Button {
         margin-left: 1;
         min-width: 10;
+    }
+    #approval-buttons.-stacked {  # too narrow for one row: two rows of compact buttons
+        layout: grid;
+        grid-size: 2;
+        grid-rows: 1;
+        grid-gutter: 0 1;
+    }
+    #approval-buttons.-stacked Button {
+        width: 1fr;
+        margin-left: 0;
     }
     """
 
@@ -190,7 +235,7 @@ class ApprovalScreen(ModalScreen[str]):
             yield Static(Content(self.approval.summary), id="approval-summary")
             if self.approval.warning:
                 yield Static(Content(self.approval.warning), id="approval-warning")
-            with ScrollableContainer(id="approval-details", can_focus=True):
+            with CommandView(id="approval-details"):
                 yield Static(self.approval.body, id="approval-text")
             with Horizontal(id="approval-buttons"):
                 yield Button(Content("Once (y)"), id=ONCE, variant="primary")
@@ -202,6 +247,34 @@ class ApprovalScreen(ModalScreen[str]):
     def on_mount(self) -> None:
         # The text has the focus: arrows and PgUp/PgDn read it all; a stray Enter runs nothing.
         self.query_one("#approval-details").focus()
+
+    def on_resize(self) -> None:
+        """Fit the buttons in the width, then the text in the rows left (see _fit_buttons)."""
+        self.query_one("#approval-details").styles.max_height = "1fr"
+        self._stack_buttons(False)
+        self.call_after_refresh(self._fit_buttons)
+
+    def _stack_buttons(self, stacked: bool) -> None:
+        self.query_one("#approval-buttons").set_class(stacked, "-stacked")
+        for button in self.query(Button):
+            button.compact = stacked
+
+    def _fit_buttons(self) -> None:
+        """At 80 columns the four buttons do not fit on one row (the last was cut off)."""
+        row = self.query_one("#approval-buttons")
+        if max(button.region.right for button in self.query(Button)) > row.content_region.right:
+            self._stack_buttons(True)
+            self.call_after_refresh(self._clear_buttons)
+        else:
+            self._clear_buttons()
+
+    def _clear_buttons(self) -> None:
+        """Shorten the text to end above the buttons: Textual sizes it to the dialog's remaining
+        rows ignoring the docked buttons, which then hid its last lines (at 80×24, line 60 of 60)."""
+        details, buttons = self.query_one("#approval-details"), self.query_one("#approval-buttons")
+        overlap = details.region.bottom + buttons.styles.margin.top - buttons.region.y
+        if overlap > 0:
+            details.styles.max_height = max(3, details.region.height - overlap)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         ApprovalNeeded,
         Error,
         Event,
+        FilesChanged,
         Notice,
         Receipt,
         SkillLearned,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         ToolCallFinished,
         ToolCallStarted,
         TurnFinished,
+        Unsent,
         Usage,
     )
     from hermes_tui.memory.store import Message as StoredMessage
@@ -120,6 +122,7 @@ class ChatPane(Widget):
         self._cleaner = StreamCleaner()
         self._splitter = BlockSplitter()
         self.queued: list[str] = []
+        self._activity: str | None = None  # the status line's label, as last posted
         self._folded_width = 0  # the width answers were folded at
 
     def compose(self) -> ComposeResult:
@@ -155,7 +158,7 @@ class ChatPane(Widget):
 
         await self._end_block()
         await self._mount(UserMessage(text))
-        self.post_message(self.Activity("thinking…"))
+        self._set_activity("thinking…")
         self.refresh_bindings()
         self._run_turn(loop, text)
 
@@ -176,7 +179,7 @@ class ChatPane(Widget):
         if not self.busy or self._turn_loop is None:
             return False
         self._turn_loop.cancel()
-        self.post_message(self.Activity("cancelling…"))
+        self._set_activity("cancelling…")
         return True
 
     def on_unmount(self) -> None:
@@ -248,9 +251,15 @@ class ChatPane(Widget):
         if handler is not None:  # turn_started needs nothing here
             await handler(event if event.type == "text_delta" else printable_data(event))
 
+    def _set_activity(self, label: str | None, since: float | None = None) -> None:
+        self._activity = label
+        self.post_message(self.Activity(label, since))
+
     async def _show_text_delta(self, event: TextDelta) -> None:
         text = self._cleaner.feed(event.text)
         if text:
+            if self._activity != "answering…":  # not "thinking…" while the words arrive
+                self._set_activity("answering…")
             await self._write(text)
 
     async def _show_tool_call_started(self, event: ToolCallStarted) -> None:
@@ -260,13 +269,13 @@ class ChatPane(Widget):
         view = ToolCallView(event.id, event.name, event.arguments, self.clock, id=self._tool_widget_id(event.id))
         self._tools[event.id] = view
         await self._mount(view)
-        self.post_message(self.Activity(f"running {event.name}", since=view.started))
+        self._set_activity(f"running {event.name}", since=view.started)
 
     async def _show_approval_needed(self, event: ApprovalNeeded) -> None:
         view = self._tools.get(event.id)
         if view is not None and not view.answered:
             view.waiting = True
-        self.post_message(self.Activity(f"waiting for your approval of {event.name}"))
+        self._set_activity(f"waiting for your approval of {event.name}")
 
     def approval_answered(self, name: str) -> None:
         """The user answered an approval for ``name``: its view's timer starts from now."""
@@ -274,13 +283,13 @@ class ChatPane(Widget):
         if running:
             view = running[0]
             view.start_timer()
-            self.post_message(self.Activity(f"running {name}", since=view.started))
+            self._set_activity(f"running {name}", since=view.started)
 
     async def _show_tool_call_finished(self, event: ToolCallFinished) -> None:
         view = self._tools.get(event.id)
         if view is not None and not view.finished:
             await view.finish(event.result, event.ok)
-        self.post_message(self.Activity("thinking…"))
+        self._set_activity("thinking…")
 
     async def _show_usage(self, event: Usage) -> None:
         self.post_message(self.UsageChanged(event))
@@ -293,6 +302,18 @@ class ChatPane(Widget):
 
     async def _show_error(self, event: Error) -> None:
         await self.add_notice(event.message, "error")
+
+    async def _show_files_changed(self, event: FilesChanged) -> None:
+        await self._end_block()
+        names = ", ".join(f["path"] for f in event.files[:5]) + (" …" if len(event.files) > 5 else "")
+        await self.add_notice(f"Changed {len(event.files)} file(s): {names} (checkpoint {event.checkpoint}; "
+                              "/undo restores them)")
+
+    async def _show_unsent(self, event: Unsent) -> None:
+        self.prompt.give_back(event.text)
+        await self.add_notice("Not sent: the turn failed before any answer, so your message is back in the "
+                              "prompt and out of the conversation. Enter sends it again; edit it first if "
+                              "it caused the error.")
 
     async def _show_skill_learned(self, event: SkillLearned) -> None:
         verb = "Learned skill" if event.created else "Refined skill"
@@ -315,7 +336,7 @@ class ChatPane(Widget):
         await self._fold_far_answers()
         collector.turn_ended()
         self.call_after_refresh(self._collect_when_quiet)
-        self.post_message(self.Activity(None))  # the prompt takes the next message; a curator may still run
+        self._set_activity(None)  # the prompt takes the next message; a curator may still run
         self.refresh_bindings()
         self.post_message(self.TurnEnded(self))
 

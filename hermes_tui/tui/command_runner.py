@@ -9,17 +9,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import ConfigError
-from hermes_tui.tui import actions, commands
-from hermes_tui.tui.format import short_path
+from hermes_tui.tui import actions, commands, traces
+from hermes_tui.tui.format import plural, short_path
+from hermes_tui.tui.session import model_switch_notice
 
 if TYPE_CHECKING:
     from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.rewind import Choice, FileRewinder
 
 
 
 class CommandRunner:
     def __init__(self, app: HermesApp) -> None:
         self.app = app
+        self._rewinder: FileRewinder | None = None
 
     async def run(self, invocation: commands.Invocation, typed: str = "") -> None:
         """Run a command; an unknown one goes back to the prompt (``typed``) with a hint."""
@@ -71,14 +74,14 @@ class CommandRunner:
             await app.chat.add_notice(
                 f"Model: {app.config.provider}:{app.config.model}. Switch with /model [provider:]model.")
             return
+        before = app.config
         try:
             app.config = app.session.set_model(argument)
         except ConfigError as exc:
             await app.chat.add_notice(str(exc), "error")
             return
         app.show_header()
-        note = "" if app.config.has_api_key else f" ({app.config.key_variable} is not set yet)"
-        await app.chat.add_notice(f"Now using {app.config.provider}:{app.config.model}{note}.")
+        await app.chat.add_notice(model_switch_notice(before, app.config))
 
     async def _skills(self, argument: str) -> None:
         pane = await self.app.show_pane("skills")
@@ -130,9 +133,44 @@ class CommandRunner:
         await self.app.chat.add_notice("Retrying your last message; the previous answer is left out.")
         await self.app.send(text)
 
+    @property
+    def rewinder(self) -> FileRewinder:
+        """What /undo and /rewind do with files (hermes_tui/tui/rewind.py), made on first use."""
+        if self._rewinder is None:
+            from hermes_tui.tui.rewind import Choice, FileRewinder
+
+            self._rewinder = FileRewinder(self.app)
+        return self._rewinder
+
     async def _undo(self, argument: str) -> None:
+        """The last turn out of the conversation; when it changed files, the dialog asks about them first."""
         if await self.refuse_while_busy("/undo"):
             return
+        session = self.app.session
+        message_id = session.last_turn_message_id()
+        plan = await self.rewinder.undo_plan(session.session_id, message_id) if message_id is not None else None
+        if plan is None:
+            await self._undo_conversation()
+            return
+
+        async def chosen(choice: Choice | None) -> None:
+            if choice is None:
+                await self.app.chat.add_notice("Nothing undone.")
+                return
+            restored = await self.rewinder.restore(plan, choice) if choice != "chat" else ""
+            if restored is not None:
+                await self._undo_conversation()
+            if restored:
+                await self.app.chat.add_notice(restored)
+
+        self.rewinder.ask(plan, undo=True, then=chosen)
+
+    async def _rewind(self, argument: str) -> None:
+        if await self.refuse_while_busy("/rewind"):
+            return
+        await self.rewinder.rewind()
+
+    async def _undo_conversation(self) -> None:
         taken = self.app.session.retract_last_turn()
         if taken is None:
             await self.app.chat.add_notice("Nothing to undo yet.")
@@ -142,14 +180,18 @@ class CommandRunner:
         await self.app.chat.drop_last_turn()
         self.app.chat.prompt.give_back(text)
         await self.app.chat.add_notice(
-            f"Undid the last turn ({len(ids)} messages): it is no longer sent to the model. Memory keeps it, "
+            f"Undid the last turn ({plural(len(ids), 'message')}): it is no longer sent to the model. Memory keeps it, "
             "marked undone. Your message is back in the prompt.")
 
     async def _cost(self, argument: str) -> None:
-        from hermes_tui.tui.session_tools import cost_markdown
+        from hermes_tui.tui.session_tools import cost_markdown, window_line
 
         rows = self.app.usage.of(self.app.session.session_id)
-        await self.app.chat.add_help(cost_markdown(rows))
+        loop = self.app.session.loop
+        window = None
+        if loop is not None and loop.context_fill is not None:  # known once a request was counted
+            window = window_line(loop.context.limit(), loop.context.window().source, loop.context.assumed)
+        await self.app.chat.add_help(cost_markdown(rows, window))
 
     async def _remember(self, argument: str) -> None:
         from hermes_tui.memory import facts
@@ -218,6 +260,7 @@ class CommandRunner:
         except OSError as exc:
             app.notify(f"Sent {what} by OSC 52; saving a copy failed: {exc}", severity="warning", markup=False)
             return
+        await asyncio.to_thread(traces.record, app.config.db_path, session_id, path, text)  # for /forget
         app.notify(f"This terminal may ignore OSC 52: {what} is saved in {short_path(path)}.", timeout=8,
                    markup=False)
 
@@ -240,10 +283,16 @@ class CommandRunner:
         except OSError as exc:
             await app.chat.add_notice(f"Could not write {short_path(path)}: {exc.strerror or exc}", "error")
             return
+        await asyncio.to_thread(traces.record, app.config.db_path, session_id, path, text)  # for /forget
         await app.chat.add_notice(f"Exported session {session_id} to {short_path(path)}.")
 
     async def _setup(self, argument: str) -> None:
         self.app.open_setup()
+
+    async def _mcp(self, argument: str) -> None:
+        from hermes_tui.tui.mcp_screen import McpScreen
+
+        self.app.push_screen(McpScreen(self.app.mcp))
 
     async def _forget(self, argument: str) -> None:
         app = self.app

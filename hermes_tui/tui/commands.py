@@ -31,13 +31,16 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("compact", "[focus]", "summarise older turns to free the context window (optional focus)"),
     SlashCommand("sessions", "", "open the Sessions pane"),
     SlashCommand("resume", "<id>", "continue an earlier session in the chat"),
-    SlashCommand("undo", "", "take the last turn out of the conversation (memory keeps it, marked undone)"),
+    SlashCommand("undo", "", "take the last turn out of the conversation (memory keeps it, marked undone); "
+                 "asks first to restore the files it changed"),
+    SlashCommand("rewind", "", "put the workspace's files back as they were before an earlier turn (pick it; asks first)"),
     SlashCommand("retry", "", "send your last message again; the last answer is left out of what is sent"),
     SlashCommand("cost", "", "tokens in, out and cached, and the cost, per model for this session"),
     SlashCommand("context", "[approve N]", "the fixed prompt part by part with token counts; approve a held-back instruction file"),
     SlashCommand("copy", "[N]", "copy the last answer, or its Nth code block (OSC 52, else a file)"),
     SlashCommand("export", "[path]", "write this session as a Markdown transcript"),
     SlashCommand("setup", "", "provider, key, model and endpoint (checks the endpoint)"),
+    SlashCommand("mcp", "", "the MCP servers: status, tools, schema tokens; enable, disable, approve"),
     SlashCommand("forget", "[id]", "delete a session for good (this one by default); asks first"),
     SlashCommand("exit", "", "save the session summary and quit"),
 )

@@ -63,12 +63,15 @@ def spinner_frame(now: float) -> str:
 
 
 def usage_text(prompt_tokens: int, completion_tokens: int, cost_usd: float | None,
-               context: tuple[int, int] | None = None) -> str:
+               context: tuple[int, int] | None = None, *, estimated: bool = False, assumed: bool = False) -> str:
     """Session tokens and cost; an unpriced model shows ``cost —``, never a made-up $0.00.
-    ``context`` (tokens sent last, window) adds how full the context window is."""
+    ``context`` (tokens sent last, window) adds how full the context window is. ``~`` marks
+    estimates: counts the server did not send, and a share of a window nobody stated."""
     cost = "cost —" if cost_usd is None else f"${cost_usd:.4f}"
-    fill = f" · context {min(999, round(100 * context[0] / context[1]))}%" if context and context[1] else ""
-    return f"{prompt_tokens:,} in · {completion_tokens:,} out · {cost}{fill}"
+    mark = "~" if estimated else ""
+    share = f"~{{}}% of an assumed {context[1]:,}" if assumed and context else "{}%"
+    fill = (" · context " + share.format(min(999, round(100 * context[0] / context[1])))) if context and context[1] else ""
+    return f"{mark}{prompt_tokens:,} in · {mark}{completion_tokens:,} out · {cost}{fill}"
 
 
 def widget_id(prefix: str, raw: str) -> str:

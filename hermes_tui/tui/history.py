@@ -1,10 +1,14 @@
-"""Prompt history that survives restarts: one JSON string per line in HERMES_HOME/tui_history.jsonl."""
+"""Prompt history that survives restarts: one JSON string per line in HERMES_HOME/tui_history.jsonl.
+
+/forget removes the forgotten session's prompts from it (``forget``).
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -70,11 +74,33 @@ class PromptHistory:
             handle.write(json.dumps(text, ensure_ascii=False) + "\n")
         if len(self.entries) >= 2 * self.cap:
             self._entries = self.entries[-self.cap:]
-            tmp = self.path.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in self.entries)
-            os.replace(tmp, self.path)
+            self._rewrite(self.entries)
+
+    def forget(self, sent: Callable[[str], bool]) -> int:
+        """Remove every entry for which ``sent`` is true, from memory and from the file (rewritten
+        whole, not appended to, so the old lines are gone from it); how many went."""
+        kept = [entry for entry in self._load_all() if not sent(entry)]
+        before = len(self.entries)
+        self._entries = [entry for entry in self.entries if not sent(entry)]
+        self._index = len(self._entries)
+        self._draft = ""
+        if self.path.exists():
+            self._rewrite(kept)
+        return before - len(self._entries)
+
+    def _load_all(self) -> list[str]:
+        cap, self.cap = self.cap, 2 * self.cap  # the file holds up to twice the cap between rewrites
+        try:
+            return self._load()
+        finally:
+            self.cap = cap
+
+    def _rewrite(self, entries: list[str]) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+        os.replace(tmp, self.path)
 
     def previous(self, current: str) -> str | None:
         """The entry before the cursor (None at the oldest); remembers ``current`` as the draft."""

@@ -143,7 +143,7 @@ class MemoryPane(Widget):
         found: list[Fact] = []
         try:
             if query.strip():
-                hits = self._store.search(query, limit=RESULT_LIMIT)
+                hits = self._store.recall(query, limit=RESULT_LIMIT)
             else:
                 found = self._fact_store().facts()
         except Exception as exc:  # the store should never raise; if it does, say so in one line
@@ -187,7 +187,7 @@ class MemoryPane(Widget):
         if not self._hits:
             return Content.assemble("No matches for “", printable(query), "”")
         count = len(self._hits)
-        more = " (the best shown)" if count == RESULT_LIMIT else ""
+        more = " (the best shown)" if count >= RESULT_LIMIT else ""
         return Content.assemble(f"{count} match{'es' if count != 1 else ''} for “", printable(query), f"”{more}")
 
     # -- events
@@ -280,4 +280,4 @@ class MemoryPane(Widget):
     def _open(self, index: int) -> None:
         if 0 <= index < len(self._hits):
             hit = self._hits[index]
-            self.post_message(OpenTranscript(hit.session_id, hit.message_id))
+            self.post_message(OpenTranscript(hit.session_id, hit.message_id or None))  # 0: a summary

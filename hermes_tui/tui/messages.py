@@ -55,3 +55,11 @@ class EditSkill(Message):
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
+
+
+class McpLine(Message):
+    """An MCP server failed or needs the user (posted from the MCP manager's thread)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__()
+        self.line = line

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from hermes_tui.tui.suggestions import SlashSuggestions
 
 
+NEWLINE_KEYS = frozenset(key for action in actions.in_scope("prompt") if action.action == "newline"
+                         for key in action.keys)
+
+
 class PromptArea(TextArea):
     """Enter sends (``Submitted``); ↑/↓ on the first/last line browse the saved history."""
 
@@ -43,10 +47,15 @@ class PromptArea(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         # TextArea inserts a newline for Enter before bindings are consulted: take Enter first.
-        if event.key == "enter":
+        # Newline keys too: as bindings they would run only once the key has bubbled up to the
+        # app, after the keys typed behind them were inserted (a fast "X1 ctrl+j X2" gave "X1X2\n").
+        if event.key == "enter" or event.key in NEWLINE_KEYS:
             event.stop()
             event.prevent_default()
-            self.action_submit()
+            if event.key == "enter":
+                self.action_submit()
+            else:
+                self.action_newline()
             return
         await super()._on_key(event)
 
@@ -119,7 +128,13 @@ class PromptArea(TextArea):
         self._complete(name)
 
     def _chosen(self) -> str | None:
-        return self.suggestions.choice if self.suggestions is not None else None
+        """The highlighted suggestion, for the text as it is now: keys typed in one burst arrive
+        before the list has heard of them, and Enter must not act on an older text's list."""
+        if self.suggestions is None:
+            return None
+        if self.suggestions.shown_for != self.text:
+            self.suggestions.show_for(self.text)
+        return self.suggestions.choice
 
     def _complete(self, name: str) -> None:
         command = commands.BY_NAME[name]

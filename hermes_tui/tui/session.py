@@ -16,6 +16,7 @@ from hermes_tui.tui.stores import Stores
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.tools import Approver
 
 log = logging.getLogger(__name__)
@@ -32,11 +33,27 @@ def parse_model_spec(spec: str) -> tuple[str | None, str | None]:
     return None, spec
 
 
+def model_switch_notice(before: Config, after: Config) -> str:
+    """What ``/model`` now uses, naming the endpoint and key whenever the provider changed, so a
+    key is never sent somewhere the user did not expect."""
+    line = f"Now using {after.provider}:{after.model}"
+    if after.provider != before.provider:
+        endpoint = after.effective_api_base or after.provider_info.public_base or "the provider's endpoint"
+        key = after.key_variable or "no key"
+        line += f" at {endpoint} with {key}"
+        if before.api_base and before.api_base != after.api_base:
+            line += f" ({before.api_base} is {before.provider}'s endpoint)"
+    if not after.has_api_key:
+        line += f"; {after.key_variable} is not set yet"
+    return line + "."
+
+
 class ChatSession:
-    def __init__(self, config: Config, stores: Stores, approver: Approver) -> None:
+    def __init__(self, config: Config, stores: Stores, approver: Approver, mcp: McpManager | None = None) -> None:
         self.config = config
         self.stores = stores
         self.approver = approver
+        self.mcp = mcp
         self.loop: AgentLoop | None = None
 
     @property
@@ -46,7 +63,7 @@ class ChatSession:
     def _make(self, session_id: int | None) -> AgentLoop:
         from hermes_tui.agent.runtime import build_agent, tui_surface
 
-        return build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver),
+        return build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver, self.mcp),
                            session_id=session_id)
 
     def ensure_loop(self) -> AgentLoop:
@@ -66,6 +83,11 @@ class ChatSession:
         if undone:
             self.loop.history[:] = [m for m in self.loop.history if m.get("_id") not in undone]
         return self.loop
+
+    def last_turn_message_id(self) -> int | None:
+        """The store id of the last user message still in the conversation (what /undo takes out)."""
+        users = [m for m in (self.loop.history if self.loop else []) if m.get("role") == "user"]
+        return int(users[-1]["_id"]) if users and users[-1].get("_id") is not None else None
 
     def retract_last_turn(self) -> tuple[str, list[int]] | None:
         """Take the last user message and everything after it out of what is sent next (the
@@ -97,7 +119,7 @@ class ChatSession:
         if self.loop is not None:
             self.config = self.loop.set_model(provider, model)
         else:
-            self.config = self.config.with_overrides(provider=provider, model=model)
+            self.config = self.config.switched_to(provider=provider, model=model)
         return self.config
 
 

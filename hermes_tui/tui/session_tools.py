@@ -86,14 +86,28 @@ def _money(cost: float | None) -> str:
     return "—" if cost is None else f"${cost:.4f}"
 
 
-def cost_markdown(rows: list[ModelUsage]) -> str:
-    """The /cost card: one row per model, then the total."""
+def cost_markdown(rows: list[ModelUsage], window: str | None = None) -> str:
+    """The /cost card: one row per model, then the total; ``window`` says what the context window is."""
     if not rows:
-        return "No model calls in this session yet."
+        return "No model calls in this session yet." + (f"\n\n{window}" if window else "")
     lines = ["| model | calls | in | out | cached | cost |", "|---|--:|--:|--:|--:|--:|"]
     for row in [*rows, totals(rows)] if len(rows) > 1 else rows:
         name = "**total**" if row.model == "all" else f"`{row.model}`"
-        lines.append(f"| {name} | {row.calls:,} | {row.prompt_tokens:,} | {row.completion_tokens:,} | "
+        mark = "~" if row.estimated else ""
+        lines.append(f"| {name} | {row.calls:,} | {mark}{row.prompt_tokens:,} | {mark}{row.completion_tokens:,} | "
                      f"{row.cached_tokens:,} | {_money(row.cost_usd)} |")
     lines += ["", "Cost — means the model has no price in litellm's table."]
+    if any(row.estimated for row in rows):
+        lines += ["", "~ marks estimates: the server sent no token counts, so Hermes counted them "
+                      "(tool schemas included) with litellm's tokenizer for the model."]
+    if window:
+        lines += ["", window]
     return "\n".join(lines)
+
+
+def window_line(tokens: int, source: str, assumed: bool) -> str:
+    """What /cost says of the context window."""
+    if assumed:
+        return (f"Context window: {tokens:,} tokens, assumed (the server does not say): set HERMES_CONTEXT_TOKENS "
+                "to the window your server was started with.")
+    return f"Context window: {tokens:,} tokens, from {source}."

@@ -75,8 +75,9 @@ class StatusLine(Horizontal):
         self._render_activity()
 
     def set_usage(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None,
-                  context: tuple[int, int] | None = None) -> None:
-        self.query_one("#usage", Static).update(usage_text(prompt_tokens, completion_tokens, cost_usd, context))
+                  context: tuple[int, int] | None = None, *, estimated: bool = False, assumed: bool = False) -> None:
+        self.query_one("#usage", Static).update(usage_text(prompt_tokens, completion_tokens, cost_usd, context,
+                                                           estimated=estimated, assumed=assumed))
 
     def _render_activity(self) -> None:
         if self.label is None:

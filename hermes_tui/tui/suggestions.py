@@ -12,7 +12,10 @@ from hermes_tui.tui import commands
 class SlashSuggestions(OptionList, can_focus=False):
     """Commands matching what is typed; shown under the prompt only while there are some."""
 
+    shown_for = ""  # the prompt text the list was last built for
+
     def show_for(self, text: str) -> None:
+        self.shown_for = text
         matches = commands.completions(text)
         exact = len(matches) == 1 and text == f"/{matches[0].name}"
         self.display = bool(matches) and not exact

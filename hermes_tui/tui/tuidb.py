@@ -1,5 +1,5 @@
 """The terminal app's own small tables in memory.sqlite3: usage per session and model (/cost),
-and the messages /undo and /retry took out of a conversation.
+the messages /undo and /retry took out of a conversation, and the files /export and /copy wrote.
 
 Created here with ``IF NOT EXISTS`` (like the web's own tables), so the core schema does not know
 the terminal app. Their foreign keys point at ``sessions`` and ``messages``: forgetting a session
@@ -27,6 +27,12 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS tui_undone_messages (
         message_id INTEGER PRIMARY KEY REFERENCES messages(id),
         undone REAL NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS tui_session_files (
+        session_id INTEGER NOT NULL REFERENCES sessions(id),
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        PRIMARY KEY (session_id, path)
     )""",
 )
 _created: set[Path] = set()

@@ -37,12 +37,15 @@ class ModelUsage:
     completion_tokens: int = 0
     cached_tokens: int = 0
     cost_usd: float | None = None  # None: the model is not priced
+    estimated: bool = False  # some counts are Hermes' estimates (the server sent none); this run only
 
-    def plus(self, prompt: int, completion: int, cached: int, cost: float | None) -> ModelUsage:
+    def plus(self, prompt: int, completion: int, cached: int, cost: float | None,
+             estimated: bool = False) -> ModelUsage:
         total = self.cost_usd if cost is None else (self.cost_usd or 0.0) + cost
         return replace(self, calls=self.calls + 1, prompt_tokens=self.prompt_tokens + prompt,
                        completion_tokens=self.completion_tokens + completion,
-                       cached_tokens=self.cached_tokens + cached, cost_usd=total)
+                       cached_tokens=self.cached_tokens + cached, cost_usd=total,
+                       estimated=self.estimated or estimated)
 
 
 def totals(rows: list[ModelUsage]) -> ModelUsage:
@@ -52,7 +55,8 @@ def totals(rows: list[ModelUsage]) -> ModelUsage:
         cost = out.cost_usd if row.cost_usd is None else (out.cost_usd or 0.0) + row.cost_usd
         out = replace(out, calls=out.calls + row.calls, prompt_tokens=out.prompt_tokens + row.prompt_tokens,
                       completion_tokens=out.completion_tokens + row.completion_tokens,
-                      cached_tokens=out.cached_tokens + row.cached_tokens, cost_usd=cost)
+                      cached_tokens=out.cached_tokens + row.cached_tokens, cost_usd=cost,
+                      estimated=out.estimated or row.estimated)
     return out
 
 
@@ -91,11 +95,11 @@ class UsageLedger:
             return list(self._rows.get(session_id, {}).values())
 
     def add(self, session_id: int, model: str, prompt: int, completion: int, cached: int,
-            cost: float | None) -> threading.Thread:
+            cost: float | None, *, estimated: bool = False) -> threading.Thread:
         """Count one model call now; store it on a background thread (returned, for tests)."""
         with self._lock:
             rows = self._rows.setdefault(session_id, {})
-            rows[model] = rows.get(model, ModelUsage(model)).plus(prompt, completion, cached, cost)
+            rows[model] = rows.get(model, ModelUsage(model)).plus(prompt, completion, cached, cost, estimated)
         thread = threading.Thread(target=self._store, args=(session_id, model, prompt, completion, cached, cost),
                                   name="hermes-usage", daemon=True)
         thread.start()

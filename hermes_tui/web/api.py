@@ -14,6 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, abort, jsonify, request
 from werkzeug.exceptions import ServiceUnavailable
 
+from hermes_tui.agent.checkpoints import CheckpointStore
 from hermes_tui.memory.store import Message, SessionInfo
 from hermes_tui.skills.manager import SkillError, SkillManager, SkillNotFoundError
 from hermes_tui.skills.schema import Skill
@@ -74,8 +75,21 @@ def get_session(session_id: int) -> Response:
     info = memory.get_session(session_id)
     if info is None:
         abort(404, f"there is no session {session_id}")
-    messages = [m for m in (_message(x) for x in memory.get_messages(session_id)) if m is not None]
-    return jsonify(session=_session(info), messages=messages)
+    stored = memory.get_messages(session_id)
+    messages = [m for m in (_message(x) for x in stored) if m is not None]
+    return jsonify(session=_session(info), messages=messages, checkpoints=_checkpoints(session_id, stored))
+
+
+def _checkpoints(session_id: int, stored: list[Message]) -> list[dict[str, Any]]:
+    """The files each turn of the session changed; ``turn`` counts the user messages from 0."""
+    config = web().config
+    store = CheckpointStore(config.home, config.workspace)
+    if not store.available:
+        return []
+    turns = {m.id: n for n, m in enumerate(m for m in stored if m.role == "user")}
+    return [{"number": c.number, "turn": turns[c.message_id],
+             "files": [{"path": f.path, "status": f.status} for f in c.files]}
+            for c in store.list() if c.session_id == session_id and c.message_id in turns]
 
 
 @bp.delete("/sessions/<int:session_id>")
@@ -264,7 +278,7 @@ def search_memory() -> Response:
     query = request.args.get("q", "")
     if len(query) > MAX_QUERY_CHARS:
         abort(400, f"the query is longer than {MAX_QUERY_CHARS} characters")
-    hits = web().state.memory.search(query, limit=SEARCH_LIMIT) if query.strip() else []
+    hits = web().state.memory.recall(query, limit=SEARCH_LIMIT) if query.strip() else []
     return jsonify(query=query, hits=[
         {"session_id": h.session_id, "message_id": h.message_id, "role": h.role,
          "html": snippet_html(h.snippet), "created": h.created}

@@ -72,10 +72,11 @@ class WSGIBridge:
     """An ASGI application running ``app`` (WSGI) on ``threads`` threads, fed whole requests only."""
 
     def __init__(self, app: WSGIApp, *, threads: int, max_body: int, body_seconds: float = 30.0,
-                 stall_seconds: float = 60.0) -> None:
+                 stall_seconds: float = 60.0, head_seconds: float = 30.0) -> None:
         self.app = app
         self.max_body = max_body
         self.body_seconds = body_seconds
+        self.head_seconds = head_seconds  # for the request head; serve.Worker enforces it (deadline.py)
         self.stall_seconds = stall_seconds
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="hermes-web")
         self.on_stop: list[Callable[[], None]] = []  # SIGTERM: end what runs (see serve.Worker)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hermes_tui.agent.runtime import EventQueue, start_turn
+from hermes_tui.events import Notice
 from hermes_tui.web.render import markdown_html
 from hermes_tui.web.state import Turn
 
@@ -45,6 +46,8 @@ class TurnStream:
             turn.release()  # before the stream ends, so the page can send again at once
             self._events.end()
 
+        if turn.notice:
+            self._events.put(Notice(turn.notice))
         self._running = start_turn(turn.loop, text, self._events.put, on_end=end)
 
     def __iter__(self) -> Iterator[bytes]:

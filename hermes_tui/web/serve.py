@@ -7,8 +7,10 @@ stream holds its thread for the whole turn. At most half the threads may be chat
 
 Why gunicorn's asyncio ``asgi`` worker with ``bridge.WSGIBridge`` rather than ``gthread``: sockets
 live on the event loop until their request is complete, so slow or stalled clients cannot take the
-threads (see bridge.py). ``Worker`` adds one thing to gunicorn's: on SIGTERM it cancels running
-turns at once, so open streams end and the process exits inside Railway's 10 s window.
+threads (see bridge.py). ``Worker`` adds two things to gunicorn's: on SIGTERM it cancels running
+turns at once, so open streams end and the process exits inside Railway's 10 s window; and a
+connection that has not sent a whole request head within ``--header-timeout`` seconds (30) is
+closed (deadline.py), so idle or half-open connections cannot use up the file descriptors.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from hermes_tui.config import Config, ConfigError
 from hermes_tui.web.app import MAX_BODY_BYTES, check_config, create_app
 from hermes_tui.web.bridge import WSGIBridge
 from hermes_tui.web.context import EXTENSION
+from hermes_tui.web.deadline import HEAD_SECONDS, with_head_deadline
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +57,19 @@ def web_parser() -> argparse.ArgumentParser:
                         help=f"port (default: $PORT if set, else {DEFAULT_PORT})")
     parser.add_argument("--threads", type=int, default=DEFAULT_THREADS,
                         help=f"request threads (default {DEFAULT_THREADS}; half of them at most serve chat streams)")
+    parser.add_argument("--header-timeout", type=float, default=HEAD_SECONDS, metavar="SECONDS",
+                        help=f"close a connection whose request head is unfinished after this long "
+                             f"(default {HEAD_SECONDS:.0f})")
     parser.add_argument("--version", action="version", version=f"hermes-web {__version__}")
     return parser
 
 
 class Worker(ASGIWorker):  # type: ignore[misc]
     """gunicorn's asyncio worker, which also tells the app to end its running turns on SIGTERM."""
+
+    def run(self) -> None:
+        with_head_deadline(self.loop, getattr(self.asgi, "head_seconds", HEAD_SECONDS))  # before serving
+        super().run()
 
     def handle_exit_signal(self) -> None:
         super().handle_exit_signal()
@@ -71,11 +81,13 @@ class Worker(ASGIWorker):  # type: ignore[misc]
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
     """gunicorn configured in code; the app is built in the worker (after fork), never in the master."""
 
-    def __init__(self, config: Config, options: dict[str, Any], threads: int, host: str) -> None:
+    def __init__(self, config: Config, options: dict[str, Any], threads: int, host: str,
+                 head_seconds: float = HEAD_SECONDS) -> None:
         self._config = config
         self._options = options
         self._threads = threads
         self._host = host
+        self._head_seconds = head_seconds
         super().__init__()
 
     def load_config(self) -> None:
@@ -83,16 +95,16 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        return build(self._config, self._threads, self._host)
+        return build(self._config, self._threads, self._host, self._head_seconds)
 
 
-def build(config: Config, threads: int, host: str = DEFAULT_HOST) -> WSGIBridge:
+def build(config: Config, threads: int, host: str = DEFAULT_HOST, head_seconds: float = HEAD_SECONDS) -> WSGIBridge:
     """The served application: the Flask app behind the bridge, the LLM layer warming meanwhile."""
     from hermes_tui.llm import warm
 
     app = create_app(config, max_streams=max_streams_for(threads), bound_host=host)
     state = app.extensions[EXTENSION].state
-    bridge = WSGIBridge(app, threads=threads, max_body=MAX_BODY_BYTES)
+    bridge = WSGIBridge(app, threads=threads, max_body=MAX_BODY_BYTES, head_seconds=head_seconds)
     bridge.on_stop.append(state.cancel_all)
     bridge.on_close.append(state.close)
     started = time.monotonic()
@@ -137,6 +149,8 @@ def serve(argv: Sequence[str] | None = None) -> None:
     args = web_parser().parse_args(argv)
     if args.threads < 2:
         raise ConfigError("--threads must be at least 2 (one for chat streams, one for the rest).")
+    if not args.header_timeout > 0:
+        raise ConfigError("--header-timeout must be a positive number of seconds (e.g. 30).")
     port = args.port
     if port is None:
         raw = os.environ.get("PORT", "")
@@ -145,6 +159,8 @@ def serve(argv: Sequence[str] | None = None) -> None:
         port = int(raw) if raw else DEFAULT_PORT
     config = Config.load()
     check_config(config)
+    for line in config.warnings:  # before logging is set up, logging's last resort writes it to stderr
+        log.warning("%s", line)
     from hermes_tui.memory.store import MemoryStore
 
     MemoryStore(config.db_path).close()  # a damaged or unusable store: StoreError, one line, now
@@ -166,4 +182,4 @@ def serve(argv: Sequence[str] | None = None) -> None:
         "control_socket_disable": True,  # no runtime control interface (a unix socket in $HOME)
         "worker_exit": _close_state,
     }
-    _Gunicorn(config, options, args.threads, args.host).run()
+    _Gunicorn(config, options, args.threads, args.host, args.header_timeout).run()

@@ -54,8 +54,10 @@ class _Slot:
 class Turn:
     """The right to run one turn on ``loop``; ``release()`` (idempotent) gives it back."""
 
-    def __init__(self, slot: _Slot, held: list[threading.Lock | threading.BoundedSemaphore]) -> None:
+    def __init__(self, slot: _Slot, held: list[threading.Lock | threading.BoundedSemaphore],
+                 notice: str = "") -> None:
         self.loop = slot.loop
+        self.notice = notice  # said before the turn's first event (e.g. why a new session began)
         self._slot = slot
         self._held = held
         self._done = threading.Lock()
@@ -121,16 +123,25 @@ class AppState:
         """Reserve a stream slot and this browser's loop (created on first use) for one turn."""
         if not self._streams.acquire(blocking=False):
             raise Saturated
+        notice = ""
         try:
             with self._lock:
-                slot = self._slots.get(key) or self._add(key)
+                slot = self._slots.get(key)
+                if slot is not None and not slot.running.locked() and (
+                        self.memory.get_session(slot.loop.session_id) is None):
+                    # Forgotten elsewhere (the TUI's /forget, another browser): every message
+                    # would fail with "no session N" until "New session"; start one instead.
+                    notice = (f"Session {slot.loop.session_id} was forgotten elsewhere: this message "
+                              "starts a new session.")
+                    slot = None
+                slot = slot or self._add(key)
                 self._slots.move_to_end(key)
                 if not slot.running.acquire(blocking=False):
                     raise Busy
         except BaseException:
             self._streams.release()
             raise
-        return Turn(slot, [slot.running, self._streams])
+        return Turn(slot, [slot.running, self._streams], notice)
 
     def cancel(self, key: str) -> bool:
         """Cancel this browser's running turn; False when none is running."""

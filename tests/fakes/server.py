@@ -11,6 +11,9 @@ Answers come from a FIFO queue of ``Reply`` / ``Fault`` items (one per HTTP requ
 format), then from ``responder``. Streams use HTTP/1.1 chunked encoding like the real APIs, so a cut
 stream (``Reply.cut_after``) is an incomplete chunked body, not a clean end of response.
 
+``strict_local`` makes it answer like llama.cpp's server (llama-cpp-python 0.3.36, measured): its chat
+templates read ``message.content`` strictly, and its errors after HTTP 200 arrive as an empty stream.
+
 Run by hand: ``python -m tests.fakes.server --script tests/fakes/example_script.json [--port 8900]``.
 """
 
@@ -495,6 +498,43 @@ def _anthropic_violation(messages: list[dict[str, Any]]) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# A strict local server (what llama.cpp's server does with what its chat templates cannot render)
+
+
+@dataclass(frozen=True)
+class LocalRefusal:
+    """How llama.cpp's server refuses a request: an error body (``status``), or, for a template error
+    after HTTP 200, an empty stream (``status`` None) with ``reason`` in its log only."""
+
+    reason: str
+    status: int | None = None
+    body: dict[str, Any] | None = None
+
+
+def local_violation(request: RecordedRequest) -> LocalRefusal | None:
+    """What llama-cpp-python's server does with a message its templates reject, or None.
+
+    ``"content": null`` fails its request validation (500 with the validation errors, before any
+    stream); a message without a ``content`` key passes validation, and its template raises while
+    rendering: a stream then ends without a single event (HTTP 200, empty body).
+    """
+    for n, message in enumerate(request.body.get("messages") or []):
+        if "content" in message and message["content"] is None:
+            text = (f"1 validation error:\n  {{'type': 'string_type', 'loc': ('body', 'messages', {n}, "
+                    f"'content'), 'msg': 'Input should be a valid string', 'input': None}}")
+            return LocalRefusal(f"messages[{n}].content is null", 500,
+                                {"error": {"message": text, "type": "internal_server_error", "param": None,
+                                           "code": None}})
+        if "content" not in message:
+            reason = f"messages[{n}]: jinja2 UndefinedError: 'dict object' has no attribute 'content'"
+            if request.body.get("stream"):
+                return LocalRefusal(reason)
+            return LocalRefusal(reason, 500, {"error": {"message": reason, "type": "internal_server_error",
+                                                        "param": None, "code": None}})
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------
 # HTTP
 
 
@@ -536,6 +576,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, error_body(400, wire, "request body is not JSON"))
             return
         request = RecordedRequest(path=path, headers={k.lower(): v for k, v in self.headers.items()}, body=body)
+        local = self.server.owner._local_refusal(request, len(raw))
+        if local is not None:
+            if local.status is None:
+                self._send_stream(Reply(), [])
+            else:
+                self._send_json(local.status, local.body or error_body(local.status, wire, local.reason))
+            return
         refusal = self.server.owner._refusal(request, len(raw))
         if refusal is not None:
             self._send_json(400, refusal)
@@ -549,7 +596,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif body.get("stream") and wire == "anthropic":
             self._send_stream(item, anthropic_events(item, model))
         elif body.get("stream"):
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            include_usage = (bool((body.get("stream_options") or {}).get("include_usage"))
+                             and self.server.owner.stream_usage)
             self._send_stream(item, openai_events(item, model, include_usage))
         elif wire == "anthropic":
             self._send_json(200, anthropic_message(item, model))
@@ -581,12 +629,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for number, event in enumerate(events[: reply.cut_after] if cut else events):
-            if number and reply.chunk_delay and self.server.owner._wait(reply.chunk_delay):
-                cut = True
-                break
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-            self.wfile.flush()
+        try:
+            for number, event in enumerate(events[: reply.cut_after] if cut else events):
+                if number and reply.chunk_delay and self.server.owner._wait(reply.chunk_delay):
+                    cut = True
+                    break
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+        except OSError:
+            self.server.owner._hung_up()
+            raise
         if cut:  # end the response without its final chunk, as a dying server or proxy would
             self.close_connection = True
             _hang_up(self.connection)
@@ -632,7 +684,13 @@ class FakeLLMServer:
         """Refuse (400, like the real API) a conversation the wire format's ordering rules reject."""
         self.max_request_bytes: int | None = None
         """Refuse larger request bodies with the wire format's real "context length exceeded" error."""
+        self.strict_local = False
+        """Refuse like llama.cpp's server (``local_violation``); a request over ``max_request_bytes`` then
+        gets an empty 200 stream when streamed, as llama.cpp's does, and its 400 otherwise."""
+        self.stream_usage = True
+        """Send the usage chunk asked for with ``stream_options``; llama.cpp's server never does."""
         self.violations: list[str] = []  # why strict mode refused requests
+        self.hang_ups = 0  # streams whose client closed the connection before their end
         self.refused: list[RecordedRequest] = []  # requests answered by a strict or context-length refusal
 
     # lifecycle
@@ -733,6 +791,28 @@ class FakeLLMServer:
             self._requests.append(request)
             self.refused.append(request)
         return body
+
+    def _local_refusal(self, request: RecordedRequest, size: int) -> LocalRefusal | None:
+        """In ``strict_local`` mode: how llama.cpp's server would refuse ``request``, or None."""
+        if not self.strict_local or request.wire != "openai":
+            return None
+        refusal = local_violation(request)
+        if refusal is None and self.max_request_bytes is not None and size > self.max_request_bytes:
+            if not request.body.get("stream"):
+                return None  # answered by _refusal with the real 400 context_length_exceeded
+            refusal = LocalRefusal(f"Requested tokens ({size // BYTES_PER_TOKEN}) exceed context window of "
+                                   f"{self.max_request_bytes // BYTES_PER_TOKEN}")
+        if refusal is None:
+            return None
+        with self._lock:
+            self._requests.append(request)
+            self.refused.append(request)
+            self.violations.append(refusal.reason)
+        return refusal
+
+    def _hung_up(self) -> None:
+        with self._lock:
+            self.hang_ups += 1
 
     def _track(self, connection: socket.socket, open_: bool) -> None:
         with self._lock:

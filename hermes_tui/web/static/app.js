@@ -97,10 +97,34 @@
     return JSON.stringify(args || {}, null, 2);
   }
 
-  function renderTranscript(view, messages) {
+  const FILE_STATUS = { added: "added", modified: "modified", deleted: "deleted" };
+
+  // The files one turn changed (its checkpoint); paths are the workspace's, shown as plain text.
+  function renderFiles(container, number, files) {
+    const box = el("div", "msg files");
+    const count = `${files.length} file${files.length === 1 ? "" : "s"}`;
+    box.append(el("p", "note", `Changed ${count} · checkpoint ${number} ('hermes-tui checkpoints restore ${number}' undoes it)`));
+    const list = el("ul", "file-list");
+    for (const f of files) {
+      const status = FILE_STATUS[f.status] || "modified";
+      list.append(el("li", `file ${status}`, `${status} ${f.path}`));
+    }
+    box.append(list);
+    container.append(box);
+  }
+
+  function renderTranscript(view, messages, checkpoints) {
     const calls = new Map();
+    const byTurn = new Map((checkpoints || []).map((c) => [c.turn, c]));
+    let turn = -1;
+    const endTurn = () => {
+      const c = byTurn.get(turn);
+      if (c) renderFiles(view, c.number, c.files);
+    };
     for (const m of messages) {
       if (m.role === "user") {
+        endTurn();
+        turn += 1;
         view.append(el("div", "msg user", m.text));
       } else if (m.role === "assistant") {
         const msg = el("div", "msg assistant");
@@ -116,13 +140,14 @@
         if (details) finishToolCall(details, { text: m.text });
       }
     }
+    endTurn();
   }
 
   async function openTranscript(id) {
     const data = await apiJson("GET", `/api/sessions/${encodeURIComponent(id)}`);
     const view = $("transcript");
     view.replaceChildren();
-    renderTranscript(view, data.messages);
+    renderTranscript(view, data.messages, data.checkpoints);
     if (!data.messages.length) view.append(el("p", "empty", "This session has no messages."));
     $("transcript-id").textContent = `#${data.session.id}`;
     showTranscript(true);
@@ -297,6 +322,10 @@
       case "notice":
         view.note(event.message);
         break;
+      case "files_changed":
+        view.block = null;
+        renderFiles(container, event.checkpoint, event.files);
+        break;
       case "receipt":
         view.note(event.text, "receipt");
         loadFacts().catch(() => {});
@@ -304,6 +333,13 @@
       case "error":
         view.note(event.message, "error");
         break;
+      case "unsent": {
+        const input = $("chat-input");
+        input.value = input.value.trim() ? `${event.text}\n${input.value}` : event.text;
+        view.note("Not sent: the turn failed before any answer, so your message is back in the box and "
+          + "out of the conversation. Send it again, or edit it first if it caused the error.");
+        break;
+      }
       case "skill_learned":
         view.note(`${event.created ? "Learned" : "Refined"} skill ${event.name} (v${event.version})`);
         loadSkills().catch(() => {});
