@@ -10,7 +10,10 @@ the published corpus. Prints; never fails.
 3. The router on the corpus: hint precision and recall, and search R@3, on the development queries.
 4. Near-duplicates: 50 curator proposals of 10 procedures (5 wordings each): how many skills remain;
    and how many published skills the check would take for another one.
-5. Ranking after failures: skill outcomes are not recorded yet, so this says so.
+5. Ranking after failures: 10 pairs of comparable skills (same procedure, two names). Whichever of
+   a pair ranks first fails in a scripted session (use_skill, then the server errors) and the other
+   succeeds; then: in how many pairs the one that succeeded ranks first in search, in the hints
+   and in the prompt index (before the sessions the one that failed ranked first in all of them).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from hermes_tui.memory import facts
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.skills.similar import CANDIDATES, near_duplicate
-from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
 
 FACTS = [
     ("user", "I use pytest, never unittest."), ("user", "I prefer short answers with code first."),
@@ -137,6 +140,49 @@ def near_duplicates(home: Path) -> None:
     manager.close()
 
 
+def ranking_after_failures(home: Path, workspace: Path) -> None:
+    with FakeLLMServer() as server:
+        _common.isolated_env(home, workspace, server.openai_base)
+        config = Config.load()
+        skills = SkillManager(home / "ranked-skills")
+        pairs = {description: (name, f"{name}-alt") for name, description, _ in PROCEDURES}
+        for name, description, triggers in PROCEDURES:
+            for twin in reversed(pairs[description]):  # so the plain name is first everywhere
+                skills.create(twin, description, triggers.split(", "), f"1. {description}.\n2. Check the result.")
+
+        def first(found: list, pair: tuple[str, str]) -> str | None:
+            return next((s.name for s in found if s.name in pair), None)
+
+        def tally(winners: dict[str, str]) -> dict[str, int]:
+            """In how many pairs the given skill ranks first, per surface."""
+            prompt = skills.for_prompt(2 * len(pairs))
+            return {
+                "search": sum(first(skills.search(d), pairs[d]) == w for d, w in winners.items()),
+                "hints": sum(first(skills.hint(d), pairs[d]) == w for d, w in winners.items()),
+                "prompt index": sum(first(prompt, pairs[d]) == w for d, w in winners.items()),
+            }
+
+        # The one ranked first in search is the one whose use fails.
+        losers = {d: first(skills.search(d), pair) or pair[0] for d, pair in pairs.items()}
+        winners = {d: pair[1] if losers[d] == pair[0] else pair[0] for d, pair in pairs.items()}
+        before = tally(winners)
+        with MemoryStore(config.db_path) as memory:
+            loop = AgentLoop(config, memory, skills)
+            for description in pairs:
+                server.queue(Reply(tool_calls=[ToolCall("use_skill", {"name": losers[description]})]), Fault(401))
+                list(loop.run_turn(description))
+                server.queue(Reply(tool_calls=[ToolCall("use_skill", {"name": winners[description]})]),
+                             Reply(text="Done."))
+                list(loop.run_turn(description))
+        after = tally(winners)
+        n = len(pairs)
+        print(f"5. ranking after failures: {n} pairs of comparable skills; one use each, the first-ranked "
+              "one's turn ends in an error, the other's finishes. The one that succeeded ranks first in:")
+        for surface in before:
+            print(f"   {surface:<13} before {before[surface]:>2}/{n}   after {after[surface]:>2}/{n}")
+        skills.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", type=Path, nargs="?", help="folder with skills-corpus.tar.xz and queries-dev.tsv")
@@ -150,7 +196,7 @@ def main() -> None:
         else:
             print("3. router: pass the corpus folder to measure it")
         near_duplicates(home)
-    print("5. ranking after failures: not measured: skill outcomes are not recorded yet")
+        ranking_after_failures(home, workspace)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ HEADLESS_DENIAL = "Denied: headless mode cannot ask for approval. The user must 
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("doctor", "check the memory database; if damaged, back it up and rebuild it"),
     ("skills import DIR", "copy a folder of skills (any layout) into the library"),
+    ("skills list|show|archive|restore|pin", "the skills' states, uses and success rates; archive, restore, pin"),
     ("context", "show the fixed part of the prompt, part by part, with token counts"),
     ("checkpoints list|restore N", "this workspace's file checkpoints; put the files back as before a turn"),
     ("mcp list|approve|enable|disable", "the MCP servers: status, tools, approval, on and off"),
@@ -202,7 +203,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         return EXIT_ERROR
     mcp = _start_mcp(config, out)
     try:
-        agent = build_agent(config, memory, SkillManager(config.skills_dir),
+        agent = build_agent(config, memory, SkillManager.for_config(config),
                             headless_surface(None if args.yes else deny, mcp), session_id=args.session,
                             host=host)
     except ValueError as exc:
@@ -448,23 +449,32 @@ class _Output:
 
 
 def skills_main(argv: Sequence[str]) -> int:
-    """``hermes-tui skills import DIR`` (hermes_tui/skills/importer.py)."""
+    """``hermes-tui skills import DIR|list|show NAME|archive NAME|restore NAME|pin NAME`` (hermes_tui/skills/)."""
     parser = argparse.ArgumentParser(prog="hermes-tui skills", description="Manage the skill library.")
     commands = parser.add_subparsers(dest="command", required=True)
     importing = commands.add_parser("import", help="copy a folder of skills (any layout) into the library")
     importing.add_argument("folder", type=Path)
+    commands.add_parser("list", help="every skill with its state, uses and success rate")
+    for command, text in (("show", "a skill's state, outcomes and instructions"),
+                          ("archive", "move a skill Hermes wrote to the archive folder"),
+                          ("restore", "bring an archived skill back"),
+                          ("pin", "keep a skill from ageing (--off to let it age again)")):
+        sub = commands.add_parser(command, help=text)
+        sub.add_argument("name")
+        if command == "pin":
+            sub.add_argument("--off", action="store_true", help="unpin")
     args = parser.parse_args(argv)
-    from hermes_tui.skills.importer import import_library
+    from hermes_tui.skills.commands import run_skill_command
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.skills.schema import SkillError
 
     try:
         config = Config.load()
-        report = import_library(args.folder, SkillManager(config.skills_dir))
+        lines = run_skill_command(SkillManager.for_config(config), args.command, vars(args))
     except (ConfigError, SkillError, OSError) as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    print("\n".join(report.lines()))
+    print("\n".join(lines))
     return EXIT_OK
 
 
@@ -503,7 +513,7 @@ def context_main(argv: Sequence[str]) -> int:
             print(f"Approved {printable(held[0].label)}: later sessions read it while its content stays the same.")
             return EXIT_OK
         with MemoryStore(config.db_path) as memory:
-            report = context_report(config, memory, SkillManager(config.skills_dir), headless_surface(None))
+            report = context_report(config, memory, SkillManager.for_config(config), headless_surface(None))
     except (ConfigError, StoreError, OSError) as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR

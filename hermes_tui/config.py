@@ -92,6 +92,8 @@ class Config:
     compact_at: float = 0.8  # HERMES_COMPACT_AT: share of the window that triggers compaction
     sandbox: bool = True  # HERMES_SANDBOX: run_bash in bubblewrap when it works (agent/sandbox.py)
     sandbox_network: bool = False  # HERMES_SANDBOX_NETWORK: commands in the sandbox may use the network
+    skill_stale_days: int = 30  # HERMES_SKILL_STALE_DAYS: an unused learned skill leaves the prompt index
+    skill_archive_days: int = 90  # HERMES_SKILL_ARCHIVE_DAYS: ... and moves to HERMES_HOME/skills-archive
     # (provider, HERMES_API_BASE): the endpoint belongs to the provider it was configured with, so
     # a switch to another provider (/model) never sends that provider's key there (switched_to).
     configured_endpoint: tuple[str, str] | None = None
@@ -216,6 +218,8 @@ class Config:
             compact_at=_share(env, "HERMES_COMPACT_AT", 0.8),
             sandbox=_flag(env, "HERMES_SANDBOX", default=True),
             sandbox_network=_flag(env, "HERMES_SANDBOX_NETWORK"),
+            skill_stale_days=_days(env, "HERMES_SKILL_STALE_DAYS", 30),
+            skill_archive_days=_days(env, "HERMES_SKILL_ARCHIVE_DAYS", 90),
         )
 
 
@@ -331,6 +335,15 @@ def _tokens(env: Mapping[str, str], name: str) -> int | None:
         return None
     if not value.isdigit() or int(value) < 1000:
         raise ConfigError(f"{name}={value!r} is not a token count: use a whole number of at least 1000, e.g. 128000.")
+    return int(value)
+
+
+def _days(env: Mapping[str, str], name: str, default: int) -> int:
+    value = (env.get(name) or "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"{name}={value!r} is not a number of days: use a whole number of at least 1, e.g. {default}.")
     return int(value)
 
 

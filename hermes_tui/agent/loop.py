@@ -190,6 +190,7 @@ class AgentLoop:
         if not receipts and claims_to_remember("".join(texts)):
             yield Notice("The answer says it will remember something, but nothing was saved (no memory call "
                          "succeeded). /remember TEXT saves a fact yourself.")
+        self.skills.finish_turn(message_id, reason)  # the outcome of the skills this turn used
         yield TurnFinished("\n\n".join(t for t in texts if t), tool_count, reason)  # calls apart, as printed
         self._last_turn = self.history[start:]
         if tool_count >= LEARN_THRESHOLD and reason == "done":

@@ -41,7 +41,7 @@ def list_skills(ctx: ToolContext, query: str = "", limit: int = PAGE_DEFAULT, of
 
 
 def use_skill(ctx: ToolContext, name: str) -> ToolResult:
-    return ToolResult(*load(ctx.skills, name))
+    return ToolResult(*load(ctx.skills, name, ctx.message_id))
 
 
 def read_skill_file(ctx: ToolContext, name: str, path: str, offset: int = 0) -> ToolResult:
@@ -108,9 +108,9 @@ def page(skills: SkillManager, query: str, limit: int, offset: int) -> tuple[boo
     return True, header + ":\n" + "\n".join(lines) + footer
 
 
-def load(skills: SkillManager, name: str) -> tuple[bool, str]:
+def load(skills: SkillManager, name: str, turn: int | None = None) -> tuple[bool, str]:
     try:
-        skill = skills.use(name)
+        skill = skills.use(name, turn)
     except SkillGuardError as exc:
         return False, f"use_skill: {exc}"
     except SkillError:

@@ -6,6 +6,11 @@ approvals bound to a file's hash, the reasons files were skipped, and an FTS5 in
 skills (name, triggers, description, body; ``porter unicode61``) ranked by bm25 with field
 weights — the only ranker, used by search, paging, the per-turn hint and the Skills pane.
 Rows are refreshed from the files by (mtime, size), so a lookup never rescans the library.
+
+It also keeps what each use of a skill led to (``uses``: the turn finished, ended in an error, or
+the user corrected it with /retry or /undo), which skills are pinned, and which were archived.
+The ranker multiplies bm25 by a usefulness factor drawn from those outcomes (``usefulness_sql``),
+so one ranker serves search, hints and the prompt index alike.
 """
 
 from __future__ import annotations
@@ -64,7 +69,36 @@ CREATE VIRTUAL TABLE IF NOT EXISTS skills_fts USING fts5(
 CREATE TABLE IF NOT EXISTS usage (rel TEXT PRIMARY KEY, use_count INTEGER NOT NULL, last_used REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS written (rel TEXT PRIMARY KEY, sha TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS approved (rel TEXT PRIMARY KEY, sha TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS uses (
+    id INTEGER PRIMARY KEY, rel TEXT NOT NULL, turn INTEGER, at REAL NOT NULL, outcome TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS uses_rel ON uses(rel);
+CREATE INDEX IF NOT EXISTS uses_turn ON uses(turn);
+CREATE TABLE IF NOT EXISTS pinned (rel TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS archived (
+    name TEXT PRIMARY KEY, rel TEXT NOT NULL, folder TEXT NOT NULL, at REAL NOT NULL
+);
 """
+
+# The outcomes a use can end with, and which of them count against a skill ("cancelled" and an
+# unfinished turn count neither way).
+OUTCOMES = ("done", "error", "corrected", "cancelled")
+FAILED = ("error", "corrected")
+# An outcome's weight halves once it is USEFUL_HALF_LIFE old (1 / (1 + age / half-life)), so recent
+# uses move a skill most.
+USEFUL_HALF_LIFE = 30 * 86400.0
+
+
+def usefulness_sql(now: float) -> str:
+    """A subquery of (rel, factor): 2·(1 + successes) / (2 + successes + failures), each outcome
+    weighted by its age. 1.0 is neutral (never used, or as many failures as successes); it tends
+    to 2 for a skill that keeps working and to 0 for one that keeps failing. ``now`` is a float
+    from the manager's clock, formatted into the SQL (never user text)."""
+    weight = f"1.0 / (1.0 + max(0.0, {float(now)!r} - at) / {USEFUL_HALF_LIFE!r})"
+    failed = ", ".join(f"'{o}'" for o in FAILED)
+    return (f"(SELECT rel, 2.0 * (1.0 + total(CASE WHEN outcome = 'done' THEN {weight} END)) / "
+            f"(2.0 + total(CASE WHEN outcome = 'done' OR outcome IN ({failed}) THEN {weight} END)) AS factor "
+            "FROM uses GROUP BY rel)")
 
 
 @dataclass(frozen=True)
@@ -120,6 +154,9 @@ SELECT f.id, f.rel, f.name, f.skipped, f.flag, f.notice, f.description, f.trigge
        f.version, f.created, f.updated, f.learned, coalesce(u.use_count, 0), coalesce(u.last_used, 0), f.sha
   FROM files f LEFT JOIN usage u ON u.rel = f.rel"""
 USABLE = "f.name IS NOT NULL AND f.skipped = '' AND f.flag = ''"
+# Which skills age (only those Hermes wrote, and never a pinned one), and when one was last touched.
+_AGES = "f.learned = 1 AND f.rel NOT IN (SELECT rel FROM pinned)"
+_ACTIVITY = "max(coalesce(u.last_used, 0), f.created, f.updated)"
 
 
 def _row(values: tuple[object, ...]) -> Row:
@@ -253,13 +290,22 @@ class SkillIndex:
     def count_usable(self) -> int:
         return self.conn.execute(f"SELECT count(*) FROM files f WHERE {USABLE}").fetchone()[0]
 
-    def for_prompt(self, limit: int) -> list[Row]:
-        """The system-prompt index: the most used, then the newest learned, then the newest."""
+    def for_prompt(self, limit: int, now: float, stale_before: float) -> list[Row]:
+        """The system-prompt index: the most useful (see ``usefulness_sql``), then the most used, then
+        the newest learned. Stale skills (learned, unpinned, untouched since ``stale_before``) are left out."""
         rows = self.conn.execute(
-            f"{_ROW_SQL} WHERE {USABLE} ORDER BY coalesce(u.use_count, 0) DESC, f.learned DESC, f.created DESC, "
+            f"{_ROW_SQL} LEFT JOIN {usefulness_sql(now)} q ON q.rel = f.rel "
+            f"WHERE {USABLE} AND NOT ({_AGES} AND {_ACTIVITY} < ?) "
+            "ORDER BY coalesce(q.factor, 1.0) DESC, coalesce(u.use_count, 0) DESC, f.learned DESC, f.created DESC, "
             "f.name LIMIT ?",
-            (limit,),
+            (stale_before, limit),
         )
+        return [_row(r) for r in rows]
+
+    def aged(self, before: float) -> list[Row]:
+        """Usable skills that age (learned, not pinned) and were last touched before ``before``."""
+        rows = self.conn.execute(f"{_ROW_SQL} WHERE {USABLE} AND {_AGES} AND {_ACTIVITY} < ? ORDER BY f.rel",
+                                 (before,))
         return [_row(r) for r in rows]
 
     def held_back(self) -> list[Row]:
@@ -268,26 +314,29 @@ class SkillIndex:
                                  "ORDER BY f.rel")
         return [_row(r) for r in rows]
 
-    def search(self, query: str, limit: int, offset: int = 0, *, described_only: bool = False) -> list[tuple[Row, float]]:
-        """Usable skills ranked by weighted bm25 (best first) with their scores (lower is better).
+    def search(self, query: str, limit: int, offset: int = 0, *, described_only: bool = False,
+               now: float | None = None) -> list[tuple[Row, float]]:
+        """Usable skills ranked by weighted bm25 times usefulness (best first) with their scores
+        (lower is better; ``now`` dates the outcomes, default the wall clock).
 
         ``described_only`` ranks on name, triggers and description alone (the per-turn hint).
         """
+        now = time.time() if now is None else now
         expression = match_expression(query)
         if not expression or limit <= 0:
             return []
         described = "{name triggers description} : (" + expression + ")"
         if described_only:
-            return self._ranked(described, limit, offset)
+            return self._ranked(described, limit, offset, now)
         # Skills whose name, triggers or description match come first (ranking those alone is
         # cheap); then the skills that only mention the words in their body, whose long texts
         # hold most postings of common words, ranked only when a page reaches them.
-        found = self._ranked(described, limit, offset)
+        found = self._ranked(described, limit, offset, now)
         if len(found) == limit:
             return found
         described_count = self._count(described)
         rest = self._ranked(f"({expression}) NOT {described}", limit - len(found),
-                            max(0, offset - described_count))
+                            max(0, offset - described_count), now)
         return found + rest
 
     def _count(self, expression: str) -> int:
@@ -297,17 +346,18 @@ class SkillIndex:
             (expression,),
         ).fetchone()[0]
 
-    def _ranked(self, expression: str, limit: int, offset: int) -> list[tuple[Row, float]]:
+    def _ranked(self, expression: str, limit: int, offset: int, now: float) -> list[tuple[Row, float]]:
         # Rank inside FTS5 first and join only the best few (quarantined rows are rare, so a
         # small overfetch covers them); fall back to ranking every match when it does not.
         wanted = limit + offset
         for cap in (2 * wanted + 20, -1):
             rows = self.conn.execute(
-                f"""SELECT r.*, m.score FROM (
+                f"""SELECT r.*, m.score * coalesce(q.factor, 1.0) AS ranked FROM (
                         SELECT rowid, bm25(skills_fts, {', '.join(map(str, WEIGHTS))}) AS score
                           FROM skills_fts WHERE skills_fts MATCH ? ORDER BY score LIMIT ?) m
                       JOIN ({_ROW_SQL} WHERE {USABLE}) r ON r.id = m.rowid
-                     ORDER BY m.score, r.name LIMIT ? OFFSET ?""",
+                      LEFT JOIN {usefulness_sql(now)} q ON q.rel = r.rel
+                     ORDER BY ranked, r.name LIMIT ? OFFSET ?""",
                 (expression, cap, limit, offset),
             ).fetchall()
             if len(rows) == limit or cap == -1:
@@ -340,13 +390,70 @@ class SkillIndex:
 
     # -- bookkeeping
 
-    def record_use(self, rel: str) -> None:
+    def record_use(self, rel: str, now: float | None = None, turn: int | None = None) -> None:
+        """Count a use; with ``turn`` (the user message's id) also open an outcome row for it."""
+        now = time.time() if now is None else now
         with self.write() as conn:
             conn.execute(
                 "INSERT INTO usage (rel, use_count, last_used) VALUES (?, 1, ?) "
                 "ON CONFLICT(rel) DO UPDATE SET use_count = use_count + 1, last_used = excluded.last_used",
-                (rel, time.time()),
+                (rel, now),
             )
+            if turn is not None:
+                conn.execute("INSERT INTO uses (rel, turn, at) VALUES (?, ?, ?)", (rel, turn, now))
+
+    def touch(self, rel: str, now: float) -> None:
+        """Restart a skill's age without counting a use."""
+        with self.write() as conn:
+            conn.execute("INSERT INTO usage (rel, use_count, last_used) VALUES (?, 0, ?) "
+                         "ON CONFLICT(rel) DO UPDATE SET last_used = excluded.last_used", (rel, now))
+
+    def finish_turn(self, turn: int, outcome: str) -> int:
+        """Give this turn's open uses their outcome; how many there were."""
+        with self.write() as conn:
+            return conn.execute("UPDATE uses SET outcome = ? WHERE turn = ? AND outcome = ''",
+                                (outcome, turn)).rowcount
+
+    def correct_turn(self, turn: int) -> int:
+        """The user retried or undid this turn: each of its uses counts as corrected."""
+        with self.write() as conn:
+            return conn.execute("UPDATE uses SET outcome = 'corrected' WHERE turn = ?", (turn,)).rowcount
+
+    def outcomes(self) -> dict[str, dict[str, int]]:
+        """rel -> {outcome: count} over every recorded use."""
+        found: dict[str, dict[str, int]] = {}
+        for rel, outcome, count in self.conn.execute("SELECT rel, outcome, count(*) FROM uses GROUP BY rel, outcome"):
+            found.setdefault(rel, {})[outcome] = count
+        return found
+
+    def usefulness(self, now: float) -> dict[str, float]:
+        return dict(self.conn.execute(f"SELECT rel, factor FROM {usefulness_sql(now)}").fetchall())
+
+    def pinned(self) -> set[str]:
+        return {rel for (rel,) in self.conn.execute("SELECT rel FROM pinned")}
+
+    def pin(self, rel: str, pinned: bool = True) -> None:
+        with self.write() as conn:
+            if pinned:
+                conn.execute("INSERT OR IGNORE INTO pinned (rel) VALUES (?)", (rel,))
+            else:
+                conn.execute("DELETE FROM pinned WHERE rel = ?", (rel,))
+
+    def archived(self) -> list[tuple[str, str, str]]:
+        """(name, rel in the library, path in the archive folder) of every archived skill, by name."""
+        return list(self.conn.execute("SELECT name, rel, folder FROM archived ORDER BY name"))
+
+    def archived_entry(self, name: str) -> tuple[str, str] | None:
+        """(rel in the library, path in the archive folder) of the archived skill ``name``."""
+        row = self.conn.execute("SELECT rel, folder FROM archived WHERE name = ?", (name,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def set_archived(self, conn: sqlite3.Connection, name: str, rel: str, folder: str, at: float) -> None:
+        conn.execute("INSERT OR REPLACE INTO archived (name, rel, folder, at) VALUES (?, ?, ?, ?)",
+                     (name, rel, folder, at))
+
+    def unset_archived(self, conn: sqlite3.Connection, name: str) -> None:
+        conn.execute("DELETE FROM archived WHERE name = ?", (name,))
 
     def written_sha(self, rel: str) -> str | None:
         row = self.conn.execute("SELECT sha FROM written WHERE rel = ?", (rel,)).fetchone()
@@ -363,9 +470,11 @@ class SkillIndex:
     def forget(self, conn: sqlite3.Connection, rel: str, *, keep_usage: bool = False) -> None:
         """Drop everything known about ``rel`` (the skill was deleted or moved)."""
         self.remove(conn, [rel])
-        tables = ("written", "approved") if keep_usage else ("written", "approved", "usage")
+        tables = ("written", "approved") if keep_usage else ("written", "approved", "usage", "uses", "pinned")
         for table in tables:
             conn.execute(f"DELETE FROM {table} WHERE rel = ?", (rel,))
 
     def move_usage(self, conn: sqlite3.Connection, old: str, new: str) -> None:
         conn.execute("UPDATE OR IGNORE usage SET rel = ? WHERE rel = ?", (new, old))
+        conn.execute("UPDATE uses SET rel = ? WHERE rel = ?", (new, old))
+        conn.execute("UPDATE OR IGNORE pinned SET rel = ? WHERE rel = ?", (new, old))

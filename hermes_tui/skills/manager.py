@@ -13,6 +13,9 @@
 * **Guarded.** The guard (``guard.py``) runs on every file indexed and on everything Hermes is
   asked to save; a flagged skill is quarantined (left out of list, search, hints and use) until
   the user approves that exact content or deletes it. Hermes refuses to save flagged text.
+* **Earns its place** (``lifecycle.py``). Each use is booked against its turn's outcome, the
+  ranker weighs bm25 by how useful a skill has been, and unused learned skills go stale, then
+  move to the archive folder (``archive``/``unarchive``; never deleted).
 * **Concurrent.** Read-modify-write (create, refine, propose, accept, restore, delete) runs under a
   per-manager lock plus an ``flock`` on ``skills_dir/.lock``, so processes never lose a proposal.
 """
@@ -30,15 +33,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_tui.private import private_dir, private_file
 from hermes_tui.skills import guard
 from hermes_tui.skills.index import Entry, Row, SkillIndex
 from hermes_tui.skills.layout import Found, base_name, namespace, walk
+from hermes_tui.skills.lifecycle import Ages, SkillState, state_of, turn_outcome
 from hermes_tui.skills.patch import PatchError, patch_skill
 from hermes_tui.skills.similar import CANDIDATES, near_duplicate
 from hermes_tui.skills.schema import (
@@ -55,6 +60,9 @@ from hermes_tui.skills.schema import (
     render_skill,
     split_text,
 )
+
+if TYPE_CHECKING:
+    from hermes_tui.config import Config
 
 try:  # POSIX; elsewhere only the in-process lock applies
     import fcntl
@@ -131,13 +139,22 @@ class HeldBack:
 class SkillManager:
     """Create, find, rank, refine, version and count skills stored under ``skills_dir``."""
 
-    def __init__(self, skills_dir: Path, index_path: Path | None = None) -> None:
+    def __init__(self, skills_dir: Path, index_path: Path | None = None, *, ages: Ages = Ages(),
+                 clock: Callable[[], float] = time.time, archive_dir: Path | None = None) -> None:
         self.skills_dir = Path(skills_dir)
         self.index_path = index_path or self.skills_dir.parent / f"{self.skills_dir.name}-index.sqlite3"
+        self.archive_dir = archive_dir or self.skills_dir.parent / f"{self.skills_dir.name}-archive"
+        self.ages = ages
+        self.clock = clock
         self._lock = threading.RLock()
         self._index: SkillIndex | None = None
         self._checked = float("-inf")
         self._lock_depth = 0
+
+    @classmethod
+    def for_config(cls, config: Config) -> SkillManager:
+        """The library of ``config``, with its ageing settings."""
+        return cls(config.skills_dir, ages=Ages(config.skill_stale_days, config.skill_archive_days))
 
     @property
     def index(self) -> SkillIndex:
@@ -175,10 +192,13 @@ class SkillManager:
             return self.index.count_usable()
 
     def for_prompt(self, limit: int) -> list[Skill]:
-        """The system-prompt index: most used first, then the newest learned."""
+        """The system-prompt index: most useful first, then most used, then the newest learned;
+        stale skills are left out (and skills past the archive age are archived first)."""
+        self.age()
         with self._lock:
             self._refresh()
-            return [self._skill(r) for r in self.index.for_prompt(limit)]
+            now = self.clock()
+            return [self._skill(r) for r in self.index.for_prompt(limit, now, self.ages.stale_before(now))]
 
     def search(self, query: str, limit: int = 5, offset: int = 0) -> list[Skill]:
         """Usable skills matching ``query``, best first (weighted bm25); [] when nothing matches."""
@@ -186,7 +206,8 @@ class SkillManager:
             return []
         with self._lock:
             self._refresh()
-            return [self._skill(r) for r, _ in self.index.search(_clean_query(query), limit, offset)]
+            return [self._skill(r) for r, _ in self.index.search(_clean_query(query), limit, offset,
+                                                                 now=self.clock())]
 
     def count_matches(self, query: str) -> int:
         with self._lock:
@@ -200,7 +221,7 @@ class SkillManager:
         with self._lock:
             self._refresh()
             query = _clean_query(query)
-            found = [row for row, _ in self.index.search(query, limit, described_only=True)]
+            found = [row for row, _ in self.index.search(query, limit, described_only=True, now=self.clock())]
             words = self.index.described_terms(query, [row.id for row in found])
             return [self._skill(row) for row in found if words[row.id] >= HINT_WORDS]
 
@@ -213,24 +234,136 @@ class SkillManager:
                 for r in self.index.held_back()
             ]
 
-    def use(self, name: str) -> Skill:
-        """The skill for the model, counted as a use; quarantined ones are refused."""
+    def use(self, name: str, turn: int | None = None) -> Skill:
+        """The skill for the model, counted as a use of ``turn`` (the user message's id, whose
+        outcome ``finish_turn`` books); quarantined ones are refused. An archived skill asked for
+        by its exact name comes back from the archive."""
         with self._lock:
+            if self._find(name) is None and isinstance(name, str) and self.index.archived_entry(name.strip()):
+                self.unarchive(name.strip())
             row = self._require(name)
             if row.flag:
                 raise SkillGuardError(
                     f"skill {row.name!r} is quarantined by the skill guard ({row.flag}); "
                     "the user can approve it in the Skills pane"
                 )
-            self.index.record_use(row.rel)
+            self.index.record_use(row.rel, self.clock(), turn)
             return self._full(self._require(row.name))
 
     def record_use(self, name: str) -> Skill:
         """Count one use (database only; the file is never written)."""
         with self._lock:
             row = self._require(name)
-            self.index.record_use(row.rel)
+            self.index.record_use(row.rel, self.clock())
             return self._skill(self._require(row.name))
+
+    # -- outcomes and lifecycle (lifecycle.py) -------------------------------------------------
+
+    def finish_turn(self, turn: int | None, stopped_reason: str) -> None:
+        """Book how the turn ended (the loop's stopped_reason) on the skills it used."""
+        if turn is not None:
+            with self._lock:
+                self.index.finish_turn(turn, turn_outcome(stopped_reason))
+
+    def correct_turn(self, turn: int | None) -> None:
+        """The user retried or undid this turn: its skills' uses count as corrected."""
+        if turn is not None:
+            with self._lock:
+                self.index.correct_turn(turn)
+
+    def pin(self, name: str, pinned: bool = True) -> Skill:
+        """A pinned skill never goes stale or into the archive."""
+        with self._lock:
+            row = self._require(name)
+            self.index.pin(row.rel, pinned)
+            return self._skill(row)
+
+    def age(self) -> list[str]:
+        """Archive the learned, unpinned skills untouched for ``ages.archive_days``; their names."""
+        with self._lock:
+            self._refresh()
+            if not self.index.aged(self.ages.archive_before(self.clock())):
+                return []  # the usual case: no lock file taken, nothing created
+        with self._locked():
+            rows = self.index.aged(self.ages.archive_before(self.clock()))
+            for row in rows:
+                self._archive_row(row)
+            return [row.name or row.rel for row in rows]
+
+    def archive(self, name: str) -> str:
+        """Move a skill Hermes wrote to the archive folder now; where it went."""
+        with self._locked():
+            row = self._require(name, force=True)
+            if not row.learned:
+                raise SkillError(f"skill {row.name!r} was not written by Hermes; Hermes never moves such skills "
+                                 "(move or delete its folder yourself)")
+            return str(self._archive_row(row))
+
+    def unarchive(self, name: str) -> Skill:
+        """Bring an archived skill back into the library, with its history and counts."""
+        with self._locked():
+            entry = self.index.archived_entry(name)
+            if entry is None:
+                raise SkillNotFoundError(f"no archived skill named {name!r}; `hermes-tui skills list` shows them")
+            rel, folder = entry
+            source, target = self.archive_dir / folder, self._home(rel)
+            if target.exists() or target.is_symlink():
+                raise SkillError(f"cannot restore {name!r}: {target} exists; move it away first")
+            private_dir(target.parent)
+            shutil.move(source, target)
+            with self.index.write() as conn:
+                self.index.unset_archived(conn, name)
+            self.index.touch(rel, self.clock())  # back from the archive: its age starts again
+            self._refresh(force=True)
+            row = self.index.by_rel(rel)
+            if row is None or row.name is None:
+                raise SkillError(f"skill {name!r} was restored to {target} but cannot be read there")
+            log.info("restored skill %s from the archive", row.name)
+            return self._skill(row)
+
+    def states(self) -> list[SkillState]:
+        """Every skill in the library and in the archive, with its state, uses and outcomes."""
+        with self._lock:
+            self._refresh()
+            now = self.clock()
+            outcomes = self.index.outcomes()
+            pinned = self.index.pinned()
+            found: list[SkillState] = []
+
+            def record(name: str, state: str, rel: str, learned: bool, uses: int, last: float, path: Path) -> None:
+                counts = outcomes.get(rel, {})
+                found.append(SkillState(name, state, rel in pinned, learned, uses, counts.get("done", 0),
+                                        counts.get("error", 0) + counts.get("corrected", 0), last, str(path)))
+
+            for row in self.index.usable():
+                touched = max(row.last_used, row.created, row.updated)
+                record(row.name or row.rel, state_of(row.learned, row.rel in pinned, touched, now, self.ages),
+                       row.rel, row.learned, row.use_count, row.last_used, self.skills_dir / row.rel)
+            usage = dict(self.index.conn.execute("SELECT rel, use_count FROM usage").fetchall())
+            for name, rel, folder in self.index.archived():
+                record(name, "archived", rel, True, usage.get(rel, 0), 0.0, self.archive_dir / folder)
+            return sorted(found, key=lambda s: s.name)
+
+    def _home(self, rel: str) -> Path:
+        """What moves for the skill at ``rel``: its folder, or a legacy flat file."""
+        return self.skills_dir / (rel.rsplit("/", 1)[0] if "/" in rel else rel)
+
+    def _archive_row(self, row: Row) -> Path:
+        source = self._home(row.rel)
+        part = source.relative_to(self.skills_dir).as_posix()
+        target = self.archive_dir / part
+        if target.exists() or target.is_symlink():  # an earlier skill of that name is archived already
+            part = f"{part}-{int(self.clock())}"
+            target = self.archive_dir / part
+        private_dir(self.archive_dir)
+        private_dir(target.parent)
+        shutil.move(source, target)
+        with self.index.write() as conn:
+            self.index.remove(conn, [row.rel])  # counts, outcomes and the written hash stay for a restore
+            self.index.set_archived(conn, row.name or row.rel, row.rel, part, self.clock())
+            self.index.assign_names(conn, namespace)
+        log.info("archived skill %s to %s", row.name, target)
+        return target
 
     # -- versions ----------------------------------------------------------------------------
 
@@ -307,7 +440,7 @@ class SkillManager:
                 raise SkillExistsError(
                     f"a skill named {key!r} already exists ({folder}); refine it or choose another name"
                 )
-            now = time.time()
+            now = self.clock()
             text = render_skill(replace(skill, created=now, updated=now))
             return self._write(f"{key}/{SKILL_FILE}", text)
 
@@ -557,7 +690,7 @@ class SkillManager:
             meta["triggers"] = ", ".join(triggers)
         if current.learned:
             meta["version"] = str(current.version + 1)
-            meta["updated"] = format_time(time.time())
+            meta["updated"] = format_time(self.clock())
         return patch_skill(text, top, meta, body if body != current.body else None)
 
     def _save_pending(self, row: Row, text: str, proposal: Skill) -> str:

@@ -19,7 +19,9 @@ Reading is lenient, because most skills were written by other tools: a missing d
 back to ``summary`` and then to the body's first paragraph; ``tags`` (top level, ``metadata`` or
 hermes-agent's ``metadata.hermes``) feed search; ``platforms`` is kept so the library can honour it.
 Writing a *new* file is strict (it passes the validator); changing an existing file is a textual
-patch of Hermes' keys (``patch.py``), never a re-dump, so nothing else in it moves.
+patch of Hermes' keys (``patch.py``), never a re-dump, so nothing else in it moves. The file is cut
+at its fences here (byte-exact, so the patch knows where each part starts) and the frontmatter is
+read by python-frontmatter's YAML handler (a safe loader).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME_LENGTH = 64
@@ -48,7 +51,7 @@ _DASH_RUN = re.compile(r"-{3,}")
 _BODY_JUNK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufeff\ufffe\uffff]")
 _LINE_JUNK = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
 _FENCE = re.compile(r"^---[ \t]*\r?\n", re.M)
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YAML = YAMLHandler()
 
 
 class SkillError(ValueError):
@@ -194,7 +197,7 @@ def split_text(text: str) -> SkillText:
 def load_frontmatter(frontmatter: str) -> dict[str, Any]:
     """The frontmatter as a mapping ({} when empty); ``SkillError`` when it is not one."""
     try:
-        data = yaml.load(frontmatter, Loader=_Loader)  # noqa: S506 - a safe loader
+        data = _YAML.load(frontmatter)  # python-frontmatter's handler: yaml with its safe loader
     except (yaml.YAMLError, RecursionError) as exc:
         raise SkillError(f"the frontmatter is not valid YAML: {str(exc).splitlines()[0]}") from None
     if data is None:

@@ -102,6 +102,7 @@ class ChatSession:
         taken = loop.history[starts[-1]:]
         del loop.history[starts[-1]:]
         ids = [int(m["_id"]) for m in taken if m.get("_id") is not None]
+        loop.skills.correct_turn(taken[0].get("_id"))  # the skills that turn used did not satisfy
         typed = {m.id: m.content for m in self.stores.memory.get_messages(loop.session_id)}
         text = typed.get(ids[0]) if ids else None
         return (text if text is not None else str(taken[0].get("content") or "")), ids

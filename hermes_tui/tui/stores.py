@@ -44,7 +44,7 @@ class Stores:
             if self._skills is None:
                 from hermes_tui.skills.manager import SkillManager
 
-                self._skills = SkillManager(self.config.skills_dir)
+                self._skills = SkillManager.for_config(self.config)
             return self._skills
 
     @property

@@ -82,7 +82,7 @@ class AppState:
     ) -> None:
         self.config = config
         self.memory = MemoryStore(config.db_path)
-        self.skills = SkillManager(config.skills_dir)
+        self.skills = SkillManager.for_config(config)
         self.max_loops = max_loops
         self.idle_seconds = idle_seconds
         self.summary_timeout = summary_timeout

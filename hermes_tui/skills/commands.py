@@ -1,0 +1,92 @@
+"""``hermes-tui skills list|show|archive|restore|pin``: the library's lifecycle from the shell.
+
+Each command returns the lines to print; names, descriptions and bodies come from skill files
+(hostile text), so every line passes ``printable`` before it reaches the terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+
+from hermes_tui.skills.lifecycle import SkillState
+from hermes_tui.skills.manager import SkillManager, SkillNotFoundError
+from hermes_tui.textsafe import printable
+
+SHOWN_BODY = 4000  # characters of instructions `show` prints
+
+
+def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, object]) -> list[str]:
+    """Run one command; raises ``SkillError`` (one readable line) when it cannot."""
+    name = str(args.get("name") or "")
+    if command == "import":
+        from hermes_tui.skills.importer import import_library
+
+        lines = import_library(args["folder"], skills).lines()  # type: ignore[arg-type]
+    elif command == "list":
+        lines = list_lines(skills)
+    elif command == "show":
+        lines = show_lines(skills, name)
+    elif command == "archive":
+        lines = [f"archived {name} to {skills.archive(name)}; `hermes-tui skills restore {name}` brings it back"]
+    elif command == "restore":
+        skill = skills.unarchive(name)
+        lines = [f"restored {skill.name} to {skill.folder}"]
+    elif command == "pin":
+        off = bool(args.get("off"))
+        skill = skills.pin(name, not off)
+        lines = [f"unpinned {skill.name}: it ages again" if off else f"pinned {skill.name}: it never ages"]
+    else:  # argparse only lets the commands above through
+        raise ValueError(command)
+    return [printable(line) for line in lines]
+
+
+def list_lines(skills: SkillManager) -> list[str]:
+    skills.age()
+    states = skills.states()
+    if not states:
+        return ["No skills yet."]
+    width = max(len(s.name) for s in states)
+    lines = [f"{'NAME':<{width}}  {'STATE':<8}  {'USES':>4}  {'SUCCESS':>7}  NOTES"]
+    for state in states:
+        lines.append(f"{state.name:<{width}}  {state.state:<8}  {state.uses:>4}  {_rate(state):>7}  {_notes(state)}")
+    return lines
+
+
+def show_lines(skills: SkillManager, name: str) -> list[str]:
+    state = next((s for s in skills.states() if s.name == name), None)
+    skill = skills.get(name)
+    if skill is None and state is None:
+        raise SkillNotFoundError(f"no skill named {name!r}; `hermes-tui skills list` shows the names")
+    if state is None:
+        state = next(s for s in skills.states() if s.name == skill.name)  # type: ignore[union-attr]
+    lines = [
+        f"{state.name}: {state.state}" + (f" ({_notes(state)})" if _notes(state) else ""),
+        f"path: {state.path}",
+        f"uses: {state.uses}, finished well: {state.done}, errors or corrections: {state.failed}, "
+        f"success rate: {_rate(state)}",
+        f"last used: {_when(state.last_used)}",
+    ]
+    if skill is not None:
+        body = skill.body if len(skill.body) <= SHOWN_BODY else skill.body[:SHOWN_BODY] + "\n[…]"
+        lines += [f"version: {skill.version}", f"description: {skill.description}",
+                  f"triggers: {', '.join(skill.triggers) or '-'}", "", body]
+    return lines
+
+
+def _rate(state: SkillState) -> str:
+    rate = state.success_rate
+    return "-" if rate is None else f"{rate:.0%}"
+
+
+def _notes(state: SkillState) -> str:
+    notes = ["pinned"] if state.pinned else []
+    if not state.learned:
+        notes.append("guest: never ages")
+    return ", ".join(notes)
+
+
+def _when(epoch: float) -> str:
+    if not epoch:
+        return "never"
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -1,0 +1,66 @@
+"""A skill's life: active, then stale, then archived — and what a skill's uses led to.
+
+* **Active** skills are offered everywhere. A learned skill (one Hermes wrote) that nothing has
+  used, written or refined for ``stale_days`` is **stale**: it leaves the system-prompt index but
+  still answers search, hints and ``use_skill``. After ``archive_days`` it is **archived**: its
+  folder moves to ``HERMES_HOME/skills-archive/`` (never deleted) and it leaves search and hints.
+  ``use_skill`` by its exact name, or ``hermes-tui skills restore NAME``, brings it back.
+* Pinned skills never age, and guest skills (imported, hand-written, bundled) are never moved.
+* Each use is booked against its turn: ``done``, ``error`` (the turn ended in an error or ran out
+  of steps), ``corrected`` (the user ran /retry or /undo on it) or ``cancelled`` (counted neither way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DAY = 86400.0
+
+# The loop's stopped_reason -> the outcome booked for the turn's skills.
+TURN_OUTCOMES = {"done": "done", "error": "error", "max_steps": "error", "cancelled": "cancelled"}
+
+
+@dataclass(frozen=True)
+class Ages:
+    """When a learned, unpinned skill goes stale and when it is archived (days since last touched)."""
+
+    stale_days: int = 30
+    archive_days: int = 90
+
+    def stale_before(self, now: float) -> float:
+        return now - self.stale_days * DAY
+
+    def archive_before(self, now: float) -> float:
+        return now - max(self.archive_days, self.stale_days) * DAY
+
+
+@dataclass(frozen=True)
+class SkillState:
+    """One line of ``hermes-tui skills list``: where a skill is in its life and how it fared."""
+
+    name: str
+    state: str  # "active" | "stale" | "archived"
+    pinned: bool
+    learned: bool
+    uses: int
+    done: int
+    failed: int  # errors and corrections
+    last_used: float
+    path: str
+
+    @property
+    def success_rate(self) -> float | None:
+        """Share of finished uses whose turn went well; None before any finished."""
+        judged = self.done + self.failed
+        return self.done / judged if judged else None
+
+
+def state_of(learned: bool, pinned: bool, touched: float, now: float, ages: Ages) -> str:
+    """``active`` or ``stale`` for a skill in the library (archived ones are not in it)."""
+    if learned and not pinned and touched < ages.stale_before(now):
+        return "stale"
+    return "active"
+
+
+def turn_outcome(stopped_reason: str) -> str:
+    return TURN_OUTCOMES.get(stopped_reason, "error")
