@@ -63,7 +63,9 @@ def test_json_events_and_session_continue(env: FakeLLMServer, hermes_home: Path)
     assert again.stdout.strip() == "It was kiwi."
     sent = [str(m) for m in env.requests[1].messages]
     assert any("remember kiwi" in m for m in sent) and any("which fruit?" in m for m in sent)
-    assert len(env.requests) == 3  # the continued session is summarized at exit, as a whole
+    # The continued session is summarized at exit, as a whole; then the memory curator reads what
+    # the user wrote (and keeps nothing from the fake's plain answer).
+    assert len(env.requests) == 4 and "What the user wrote" in str(env.requests[3].messages)
     assert MemoryStore(hermes_home / "memory.sqlite3").get_session(session_id).summary == "summary two"
 
 
