@@ -521,6 +521,9 @@ def context_main(argv: Sequence[str]) -> int:
         print(json.dumps(report.to_dict()))
     else:
         print("\n".join(printable(line) for line in report.lines()))
+    return EXIT_OK
+
+
 def mcp_main(argv: Sequence[str]) -> int:
     """``hermes-tui mcp list|approve|enable|disable`` (hermes_tui/agent/mcp/)."""
     parser = argparse.ArgumentParser(prog="hermes-tui mcp", description="The MCP servers of mcp.json and .mcp.json.")

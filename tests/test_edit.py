@@ -149,13 +149,15 @@ def test_secrets_are_refused_and_a_link_inside_edits_its_target(registry: ToolRe
     assert (registry.workspace / "notes.txt").read_text() == "goodbye notes\n"
 
 
-def test_a_hard_link_keeps_the_old_content(registry: ToolRegistry, tmp_path: Path) -> None:
+def test_a_hard_linked_file_is_refused_and_its_twin_untouched(registry: ToolRegistry, tmp_path: Path) -> None:
+    """A hard link inside the workspace may be another name for a file outside it (the write policy)."""
     target = registry.workspace / "shared.txt"
     target.write_text("version 1\n")
     twin = tmp_path / "twin.txt"
     os.link(target, twin)
-    assert edit(registry, "shared.txt", old="1", new="2").ok
-    assert target.read_text() == "version 2\n" and twin.read_text() == "version 1\n"
+    refused = edit(registry, "shared.txt", old="1", new="2")
+    assert not refused.ok and "hard links" in refused.output
+    assert target.read_text() == twin.read_text() == "version 1\n"
 
 
 def test_a_5_mb_file_is_edited_without_passing_through_the_model(registry: ToolRegistry) -> None:

@@ -154,7 +154,7 @@ def test_an_extra_tool_never_replaces_a_declared_one(workspace: Path) -> None:
     tools = ToolRegistry(workspace, MemoryStore(workspace.parent / "m.sqlite3"), SkillManager(workspace.parent / "s"),
                          tools=TOOLS, extra_tools=lambda: [impostor, extra])
     (workspace / "a.txt").write_text("real content")
-    assert tools.execute("read_file", {"path": "a.txt"}).output.startswith("real content")
+    assert tools.execute("read_file", {"path": "a.txt"}).output.startswith("    1\treal content")
     assert tools.execute("mcp__x__y", {}).output == "extra ran"
     assert [s["function"]["name"] for s in tools.specs()].count("read_file") == 1
 

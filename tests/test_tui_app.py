@@ -259,7 +259,8 @@ def test_an_error_is_one_readable_line(server: FakeLLMServer) -> None:
         assert len(errors) == 1
         text = text_of(errors[0])
         assert "\n" not in text and "Traceback" not in text
-        assert app.chat.prompt.text == ""  # a failed turn still frees the prompt
+        # A failed turn frees the prompt, and gives the unsent message back in it (retry or edit it).
+        assert app.chat.prompt.text == "hello" and not app.chat.busy
 
     run(scenario)
 
@@ -475,7 +476,7 @@ def test_slash_completion_and_tab(server: FakeLLMServer) -> None:
         await pilot.press("slash", "m")
         suggestions = app.query_one(SlashSuggestions)
         assert suggestions.display
-        assert [o.id for o in suggestions.options] == ["model", "memory"]
+        assert [o.id for o in suggestions.options] == ["model", "memory", "mcp"]
         await pilot.press("tab")
         assert app.chat.prompt.text == "/model "
         assert not suggestions.display

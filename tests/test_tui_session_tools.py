@@ -233,6 +233,6 @@ def test_forget_also_removes_the_prompts_and_the_files_made_of_the_session(
         assert not any("4471" in entry for entry in app.history.entries)
         assert "keep this one" in history.read_text()  # another session's prompts stay
         assert not exported.exists() and not clipboard.exists()
-        assert "1 prompts in the prompt history" in notices(app)[-1] and "session-" in notices(app)[-1]
+        assert "1 prompt in the prompt history" in notices(app)[-1] and "session-" in notices(app)[-1]
 
     run(scenario)

@@ -122,6 +122,7 @@ class ChatPane(Widget):
         self._cleaner = StreamCleaner()
         self._splitter = BlockSplitter()
         self.queued: list[str] = []
+        self.unsent: str | None = None  # the last message a failed turn gave back (/retry sends it)
         self._activity: str | None = None  # the status line's label, as last posted
         self._folded_width = 0  # the width answers were folded at
 
@@ -151,6 +152,7 @@ class ChatPane(Widget):
     async def start_turn(self, loop: AgentLoop, text: str) -> None:
         """Show the message and run the turn in the background."""
         self.busy = True
+        self.unsent = None  # a new turn: /retry is about this one now
         self._turn_loop = loop
         collector.turn_started()
         self.conversation.anchor()
@@ -310,10 +312,11 @@ class ChatPane(Widget):
                               "/undo restores them)")
 
     async def _show_unsent(self, event: Unsent) -> None:
+        self.unsent = event.text
         self.prompt.give_back(event.text)
         await self.add_notice("Not sent: the turn failed before any answer, so your message is back in the "
-                              "prompt and out of the conversation. Enter sends it again; edit it first if "
-                              "it caused the error.")
+                              "prompt and out of the conversation. Enter (or /retry) sends it again; edit it "
+                              "first if it caused the error.")
 
     async def _show_skill_learned(self, event: SkillLearned) -> None:
         verb = "Learned skill" if event.created else "Refined skill"

@@ -124,6 +124,11 @@ class CommandRunner:
     async def _retry(self, argument: str) -> None:
         if await self.refuse_while_busy("/retry"):
             return
+        unsent, self.app.chat.unsent = self.app.chat.unsent, None
+        if unsent:  # the last turn failed before any answer: its message is not in the conversation
+            await self.app.chat.add_notice("Retrying your last message (its turn failed before any answer).")
+            await self.app.send(unsent)
+            return
         taken = self.app.session.retract_last_turn()
         if taken is None:
             await self.app.chat.add_notice("Nothing to retry yet: send a message first.")
