@@ -167,7 +167,9 @@ def test_the_loop_checkpoints_writes_and_shell_commands(loop_parts, fake_llm_env
 
 def test_without_git_one_notice_and_no_checkpoints(loop_parts, fake_llm_env: FakeLLMServer, workspace: Path,
                                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bin_dir = tmp_path / "bin-without-git"  # every program on PATH but git: run_bash (and its sandbox) work
+    # Every program on PATH but git: run_bash (and its sandbox) work. Inside the workspace, because
+    # the sandbox gives commands a private /tmp (a PATH folder under the test's /tmp would vanish).
+    bin_dir = workspace / ".bin-without-git"
     bin_dir.mkdir()
     for folder in os.environ["PATH"].split(os.pathsep):
         for program in Path(folder).glob("*") if Path(folder).is_dir() else ():

@@ -415,8 +415,8 @@ def test_local_server_overflow_compacts_and_retries_once(stores, fake_llm_env: F
     """A prompt over a local server's window: an empty 200 stream (llama.cpp), or its 400 (Anthropic's
     wire here), to a request near the window leads to a compaction and one retry."""
     config, memory, skills = stores
-    loop = AgentLoop(replace(config, context_tokens=4_000), memory, skills)
-    for n in range(6):  # a conversation of ~2,400 tokens: below the compaction threshold (3,200)
+    loop = AgentLoop(replace(config, context_tokens=6_000), memory, skills)
+    for n in range(6):  # ~2,400 tokens of conversation + ~2,000 fixed: below the compaction threshold (4,800)
         fake_llm_env.queue(Reply(text=f"answer {n} " + "word " * 300))
         list(loop.run_turn(f"question {n}"))
     sent = len(json.dumps(fake_llm_env.requests[-1].body))
