@@ -23,7 +23,9 @@ from hermes_tui.web.render import markdown_html
 from hermes_tui.web.state import Turn
 
 KEEPALIVE = {"type": "keepalive"}
-_BLOCK_ENDS = frozenset({"tool_call_started", "turn_finished"})
+# Events that end a streamed block of text: it is sent rendered before them (files_changed and the
+# receipt come between the answer's last words and turn_finished, and start lines of their own).
+_BLOCK_ENDS = frozenset({"tool_call_started", "files_changed", "receipt", "notice", "turn_finished"})
 
 
 def _line(item: dict[str, Any]) -> bytes:
