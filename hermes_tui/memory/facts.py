@@ -261,9 +261,13 @@ class FactStore:
         ])
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(tmp, path)
+        except BaseException:  # a full disk: the old file stays, and no half-written copy beside it
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 def for_config(config: Config) -> FactStore:
