@@ -33,7 +33,6 @@ import logging
 import os
 import pickle
 import secrets
-import select
 import socket
 import stat
 import struct
@@ -50,6 +49,7 @@ from typing import Any
 
 from hermes_tui import __version__
 from hermes_tui.config import Config
+from hermes_tui import fds
 from hermes_tui.llm_host import Item, relay, serve_request
 
 log = logging.getLogger(__name__)
@@ -339,8 +339,7 @@ def _spawn(where: Path, config: Config | None) -> float:
     try:
         process.stdin.write(pickle.dumps((warm_config, logging_on)).hex().encode() + b"\n")
         process.stdin.close()
-        ready, _, _ = select.select([process.stdout], [], [], START_TIMEOUT)
-        line = process.stdout.readline() if ready else b""
+        line = process.stdout.readline() if fds.readable(process.stdout, START_TIMEOUT) else b""
     except OSError as exc:
         line = b""
         log.warning("the warm helper failed to start: %r", exc)

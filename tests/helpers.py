@@ -6,7 +6,8 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +55,11 @@ def hold_slow_clients(port: int, count: int) -> list[socket.socket]:
                          b"urlencoded\r\nContent-Length: 100000\r\n\r\npassword=")
         held.append(sock)
     return held
+
+
+def wait_until(predicate: Callable[[], bool], seconds: float = 60.0) -> bool:
+    """Poll ``predicate`` (a bound for a stuck test, not a timing assertion)."""
+    deadline = time.monotonic() + seconds
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return predicate()

@@ -9,23 +9,14 @@ server counts the streams whose client hung up before their end (``hang_ups``).
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from hermes_tui.events import SkillLearned, TurnFinished
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+from tests.helpers import wait_until
 from tests.test_engine import SKILL_ANSWER, make_loop, stores  # noqa: F401 - the fixture
 
 SLOW = Reply(text="a summary that takes long " * 100, chunk_size=4, chunk_delay=0.05)  # ~650 events, ~30 s
-
-
-def wait_until(predicate: Callable[[], bool], seconds: float = 20.0) -> bool:
-    """Poll ``predicate`` (a bound for a stuck test, not a timing assertion)."""
-    deadline = time.monotonic() + seconds
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return predicate()
 
 
 def test_an_abandoned_summary_closes_its_connection(stores, fake_llm_env: FakeLLMServer) -> None:

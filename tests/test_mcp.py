@@ -10,7 +10,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -26,7 +25,7 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import run_cli
+from tests.helpers import run_cli, wait_until
 
 FAKE = Path(__file__).parent / "fakes" / "mcp_server.py"
 TOKEN = "tok-0123456789abcdef"
@@ -40,15 +39,6 @@ def stdio_entry(**extra: Any) -> dict[str, Any]:
 def declare(path: Path, servers: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"mcpServers": servers}))
-
-
-def until(condition: Callable[[], object], timeout: float = 60.0) -> None:
-    """Wait for a condition (a deadline only against hanging forever, never a measured time)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.02)
 
 
 @contextmanager
@@ -220,11 +210,11 @@ def test_a_slow_call_is_cancelled_and_the_server_hears_it(served: tuple[McpManag
     worker = threading.Thread(target=lambda: results.append(
         tools.execute("mcp__fake__slow", {"marker": str(marker)}, cancel=cancel)))
     worker.start()
-    until(lambda: marker.exists() and marker.read_text() == "started")
+    assert wait_until(lambda: marker.exists() and marker.read_text() == "started")
     cancel.set()
     worker.join(30)
     assert not worker.is_alive() and not results[0].ok and "cancelled" in results[0].output
-    until(lambda: marker.read_text() == "cancelled")  # the notification reached the running call
+    assert wait_until(lambda: marker.read_text() == "cancelled")  # the notification reached the running call
     assert tools.execute("mcp__fake__echo", {"text": "still"}).ok
 
 
@@ -259,7 +249,7 @@ def test_a_crash_is_one_line_the_others_keep_working_and_it_comes_back(tmp_path:
         tools = registry(workspace, lambda: McpTools(manager)(200_000))
         crashed = tools.execute("mcp__a__crash", {})
         assert not crashed.ok and "stopped during the call" in crashed.output
-        until(lambda: any("MCP server a stopped" in line for line in lines))
+        assert wait_until(lambda: any("MCP server a stopped" in line for line in lines))
         assert [line for line in lines if "MCP server a stopped" in line] == [lines[-1]]  # one line
         assert {s.name: s.state for s in manager.statuses()}["a"] == "failed"
         assert tools.execute("mcp__b__echo", {"text": "b works"}).ok

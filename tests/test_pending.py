@@ -8,8 +8,7 @@ writer that gives way to the user's turns, or by ``hermes-tui doctor``. The user
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from hermes_tui.learning import pending
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.helpers import run_cli
+from tests.helpers import run_cli, wait_until
 
 LONG = " ".join(f"word{n}" for n in range(400))
 SLOW = Reply(text=LONG, chunk_size=5, chunk_delay=0.05)  # ~4 s of streaming: far past the timeouts below
@@ -32,16 +31,6 @@ def stores(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> I
     memory = MemoryStore(config.db_path)
     yield config, memory
     memory.close()
-
-
-def until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
-    """Wait for ``condition`` (a bound, not a measured time)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def a_session(stores: tuple[Config, MemoryStore], server: FakeLLMServer) -> AgentLoop:
@@ -61,7 +50,7 @@ def test_an_unfinished_summary_stays_pending_its_request_closes_and_it_is_writte
     assert pending.pending(memory) == [loop.session_id]
     assert memory.get_session(loop.session_id).summary is None
     # Abandoned means closed: the server is not left generating for nobody.
-    assert until(lambda: fake_llm_env.open_connections == 0)
+    assert wait_until(lambda: fake_llm_env.open_connections == 0)
     assert len(fake_llm_env.requests) == 2
 
     assert pending.tell(memory) == f"{pending.TOLD} (session {loop.session_id})."
@@ -96,9 +85,9 @@ def test_the_background_writer_gives_way_to_the_users_turn(stores: tuple[Config,
     from hermes_tui.llm import LLMClient
 
     writer = pending.Writer(memory, LLMClient(config), busy=busy.is_set).start()
-    assert until(lambda: len(fake_llm_env.requests) == 2 and fake_llm_env.open_connections == 1)
+    assert wait_until(lambda: len(fake_llm_env.requests) == 2 and fake_llm_env.open_connections == 1)
     busy.set()  # the user sends a message: the summary in flight is dropped, its connection closed
-    assert until(lambda: fake_llm_env.open_connections == 0)
+    assert wait_until(lambda: fake_llm_env.open_connections == 0)
     assert pending.pending(memory) == [loop.session_id] and not writer.done.is_set()
     assert len(fake_llm_env.requests) == 2  # and nothing new starts while the user is busy
     busy.clear()

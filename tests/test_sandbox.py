@@ -354,3 +354,22 @@ def test_the_skill_library_is_readable_but_not_writable_in_the_sandbox(tmp_path:
                       {"PATH": os.environ["PATH"]}, sandbox=Sandbox(), home=home, readable=(home / "skills",))
     assert "from the skill" in ran.text and "sk-hidden" not in ran.text, ran.text
     assert script.read_text() == "echo from the skill\n", "no command can rewrite a skill"
+
+
+def test_a_command_runs_while_hermes_holds_more_than_1024_descriptors(registry: ToolRegistry) -> None:
+    """A long session holds many descriptors; a pipe numbered past select()'s 1,024 still gets read."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"this machine allows only {hard} open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert max(held) > 1024
+        result = registry.execute("run_bash", {"command": "echo still read"})
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert result.ok and "still read" in result.output, result.output

@@ -116,6 +116,12 @@ def conversation(app: HermesApp, kind: type) -> list:
     return list(app.chat.conversation.query(kind))
 
 
+async def help_card(app: HermesApp, pilot: Pilot, count: int = 1) -> HelpText:
+    """The ``count``-th help card once it shows its text (Textual fills ``source`` when it mounts)."""
+    await wait_for(pilot, lambda: len(cards := conversation(app, HelpText)) >= count and cards[count - 1].source)
+    return conversation(app, HelpText)[count - 1]
+
+
 def text_of(widget: object) -> str:
     """The plain text a Static shows."""
     rendered = widget.render()  # type: ignore[attr-defined]
@@ -500,7 +506,7 @@ def test_slash_completion_and_tab(server: FakeLLMServer) -> None:
 def test_help_and_unknown_command(server: FakeLLMServer) -> None:
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "/help")
-        help_text = conversation(app, HelpText)[0].source
+        help_text = (await help_card(app, pilot)).source
         assert "/resume <id>" in help_text and "ctrl+j" in help_text and "F2" in help_text
         await send(app, pilot, "/frobnicate now")
         assert notices(app)[-1].startswith("✗ Unknown command /frobnicate: kept in the prompt.")

@@ -13,11 +13,11 @@ import time
 from textual._xterm_parser import XTermParser
 from textual.pilot import Pilot
 
-from hermes_tui.tui.answer import AnswerText, HelpText
+from hermes_tui.tui.answer import AnswerText
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import UserMessage
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.test_tui_app import LONG_TEXT, conversation, notices, run, send, server, text_of, wait_for
+from tests.test_tui_app import LONG_TEXT, conversation, help_card, notices, run, send, server, text_of, wait_for
 
 __all__ = ["server"]
 
@@ -114,9 +114,9 @@ def test_double_slash_sends_a_literal_slash_and_help_says_so(server: FakeLLMServ
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "/help")
-        help_card = conversation(app, HelpText)[0]
-        assert "`//`" in help_card.source
-        rendered = rendered_text(help_card)
+        card = await help_card(app, pilot)
+        assert "`//`" in card.source
+        rendered = rendered_text(card)
         assert "//etc sends /etc" in rendered and "end the line with \\" in rendered  # no lost backslash
         assert "`" not in rendered and "**" not in rendered  # Markdown rendered, not shown raw
         type_bytes(app, "//etc is a folder\r")
@@ -137,8 +137,7 @@ def test_enter_acts_on_what_was_typed_not_on_a_stale_suggestion_list(server: Fak
         type_bytes(app, "/")
         await wait_for(pilot, lambda: app.chat.prompt.suggesting)
         type_bytes(app, "cost\r")
-        await wait_for(pilot, lambda: len(conversation(app, HelpText)) == 1)
-        assert "| model | calls |" in conversation(app, HelpText)[0].source  # the /cost table
+        assert "| model | calls |" in (await help_card(app, pilot)).source  # the /cost table
         assert app.chat.prompt.text == ""
         type_bytes(app, "/retry\r")  # in one burst from an empty prompt: the list never caught up
         await wait_for(pilot, lambda: len(server.requests) == 2 and not app.chat.busy)

@@ -10,14 +10,14 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from hermes_tui.memory.store import MemoryStore
-from hermes_tui.tui.answer import AnswerText, HelpText
+from hermes_tui.tui.answer import AnswerText
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import ToolCallView, UserMessage
 from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.session_tools import code_blocks
 from hermes_tui.tui.setup_screen import SetupScreen
 from tests.fakes.server import FakeLLMServer, Fault, Reply
-from tests.test_tui_app import conversation, notices, run, send, send_and_wait, server, text_of, wait_for
+from tests.test_tui_app import conversation, help_card, notices, run, send, send_and_wait, server, text_of, wait_for
 
 __all__ = ["server"]
 ANSWER = "Two snippets:\n\n```python\nprint('one')\n```\n\nand\n\n```bash\necho two\n```\n"
@@ -72,7 +72,7 @@ def test_cost_per_model_survives_resume(server: FakeLLMServer) -> None:
         await send_and_wait(app, pilot, "two")
         session = app.session.session_id
         await send(app, pilot, "/cost")
-        card = conversation(app, HelpText)[-1].source
+        card = (await help_card(app, pilot)).source
         assert "`openai:test-model` | 1 | 12 | 7 | 0 | —" in card
         assert "`openai:other-model` | 1 | 17 | 7 | 5 |" in card and "**total** | 2 | 29 | 14 | 5 |" in card
         await send(app, pilot, "/new")

@@ -15,8 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
 from pathlib import Path
@@ -27,22 +26,13 @@ from hermes_tui import warm
 from hermes_tui.learning import pending
 from hermes_tui.memory.store import MemoryStore
 from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply
-from tests.helpers import HERMES_TUI, run_cli
+from tests.helpers import HERMES_TUI, run_cli, wait_until
 
 pytestmark = pytest.mark.timeout(900)  # a helper's first start imports litellm: 5 s idle, a minute loaded
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 LONG = " ".join(f"word{n}" for n in range(400))
 SUMMARY = "I answered the user's question."
-
-
-def until(condition: Callable[[], bool], timeout: float = 120.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def answer(request: RecordedRequest) -> Reply:
@@ -108,7 +98,7 @@ def test_a_warm_run_reuses_the_helper_never_imports_litellm_and_its_summary_is_w
 
     # Neither one-shot run waited for a summary; the helper wrote both once the runs were over.
     with MemoryStore(hermes_home / "memory.sqlite3") as memory:
-        assert until(lambda: not pending.pending(memory))
+        assert wait_until(lambda: not pending.pending(memory))
         sessions = memory.list_sessions()
         assert len(sessions) == 2 and {s.summary for s in sessions} == {SUMMARY}
     # Two at least: one started between the runs gave way to the second run and was asked again.
@@ -243,6 +233,7 @@ def test_the_helper_exits_after_its_idle_time_on_its_clock(where: Path) -> None:
     assert warm._ask(where, ("hello",)) == ("ok", os.getpid())  # alive after 599 s; the request counts
     clock.now = 599.0 + 599.0
     assert warm._ask(where, ("hello",))[0] == "ok"
+    assert wait_until(lambda: helper.active() == 0)  # the request has ended and set its time
     clock.now += 600.0
     assert helper.stopped.wait(30)
     assert not (where / "socket").exists() and not (where / "key").exists()
@@ -294,7 +285,7 @@ def test_a_request_leaves_no_key_in_the_helper(where: Path, fake_llm_env: FakeLL
         fake_llm_env.queue(Reply(text="served"))
         items = list(client.stream([{"role": "user", "content": "hi"}], None, threading.Event()))
         assert items[-1].text == "served"
-        assert until(lambda: helper.active() == 0, 30)
+        assert wait_until(lambda: helper.active() == 0, 30)
         key = Config.load().api_key
         cached = _lib().in_memory_llm_clients_cache.cache_dict.values()
         assert key and not [client for client in cached if getattr(client, "api_key", None) == key]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from hermes_tui.agent.sandbox import Sandbox
+from hermes_tui import fds
 
 BASH_DEFAULT_TIMEOUT = 120
 BASH_MAX_TIMEOUT = 600
@@ -142,8 +142,7 @@ def _pump(proc: subprocess.Popen[bytes], pipe: int, output: BoundedOutput, deadl
     open_ = True
     while True:
         if open_:
-            ready, _, _ = select.select([pipe], [], [], _POLL)
-            chunk = os.read(pipe, _READ) if ready else None
+            chunk = os.read(pipe, _READ) if fds.readable(pipe, _POLL) else None
             if chunk:
                 output.add(chunk)
             open_ = chunk != b""
@@ -164,8 +163,7 @@ def _drain(pipe: int, output: BoundedOutput) -> None:
     """Collect what the dead group left in the pipe; give up if an escaped process keeps it open."""
     deadline = time.monotonic() + _DRAIN
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([pipe], [], [], _POLL)
-        if not ready:
+        if not fds.readable(pipe, _POLL):
             continue
         chunk = os.read(pipe, _READ)
         if not chunk:

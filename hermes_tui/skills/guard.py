@@ -233,7 +233,7 @@ RULES: tuple[Rule, ...] = (
         rf"[^\n]{{0,80}}\|\s*(?:[\w./-]+\s+){{0,3}}?{_NET}",
         rf"\b(?:curl|wget)\b[^\n]{{0,200}}(?:-T|--upload-file|-d|--data(?:-binary|-raw|-urlencode)?|-F\s*['\"]?\w+=|"
         rf"--post-file)[\s=]*['\"]?@?(?:~|\$HOME|/etc/|[^\s'\"]*{_SECRET_FILE})",
-        rf"\b(?:curl|wget)\b[^\n]{{0,200}}(?:\$\(\s*(?:cat|env|printenv|base64|tar)\b|`(?:cat|env|printenv)\b)",
+        r"\b(?:curl|wget)\b[^\n]{0,200}(?:\$\(\s*(?:cat|env|printenv|base64|tar)\b|`(?:cat|env|printenv)\b)",
         r"/dev/(?:tcp|udp)/",
     ),
     _rule(

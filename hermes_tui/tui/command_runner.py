@@ -142,7 +142,7 @@ class CommandRunner:
     def rewinder(self) -> FileRewinder:
         """What /undo and /rewind do with files (hermes_tui/tui/rewind.py), made on first use."""
         if self._rewinder is None:
-            from hermes_tui.tui.rewind import Choice, FileRewinder
+            from hermes_tui.tui.rewind import FileRewinder
 
             self._rewinder = FileRewinder(self.app)
         return self._rewinder
