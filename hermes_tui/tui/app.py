@@ -123,7 +123,7 @@ class HermesApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.InputEvent):  # the collector waits for a quiet moment
-            collector.input_seen()
+            collector.input_seen(self.clock())
         await super().on_event(event)
 
     def on_mount(self) -> None:

@@ -345,7 +345,7 @@ class ChatPane(Widget):
 
     def _collect_when_quiet(self) -> None:
         """Collect what the turn left (its last words are on screen), once the user is quiet."""
-        if (left := collector.quiet_left()) > 0:
+        if (left := collector.quiet_left(self.clock())) > 0:
             self.set_timer(left, self._collect_when_quiet)
         else:
             collector.collect_after_turn()

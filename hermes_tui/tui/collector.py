@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gc
 import threading
-import time
 
 YOUNG = 10_000  # allocations between collections of the youngest generation (~5 ms each)
 IDLE = (YOUNG, 100, 100)
@@ -24,7 +23,8 @@ QUIET = 1.0  # seconds without input before the collection after a turn
 _lock = threading.Lock()
 _tuned = False
 _turn = False
-_last_input = 0.0  # time.monotonic() of the last key or mouse event
+_last_input = float("-inf")  # the app's clock at the last key or mouse event
+after_turns = 0  # collections done after a turn (what tests and the debug log look at)
 
 
 def _apply() -> None:
@@ -55,20 +55,24 @@ def turn_ended() -> None:
         _apply()
 
 
-def input_seen() -> None:
-    """The app's thread: a key or mouse event arrived."""
+def input_seen(now: float) -> None:
+    """The app's thread: a key or mouse event arrived at ``now`` (the app's clock)."""
     global _last_input
-    _last_input = time.monotonic()
+    _last_input = now
 
 
-def quiet_left() -> float:
+def quiet_left(now: float) -> float:
     """Seconds until the user will have been quiet for QUIET seconds (0: they have)."""
-    return max(0.0, _last_input + QUIET - time.monotonic())
+    return max(0.0, _last_input + QUIET - now)
 
 
-def collect_after_turn() -> None:
+def collect_after_turn() -> bool:
     """Collect what the turn left behind (call once its last words are on screen); nothing if
     the next turn has started meanwhile (a queued message)."""
+    global after_turns
     with _lock:
-        if _tuned and not _turn:
-            gc.collect(1)
+        if not _tuned or _turn:
+            return False
+        gc.collect(1)
+        after_turns += 1
+        return True
