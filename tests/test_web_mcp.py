@@ -20,6 +20,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from hermes_tui import secrets
 from hermes_tui.agent.mcp.manager import McpManager
 from hermes_tui.config import Config
 from hermes_tui.web import create_app
@@ -250,10 +251,13 @@ def _processes_with(marker: str) -> list[int]:
 
 
 def test_create_app_starts_the_declared_servers_and_stops_them_with_the_app(
-        web_env: Path, llm: FakeLLMServer, tmp_path: Path) -> None:
+        web_env: Path, llm: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     value = f"{os.getpid()}-{tmp_path.name}"
     marker = f"HERMES_WEB_MCP_TEST={value}"
-    declare(web_env / "mcp.json", {"own": stdio_entry(trust=True, env={"HERMES_WEB_MCP_TEST": value}),
+    # hermes-web takes secret-named variables out of os.environ at start; a server that names one gets it.
+    monkeypatch.setitem(secrets._withheld, "WEB_MCP_TEST_API_KEY", "sk-withheld-0123456789")
+    own = stdio_entry(trust=True, env={"HERMES_WEB_MCP_TEST": value, "GIVEN": "${WEB_MCP_TEST_API_KEY}"})
+    declare(web_env / "mcp.json", {"own": own,
                                    "gone": {"command": str(tmp_path / "no-such-server")}})
     app = create_app(Config.load())
     app.config["TESTING"] = True
@@ -264,9 +268,12 @@ def test_create_app_starts_the_declared_servers_and_stops_them_with_the_app(
         assert _processes_with(marker)
         gone = by_name(client)["gone"]
         assert gone["state"] == "failed" and "no-such-server" in gone["detail"] and "\n" not in gone["detail"]
-        llm.queue(Reply(tool_calls=[ToolCall("mcp__own__add", {"a": 20, "b": 22})]), Reply(text="42."))
+        llm.queue(Reply(tool_calls=[ToolCall("mcp__own__add", {"a": 20, "b": 22}),
+                                    ToolCall("mcp__own__variable", {"name": "GIVEN"})]), Reply(text="42."))
         events = ndjson(chat(client, token, "add"))
-        assert finished(events)["ok"] is True and re.search(r"^42$", finished(events)["result"], re.M)
+        added, given = [e for e in events if e["type"] == "tool_call_finished"]
+        assert added["ok"] is True and re.search(r"^42$", added["result"], re.M)
+        assert given["ok"] is True and "[redacted: WEB_MCP_TEST_API_KEY]" in given["result"]  # resolved, scrubbed
         assert "mcp__own__add" in llm.requests[0].tools
     finally:
         app.extensions[EXTENSION].state.close()
