@@ -25,7 +25,7 @@ from hermes_tui.agent.mcp.manager import McpManager
 from hermes_tui.config import Config
 from hermes_tui.web import create_app
 from hermes_tui.web.context import EXTENSION
-from tests.fakes.mcp_server import HOSTILE_DESCRIPTION, HOSTILE_NAME
+from tests.fakes.mcp_server import HOSTILE_NAME
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import wait_until
 from tests.test_mcp import FAKE, declare, stdio_entry
@@ -168,7 +168,7 @@ class _Tags(HTMLParser):
 
 
 def test_api_mcp_shows_each_server_and_escapes_what_servers_send(make_client: Callable[[], Client]) -> None:
-    client, _token = make_client()
+    client, token = make_client()
     assert client.application.test_client().get("/api/mcp").status_code == 401  # behind the login
     servers = by_name(client)
     trusted, plain, repo = servers["trusted"], servers["plain"], servers["repo"]
@@ -194,7 +194,7 @@ def test_api_mcp_shows_each_server_and_escapes_what_servers_send(make_client: Ca
     assert "trusted" in text and "8 tools" in text and "offered here (trusted)" in text
     assert "HERMES_WEB_ENABLE_MCP=true" in text and "needs approval" in text
 
-    assert client.post("/api/mcp", headers={"X-CSRF-Token": _token}).status_code == 405  # read-only
+    assert client.post("/api/mcp", headers={"X-CSRF-Token": token}).status_code == 405  # read-only
     page = client.get("/").get_data(as_text=True)
     assert 'id="mcp-panel"' in page
     script = client.get("/static/app.js").get_data(as_text=True)

@@ -137,8 +137,8 @@ def chat() -> Response:
         abort(409, "a turn is already running in this session; wait for it or stop it")
     except Saturated:
         raise ServiceUnavailable("too many chat streams are open; try again shortly", retry_after=5) from None
-    follow = ctx.state.mcp.follow if ctx.state.mcp is not None else None
-    response = Response(TurnStream(turn, text, ctx.keepalive_seconds, follow), mimetype="application/x-ndjson")
+    response = Response(TurnStream(turn, text, ctx.keepalive_seconds, ctx.state.mcp.follow),
+                        mimetype="application/x-ndjson")
     response.headers["X-Accel-Buffering"] = "no"  # proxies must pass lines through as they come
     return response
 
@@ -181,9 +181,7 @@ def mcp_servers() -> Response:
     """The MCP servers: state, tools, schema tokens, and whether the web offers their tools (and
     why not). Read-only: approving and enabling servers stay with ``hermes-tui mcp``."""
     state = web().state
-    if state.mcp is None:
-        return jsonify(servers=[], problems=[], recent=[], enable_mcp=state.config.web_enable_mcp, html="")
-    return jsonify(state.mcp.view(state.surface.mcp_offers or (lambda _server: False), state.config))
+    return jsonify(state.mcp.view(state.surface, state.config))
 
 
 @bp.get("/facts")

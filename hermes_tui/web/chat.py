@@ -40,16 +40,15 @@ class TurnStream:
     """
 
     def __init__(self, turn: Turn, text: str, keepalive: float,
-                 follow: Callable[[Callable[[str], None]], Callable[[], None]] | None = None) -> None:
+                 follow: Callable[[Callable[[str], None]], Callable[[], None]]) -> None:
         self._keepalive = keepalive
         self._events = EventQueue()
         self._finished = False
         # ``follow``: lines said meanwhile (an MCP server that fails) become notices of this turn.
-        unfollow = follow(lambda line: self._events.put(Notice(line))) if follow is not None else None
+        unfollow = follow(lambda line: self._events.put(Notice(line)))
 
         def end() -> None:
-            if unfollow is not None:
-                unfollow()
+            unfollow()
             turn.release()  # before the stream ends, so the page can send again at once
             self._events.end()
 

@@ -23,6 +23,7 @@ from flask import render_template
 
 from hermes_tui.agent.mcp import report
 from hermes_tui.agent.mcp.manager import McpManager, ServerStatus
+from hermes_tui.agent.runtime import Surface
 from hermes_tui.config import Config
 from hermes_tui.textsafe import printable
 from hermes_tui.web.render import panel_html
@@ -77,8 +78,9 @@ class WebMcp:
 
     # -- what the dashboard shows
 
-    def view(self, offers: Callable[[str], bool], config: Config) -> dict[str, Any]:
+    def view(self, surface: Surface, config: Config) -> dict[str, Any]:
         """Every server as plain text fields, plus ``html``: the panel, escaped by its template."""
+        offers = surface.mcp_offers or (lambda _server: True)
         with self._lock:
             recent = [printable(line) for line in self._recent]
         data: dict[str, Any] = {

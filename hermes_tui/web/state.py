@@ -76,15 +76,15 @@ class AppState:
         self,
         config: Config,
         *,
+        mcp: WebMcp,
         max_loops: int = MAX_LOOPS,
         idle_seconds: float = IDLE_SECONDS,
         max_streams: int = MAX_STREAMS,
         summary_timeout: float = SUMMARY_TIMEOUT,
-        mcp: WebMcp | None = None,
     ) -> None:
         self.config = config
         self.mcp = mcp  # the MCP servers (closed with the state); their tools per ``surface``
-        self.surface = web_surface(config, mcp.manager if mcp is not None else None)
+        self.surface = web_surface(config, mcp.manager)
         self.memory = MemoryStore(config.db_path)
         self.skills = SkillManager.for_config(config)
         self.max_loops = max_loops
@@ -203,8 +203,7 @@ class AppState:
             slot.loop.cancel()
         self._retirer.shutdown(wait=True, cancel_futures=True)
         self.memory.close()
-        if self.mcp is not None:
-            self.mcp.close()
+        self.mcp.close()
 
     # -- internals ------------------------------------------------------------------------
 
