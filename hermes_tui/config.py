@@ -30,6 +30,7 @@ KEY_VARIABLES = {name: p.key_env_var for name, p in PROVIDER_TABLE.items()}
 PRIVILEGED = frozenset({
     "HERMES_WEB_ENABLE_SHELL",  # gives the web model a shell
     "HERMES_WEB_ENABLE_WRITE",  # lets the web model write files
+    "HERMES_WEB_ENABLE_MCP",  # lets the web model run every MCP server's tools without asking
     "HERMES_WEB_ALLOW_NO_AUTH",  # opens the dashboard without a password
     "HERMES_WEB_TRUSTED_PROXIES",  # decides which client address the login lockout sees
     "HERMES_WEB_ALLOWED_HOSTS",  # which Host headers the dashboard answers
@@ -83,6 +84,7 @@ class Config:
     web_allow_no_auth: bool = False
     web_enable_shell: bool = False
     web_enable_write: bool = False
+    web_enable_mcp: bool = False  # HERMES_WEB_ENABLE_MCP: untrusted MCP servers' tools on the web
     web_trusted_proxies: int = 0
     web_allowed_hosts: tuple[str, ...] = ()  # HERMES_WEB_ALLOWED_HOSTS; empty: the web's default list
     railway_public_domain: str | None = None
@@ -208,6 +210,7 @@ class Config:
             web_allow_no_auth=_flag(env, "HERMES_WEB_ALLOW_NO_AUTH"),
             web_enable_shell=_flag(env, "HERMES_WEB_ENABLE_SHELL"),
             web_enable_write=_flag(env, "HERMES_WEB_ENABLE_WRITE"),
+            web_enable_mcp=_flag(env, "HERMES_WEB_ENABLE_MCP"),
             web_trusted_proxies=_count(env, "HERMES_WEB_TRUSTED_PROXIES"),
             web_allowed_hosts=_hosts(env, "HERMES_WEB_ALLOWED_HOSTS"),
             railway_public_domain=(env.get("RAILWAY_PUBLIC_DOMAIN") or "").strip().lower() or None,

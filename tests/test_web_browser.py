@@ -10,6 +10,7 @@ Set HERMES_WEB_SCREENSHOTS=/some/dir to keep the desktop and phone screenshots.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -94,6 +95,9 @@ def _seed(home: Path, workspace: Path) -> None:
     (workspace / "evil.md").write_text(XSS.format(src="tool"))
     (workspace / "notes.txt").write_text("hello")
     (workspace / "todo.txt").write_text("wake up\nbuy milk\nsleep\n")
+    fake_mcp = ROOT / "tests" / "fakes" / "mcp_server.py"  # a real MCP server with a tool named in markup
+    (home / "mcp.json").write_text(json.dumps(
+        {"mcpServers": {"hostile": {"command": sys.executable, "args": [str(fake_mcp), "--hostile"]}}}))
 
 
 @dataclass
@@ -357,6 +361,18 @@ def test_xss_from_model_tool_skill_and_memory_is_shown_as_text(
     page.click("#back-to-chat")
     page.reload()  # the live conversation is re-rendered from the server after a reload
     expect(page.locator("#messages .rendered").last).to_contain_text("alert('model')")
+    _assert_nothing_loads_or_runs(page)
+
+
+def test_the_mcp_panel_shows_what_a_server_sent_as_text(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    log_in(page, server)
+    panel = page.locator("#mcp-panel")
+    expect(panel).to_contain_text("9 tools", timeout=60_000)  # the page asks again while it starts
+    expect(panel).to_contain_text("Not offered on the web")  # untrusted, and no HERMES_WEB_ENABLE_MCP
+    panel.locator("summary").click()
+    expect(panel.locator("code", has_text='<img src=x onerror="alert(1)">')).to_have_count(1)
+    expect(panel).to_contain_text("<script>alert('description')</script>")
     _assert_nothing_loads_or_runs(page)
 
 

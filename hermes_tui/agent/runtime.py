@@ -46,7 +46,8 @@ class Surface:
     # Parse the model's stream in a helper process (llm_host): LiteLLM's parsing would otherwise
     # take the GIL from a thread that must stay responsive (the TUI's, to echo keys).
     stream_in_helper: bool = False
-    mcp: McpManager | None = None  # the MCP servers whose tools this surface offers (none on the web)
+    mcp: McpManager | None = None  # the MCP servers whose tools this surface offers
+    mcp_offers: Callable[[str], bool] | None = None  # which of them, by server name (None: all)
 
 
 def tui_surface(approver: Approver, mcp: McpManager | None = None) -> Surface:
@@ -58,9 +59,15 @@ def headless_surface(approver: Approver | None, mcp: McpManager | None = None) -
     return Surface("headless", approver=approver, mcp=mcp)
 
 
-def web_surface(config: Config) -> Surface:
-    """A browser cannot answer mid-stream: the environment flags are the approval."""
-    return Surface("web", enable_shell=config.web_enable_shell, enable_write=config.web_enable_write)
+def web_surface(config: Config, mcp: McpManager | None = None) -> Surface:
+    """A browser cannot answer mid-stream: the environment flags are the approval. So the web
+    offers an MCP server's tools when they would not ask (``"trust": true``) or when
+    HERMES_WEB_ENABLE_MCP allows every server's; workspace servers still need their approval."""
+    def offers(server: str) -> bool:
+        return config.web_enable_mcp or (mcp is not None and mcp.trusted(server))
+
+    return Surface("web", enable_shell=config.web_enable_shell, enable_write=config.web_enable_write,
+                   mcp=mcp, mcp_offers=offers)
 
 
 def build_agent(
@@ -85,7 +92,7 @@ def build_agent(
     if surface.mcp is not None:
         from hermes_tui.agent.mcp.bridge import McpTools
 
-        extra = McpTools(surface.mcp)
+        extra = McpTools(surface.mcp, surface.mcp_offers)
     return AgentLoop(config, memory, skills, session_id=session_id, source=surface.source,
                      enable_shell=surface.enable_shell, enable_write=surface.enable_write,
                      approver=surface.approver, llm=LLMClient(config, host), extra_tools=extra)

@@ -137,7 +137,8 @@ def chat() -> Response:
         abort(409, "a turn is already running in this session; wait for it or stop it")
     except Saturated:
         raise ServiceUnavailable("too many chat streams are open; try again shortly", retry_after=5) from None
-    response = Response(TurnStream(turn, text, ctx.keepalive_seconds), mimetype="application/x-ndjson")
+    response = Response(TurnStream(turn, text, ctx.keepalive_seconds, ctx.state.mcp.follow),
+                        mimetype="application/x-ndjson")
     response.headers["X-Accel-Buffering"] = "no"  # proxies must pass lines through as they come
     return response
 
@@ -167,12 +168,20 @@ def compact() -> Response:
 @bp.get("/context")
 def context() -> Response:
     """The fixed prompt of this browser's conversation (or of a new one), part by part, like ``/context``."""
-    from hermes_tui.agent.runtime import context_report, web_surface
+    from hermes_tui.agent.runtime import context_report
 
     state = web().state
-    report = context_report(state.config, state.memory, state.skills, web_surface(state.config),
+    report = context_report(state.config, state.memory, state.skills, state.surface,
                             state.loop_of(session_key()))
     return jsonify(report.to_dict())
+
+
+@bp.get("/mcp")
+def mcp_servers() -> Response:
+    """The MCP servers: state, tools, schema tokens, and whether the web offers their tools (and
+    why not). Read-only: approving and enabling servers stay with ``hermes-tui mcp``."""
+    state = web().state
+    return jsonify(state.mcp.view(state.surface, state.config))
 
 
 @bp.get("/facts")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -18,10 +19,14 @@ from hermes_tui.config import Config, ConfigError
 from hermes_tui.web import api, auth, errors, inputs, pages, security
 from hermes_tui.web.context import EXTENSION, WebContext
 from hermes_tui.web.lockout import LoginThrottle
+from hermes_tui.web.mcp import WebMcp
 from hermes_tui.web.session_store import ABSOLUTE_LIFETIME, SessionStore, password_fingerprint
 from hermes_tui.web.state import MAX_STREAMS, AppState
 from hermes_tui.web.weak import password_problem, secret_problem
 from hermes_tui.web.webdb import WebDB
+
+if TYPE_CHECKING:
+    from hermes_tui.agent.mcp.manager import McpManager
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +71,12 @@ def create_app(
     max_streams: int = MAX_STREAMS,
     keepalive_seconds: float = KEEPALIVE_SECONDS,
     bound_host: str = "127.0.0.1",
+    mcp: McpManager | None = None,
 ) -> Flask:
-    """Build the dashboard on one set of core objects; raises ``ConfigError`` when misconfigured."""
+    """Build the dashboard on one set of core objects; raises ``ConfigError`` when misconfigured.
+
+    ``mcp``: the MCP servers to use; by default those ``config`` declares start now, in the
+    background, and stop with the app's state. A given manager stays its caller's to close."""
     config = Config.load() if config is None else config
     check_config(config)
     if not config.web_password:
@@ -94,7 +103,8 @@ def create_app(
         n = config.web_trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
 
-    state = AppState(config, max_streams=max_streams)
+    state = AppState(config, max_streams=max_streams,
+                     mcp=WebMcp.start(config) if mcp is None else WebMcp(mcp, owned=False))
     db = WebDB(config.db_path)
     app.extensions[EXTENSION] = WebContext(
         config=config, state=state, throttle=LoginThrottle(db),

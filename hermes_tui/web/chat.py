@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import queue
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from hermes_tui.agent.runtime import EventQueue, start_turn
@@ -39,12 +39,16 @@ class TurnStream:
     sent) is what stops a turn nobody is watching, and frees the browser's turn slot.
     """
 
-    def __init__(self, turn: Turn, text: str, keepalive: float) -> None:
+    def __init__(self, turn: Turn, text: str, keepalive: float,
+                 follow: Callable[[Callable[[str], None]], Callable[[], None]]) -> None:
         self._keepalive = keepalive
         self._events = EventQueue()
         self._finished = False
+        # ``follow``: lines said meanwhile (an MCP server that fails) become notices of this turn.
+        unfollow = follow(lambda line: self._events.put(Notice(line)))
 
         def end() -> None:
+            unfollow()
             turn.release()  # before the stream ends, so the page can send again at once
             self._events.end()
 

@@ -1,4 +1,4 @@
-"""Untrusted text -> safe HTML: model answers, skill bodies and memory snippets.
+"""Untrusted text -> safe HTML: model answers, skill bodies, memory snippets and panels.
 
 Two layers, so one mistake is not enough for script to run: markdown-it-py renders with raw HTML
 *disabled* (a ``<script>`` in the text comes out as visible text), then nh3 keeps only an allowlist
@@ -56,6 +56,23 @@ def sanitize(fragment: str) -> str:
         url_schemes=set(URL_SCHEMES),
         link_rel="noopener noreferrer",
         set_tag_attribute_values={"a": {"target": "_blank"}},
+        strip_comments=True,
+    )
+
+
+PANEL_TAGS = ALLOWED_TAGS | {"details", "summary"}
+
+
+def panel_html(fragment: str) -> str:
+    """A panel rendered from a template (which escaped every value), cleaned again as a second
+    layer: the same allowlist, plus ``details``/``summary`` and ``class`` for its styling."""
+    return nh3.clean(
+        fragment,
+        tags=set(PANEL_TAGS),
+        clean_content_tags={"script", "style"},
+        attributes={"*": {"class"}, **{tag: set(attrs) for tag, attrs in ALLOWED_ATTRIBUTES.items()}},
+        url_schemes=set(URL_SCHEMES),
+        link_rel="noopener noreferrer",
         strip_comments=True,
     )
 

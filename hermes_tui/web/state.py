@@ -25,6 +25,7 @@ from hermes_tui.agent.runtime import build_agent, web_surface
 from hermes_tui.config import Config
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
+from hermes_tui.web.mcp import WebMcp
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +76,15 @@ class AppState:
         self,
         config: Config,
         *,
+        mcp: WebMcp,
         max_loops: int = MAX_LOOPS,
         idle_seconds: float = IDLE_SECONDS,
         max_streams: int = MAX_STREAMS,
         summary_timeout: float = SUMMARY_TIMEOUT,
     ) -> None:
         self.config = config
+        self.mcp = mcp  # the MCP servers (closed with the state); their tools per ``surface``
+        self.surface = web_surface(config, mcp.manager)
         self.memory = MemoryStore(config.db_path)
         self.skills = SkillManager.for_config(config)
         self.max_loops = max_loops
@@ -199,6 +203,7 @@ class AppState:
             slot.loop.cancel()
         self._retirer.shutdown(wait=True, cancel_futures=True)
         self.memory.close()
+        self.mcp.close()
 
     # -- internals ------------------------------------------------------------------------
 
@@ -209,7 +214,7 @@ class AppState:
             if victim is None:
                 break
             self._retire(self._slots.pop(victim))
-        slot = _Slot(build_agent(self.config, self.memory, self.skills, web_surface(self.config)))
+        slot = _Slot(build_agent(self.config, self.memory, self.skills, self.surface))
         self._slots[key] = slot
         return slot
 

@@ -1,7 +1,8 @@
 """A real MCP server for the tests, built with the SDK's FastMCP.
 
 ``python tests/fakes/mcp_server.py`` serves over stdio; ``--http`` serves streamable HTTP on
-127.0.0.1 at a free port, printing ``PORT <n>`` on stdout once it listens.
+127.0.0.1 at a free port, printing ``PORT <n>`` on stdout once it listens. ``--hostile`` adds a
+tool whose name and description are markup (for the surfaces that show them).
 """
 
 from __future__ import annotations
@@ -17,8 +18,15 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
 
-def build() -> FastMCP:
+HOSTILE_NAME = '<img src=x onerror="alert(1)">'
+HOSTILE_DESCRIPTION = "<script>alert('description')</script>\x1b[31m\u202e red"
+
+
+def build(hostile: bool = False) -> FastMCP:
     server = FastMCP("fake", host="127.0.0.1")
+
+    if hostile:
+        server.tool(name=HOSTILE_NAME, description=HOSTILE_DESCRIPTION)(lambda: "hostile tool ran")
 
     @server.tool()
     def echo(text: str) -> str:
@@ -73,8 +81,9 @@ def build() -> FastMCP:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", action="store_true")
+    parser.add_argument("--hostile", action="store_true")
     args = parser.parse_args()
-    server = build()
+    server = build(args.hostile)
     if not args.http:
         server.run("stdio")
         return

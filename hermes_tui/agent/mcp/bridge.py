@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from hermes_tui.agent.mcp.client import RemoteTool
@@ -26,14 +27,18 @@ CALL = "mcp_call"
 
 
 class McpTools:
-    """The tool source a ``ToolRegistry`` asks before each model call (``window`` in tokens)."""
+    """The tool source a ``ToolRegistry`` asks before each model call (``window`` in tokens).
 
-    def __init__(self, manager: McpManager) -> None:
+    ``offers(server)`` says which servers' tools the surface offers (None: every server's); the
+    others are neither sent nor callable, through the bridge either."""
+
+    def __init__(self, manager: McpManager, offers: Callable[[str], bool] | None = None) -> None:
         self.manager = manager
+        self.offers = offers
         self._records: dict[RemoteTool, Tool] = {}
 
     def __call__(self, window: int) -> list[Tool]:
-        remote = self.manager.tools()
+        remote = [tool for tool in self.manager.tools() if self.offers is None or self.offers(tool.server)]
         if not remote:
             return []
         if sum(tool.tokens for tool in remote) > BRIDGE_SHARE * window:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from dotenv import dotenv_values
 
 from hermes_tui.private import private_file
+from hermes_tui.secrets import process_environment
 
 log = logging.getLogger(__name__)
 
@@ -182,13 +183,15 @@ def _strings(entry: dict[str, Any], key: str) -> dict[str, str] | str:
 
 def lookup(home: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Where ``${NAME}`` is looked up: the process environment over ``HERMES_HOME/.env`` (never
-    ``./.env``, which the agent can write)."""
+    ``./.env``, which the agent can write). The programs withhold secret-named variables from
+    ``os.environ`` at start (``secrets.withhold_from_environment``); a server is still given
+    the ones its entry names."""
     found: dict[str, str] = {}
     try:
         found.update({k: v for k, v in dotenv_values(home / ".env").items() if v is not None})
     except (OSError, UnicodeDecodeError) as exc:
         log.warning("cannot read %s for MCP variables: %s", home / ".env", exc)
-    found.update(os.environ if environ is None else environ)
+    found.update(process_environment() if environ is None else environ)
     return found
 
 

@@ -263,6 +263,7 @@
       setStatus("");
       container.scrollTop = container.scrollHeight;
       loadSessions().catch(() => {});
+      loadMcp().catch(() => {});
     }
   }
 
@@ -526,10 +527,26 @@
     }
   }
 
+  // ---------------------------------------------------------------- MCP servers
+
+  // The panel is the server's markup: its template escapes every value a server sent, and
+  // render.py cleans it again.
+  let mcpTimer = null;
+
+  async function loadMcp() {
+    const data = await apiJson("GET", "/api/mcp");
+    $("mcp").hidden = !data.servers.length && !data.problems.length;
+    setSanitizedHtml($("mcp-panel"), data.html); // escaped by mcp_panel.html, cleaned by render.py
+    clearTimeout(mcpTimer);
+    if (data.servers.some((s) => s.state === "starting")) {
+      mcpTimer = setTimeout(() => loadMcp().catch(() => {}), 2000);
+    }
+  }
+
   // ---------------------------------------------------------------- start
 
   async function start() {
-    await Promise.all([loadSessions(), loadSkills(), loadFacts()]);
+    await Promise.all([loadSessions(), loadSkills(), loadFacts(), loadMcp()]);
     if (currentSession !== null) {
       // After a reload, show this browser's live conversation where the chat goes on.
       const data = await apiJson("GET", `/api/sessions/${currentSession}`);
