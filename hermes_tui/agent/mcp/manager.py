@@ -310,8 +310,8 @@ class McpManager:
             return
         self._set(server, "failed", detail=reason)
         what = "failed to start" if starting else "stopped"
-        self._say(f"MCP server {server.status.name} {what}: {reason}. The other servers keep working; "
-                  "it is tried again the next time one of its tools is called (/mcp shows it).")
+        self._say(f"MCP server {server.status.name} {what}: {reason.rstrip('.')}. The other servers keep working; "
+                  "it is tried again the next time one of its tools is called.")
 
     def _say(self, line: str) -> None:
         log.warning("%s", line)
