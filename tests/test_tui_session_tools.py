@@ -156,6 +156,31 @@ def test_setup_reopens_any_time_and_needs_a_scheme(server: FakeLLMServer) -> Non
     run(scenario)
 
 
+def test_setup_and_model_show_the_current_model_and_endpoint(server: FakeLLMServer) -> None:
+    """#23 item 16: the fields held placeholders, not what is in use; another provider starts empty."""
+    from textual.widgets import Input, OptionList
+
+    from hermes_tui.config import PROVIDER_TABLE
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "/model")
+        assert f"Model: openai:{app.config.model} at {server.openai_base}. " in notices(app)[-1]
+        await send(app, pilot, "/setup")
+        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await pilot.pause()
+        model, base = (app.screen.query_one(f"#setup-{name}", Input) for name in ("model", "base"))
+        assert (model.value, base.value) == (app.config.model, server.openai_base)
+        await pilot.press("down")  # the next provider: its own defaults, not this endpoint
+        other = app.screen.query_one("#setup-provider", OptionList).highlighted_option.id
+        assert other != "openai" and (model.value, base.value) == ("", "")
+        assert model.placeholder == PROVIDER_TABLE[other].default_model
+        await pilot.press("up")
+        assert (model.value, base.value) == (app.config.model, server.openai_base)
+        await pilot.press("escape")
+
+    run(scenario)
+
+
 def test_forget_asks_then_deletes_the_session(server: FakeLLMServer, hermes_home: Path) -> None:
     memory = MemoryStore(hermes_home / "memory.sqlite3")
     old = memory.new_session()

@@ -71,8 +71,9 @@ class CommandRunner:
     async def _model(self, argument: str) -> None:
         app = self.app
         if not argument:
-            await app.chat.add_notice(
-                f"Model: {app.config.provider}:{app.config.model}. Switch with /model [provider:]model.")
+            endpoint = app.config.effective_api_base or "the provider's own endpoint"
+            await app.chat.add_notice(f"Model: {app.config.provider}:{app.config.model} at {endpoint}. "
+                                      "Switch with /model [provider:]model.")
             return
         before = app.config
         try:

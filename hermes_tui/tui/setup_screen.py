@@ -113,6 +113,7 @@ class SetupScreen(ModalScreen[Config | None]):
     def __init__(self, config: Config) -> None:
         super().__init__()
         self.config = config
+        self._filled: dict[str, str] = {}  # what _show_provider put in a field (not the user's typing)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="setup-dialog"):
@@ -168,6 +169,14 @@ class SetupScreen(ModalScreen[Config | None]):
         key.disabled = variable is None
         key.placeholder = "paste the key here" if variable else "not needed for this provider"
         self.query_one("#setup-model", Input).placeholder = info.default_model
+        # The current provider's model and endpoint are shown as they are; another provider starts
+        # from its own defaults (its endpoint is never the current one's, see action_save).
+        current = provider == self.config.provider
+        for field_id, value in (("setup-model", self.config.model), ("setup-base", self.config.api_base or "")):
+            field = self.query_one(f"#{field_id}", Input)
+            if field.value == self._filled.get(field_id, ""):
+                field.value = value if current else ""
+                self._filled[field_id] = field.value
 
     @on(OptionList.OptionHighlighted, "#setup-provider")
     def _provider_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -207,7 +216,7 @@ class SetupScreen(ModalScreen[Config | None]):
         if base and (problem := endpoint_problem(base)):
             self._error(problem)
             return
-        if info.requires_base and not (base or self.config.api_base):
+        if info.requires_base and not base:
             self._error(f"{provider} needs the server's endpoint, e.g. http://localhost:8000/v1.")
             return
         values: dict[str, str | None] = {"HERMES_PROVIDER": provider}
@@ -215,8 +224,8 @@ class SetupScreen(ModalScreen[Config | None]):
             values[variable] = key
         if model or provider != self.config.provider:
             values["HERMES_MODEL"] = model  # None drops a model meant for the previous provider
-        if base:
-            values["HERMES_API_BASE"] = base
+        if base or provider != self.config.provider:
+            values["HERMES_API_BASE"] = base  # None: a new provider does not inherit the old endpoint
         try:
             update_env_file(self.config.env_file, values)
             config = reload_config(self.config, provider, model)
