@@ -75,6 +75,18 @@ def test_a_summary_that_finishes_leaves_nothing_pending(stores: tuple[Config, Me
     assert pending.pending(memory) == [] and pending.tell(memory) is None
 
 
+def test_the_summary_names_the_session(stores: tuple[Config, MemoryStore], fake_llm_env: FakeLLMServer) -> None:
+    """#23 item 24: a session was titled by its first message ("remember kiwi"); now by its summary."""
+    _, memory = stores
+    loop = a_session(stores, fake_llm_env)
+    fake_llm_env.queue(Reply(text="The user told me they like kiwi.\n**Title:** Kiwi, the favourite fruit"))
+    assert loop.close(timeout=30) == "The user told me they like kiwi."
+    assert any("\"Title:\"" in str(r.messages) for r in fake_llm_env.requests)  # the summary prompt asks for it
+    info = memory.get_session(loop.session_id)
+    assert (info.title, info.summary) == ("Kiwi, the favourite fruit", "The user told me they like kiwi.")
+    assert [hit.session_id for hit in memory.search_sessions("favourite")] == [loop.session_id]  # titles are searched
+
+
 def test_the_background_writer_gives_way_to_the_users_turn(stores: tuple[Config, MemoryStore],
                                                             fake_llm_env: FakeLLMServer) -> None:
     config, memory = stores

@@ -67,7 +67,8 @@ Transcript:
 SESSION_SUMMARY_PROMPT = """\
 Write a short note to your future self about the conversation below, in the first person, in at \
 most four sentences: what the user wanted, what you did, what came out of it, and anything left \
-open. Plain text, no headings.
+open. Plain text, no headings. End with one more line: "Title:" and a title for the conversation \
+of at most eight words.
 
 Conversation:
 {transcript}"""

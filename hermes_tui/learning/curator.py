@@ -183,6 +183,21 @@ def summarize_session(llm: Completer, transcript: Sequence[dict[str, Any]], *, t
     return summary or None
 
 
+_TITLE_LINE = re.compile(r"^\W*title\W*:\s*(.+?)\s*$", re.IGNORECASE)
+TITLE_CHARS = 80
+
+
+def split_title(summary: str) -> tuple[str, str | None]:
+    """The note and the title the summary ends with (SESSION_SUMMARY_PROMPT); no title line, no title."""
+    lines = summary.strip().splitlines()
+    for index in range(len(lines) - 1, -1, -1):  # the last "Title:" line, wherever the model put it
+        if match := _TITLE_LINE.match(lines[index]):
+            title = " ".join(match.group(1).strip("*_\"'` ").split())[:TITLE_CHARS].strip()
+            note = "\n".join(lines[:index] + lines[index + 1:]).strip()
+            return (note or summary.strip()), (title or None)
+    return summary.strip(), None
+
+
 _MEMORY_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:(USER|PROJECT)|REPLACE\s+([0-9a-f]{6}))\s*:\s*(.+?)\s*$", re.I)
 MEMORY_SAID_CHARS = 12_000  # of the user's own words handed to the memory curator
 MEMORY_PROPOSALS = 8  # at most, per session

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from hermes_tui.learning.curator import summarize_session
+from hermes_tui.learning.curator import split_title, summarize_session
 from hermes_tui.llm import LLMError, StreamResult
 
 if TYPE_CHECKING:
@@ -59,11 +59,13 @@ def pending(store: MemoryStore, *, exclude: Iterable[int] = ()) -> list[int]:
     return [r[0] for r in rows if r[0] not in skip]
 
 
-def finish(store: MemoryStore, session_id: int, summary: str | None) -> None:
-    """Store ``summary`` (when there is one) and unmark the session, in one transaction."""
+def finish(store: MemoryStore, session_id: int, summary: str | None, title: str | None = None) -> None:
+    """Store ``summary`` (when there is one) and unmark the session, in one transaction; ``title``
+    names the session unless it has a title already."""
     with store._write() as conn:  # noqa: SLF001
         if summary:
-            conn.execute("UPDATE sessions SET summary = ? WHERE id = ?", (summary, session_id))
+            conn.execute("UPDATE sessions SET summary = ?, title = coalesce(title, ?) WHERE id = ?",
+                         (summary, title, session_id))
         conn.execute("DELETE FROM pending_summaries WHERE session_id = ?", (session_id,))
 
 
@@ -119,8 +121,9 @@ def write(store: MemoryStore, llm: LLMClient, session_id: int, *, timeout: float
     completer = _Streamed(llm, cancel or threading.Event())
     summary = summarize_session(completer, messages, timeout=timeout)
     if summary:
-        finish(store, session_id, summary)
-        return Outcome.WRITTEN, summary
+        note, title = split_title(summary)  # the title the summary ends with names the session
+        finish(store, session_id, note, title)
+        return Outcome.WRITTEN, note
     error = completer.error
     if error is None or not error.retryable:  # an empty answer, a refused key: asking again won't help
         finish(store, session_id, None)
