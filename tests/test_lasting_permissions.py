@@ -265,3 +265,31 @@ def test_permissions_command_lists_and_revokes(hermes_home: Path, workspace: Pat
     broken = run_cli("permissions", "list")
     assert broken.returncode == 1 and broken.stderr.startswith("hermes: the permissions file")
     assert len(broken.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+def test_six_answers_fit_and_p_works_from_raw_bytes(server: FakeLLMServer, hermes_home: Path, workspace: Path,
+                                                    size: tuple[int, int]) -> None:
+    from tests.test_tui_approval_layout import run_at, screen_rows
+    from tests.test_tui_input import type_bytes
+
+    server.queue(bash("touch tested"), Reply(text="done"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "test it\r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=120)
+        await pilot.pause()
+        await pilot.pause()
+        screen = app.screen
+        rows = "\n".join(screen_rows(app))
+        buttons = list(screen.query(Button))
+        assert len(buttons) == 6
+        for button in buttons:  # wholly on screen, label drawn
+            assert screen.region.contains_region(button.region), (button.id, button.region)
+            assert str(button.label) in rows, button.label
+        type_bytes(app, "p")
+        await wait_for(pilot, lambda: not app.chat.busy)
+
+    run_at(size, scenario)
+    assert (workspace / "tested").exists()
+    assert [(r.kind, r.value) for r in LastingRules(hermes_home, workspace).rules()] == [(PROGRAM, "touch")]
