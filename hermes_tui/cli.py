@@ -26,6 +26,7 @@ from hermes_tui.events import (
     ToolCallStarted,
     TurnFinished,
     TurnStarted,
+    Unsent,
 )
 from hermes_tui.secrets import withhold_from_environment
 
@@ -52,6 +53,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("context", "show the fixed part of the prompt, part by part, with token counts"),
     ("checkpoints list|restore N", "this workspace's file checkpoints; put the files back as before a turn"),
     ("mcp list|approve|enable|disable", "the MCP servers: status, tools, approval, on and off"),
+    ("permissions list|revoke N", "the shell commands allowed always in this workspace; revoke one"),
     ("helper stop|status", "the background helper that keeps the model layer warm for -p runs"),
 )
 
@@ -69,6 +71,8 @@ def tui_parser() -> argparse.ArgumentParser:
                         help="run one turn headless and exit ('-' reads the prompt from stdin)")
     parser.add_argument("--json", action="store_true", help="with -p: write every event as a JSON line to stdout")
     parser.add_argument("--session", type=int, metavar="ID", help="continue the session with this id")
+    parser.add_argument("-c", "--continue", dest="continue_last", action="store_true",
+                        help="continue the last session of this workspace (HERMES_WORKSPACE)")
     parser.add_argument("--provider", help="override HERMES_PROVIDER")
     parser.add_argument("--model", help="override HERMES_MODEL")
     parser.add_argument("--yes", action="store_true", help="with -p: allow run_bash, write_file and MCP tools without asking")
@@ -85,6 +89,10 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in {usage.split()[0] for usage, _ in SUBCOMMANDS}:
         return globals()[f"{argv[0]}_main"](argv[1:])  # type: ignore[no-any-return]
     args = tui_parser().parse_args(argv)
+    if args.continue_last and args.session is not None:
+        print("hermes: -c continues this workspace's last session and --session ID a given one: "
+              "use one of them.", file=sys.stderr)
+        return EXIT_ERROR
     if args.prompt is None and (problem := _needs_headless(args)):
         print(f"hermes: {problem}", file=sys.stderr)
         return EXIT_ERROR
@@ -103,7 +111,7 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
 
-        code = run_app(config, session_id=args.session)
+        code = run_app(config, session_id=args.session, continue_last=args.continue_last)
         _tell_pending(config)
         return code
     try:
@@ -201,10 +209,25 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     except StoreError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    session_id = args.session
+    if args.continue_last:
+        from hermes_tui.memory.last_session import continued, title_of
+
+        last, problem = continued(memory, config.workspace)
+        if last is None:
+            memory.close()
+            print(f"hermes: {problem}", file=sys.stderr)
+            return EXIT_ERROR
+        session_id = last.id
+        out.notice(f"hermes: continuing session {last.id} ({title_of(last)})")
+    from hermes_tui.agent.permissions import headless_approver
+
+    approver = headless_approver(config, None if args.yes else deny,
+                                 on_warning=lambda line: print(f"hermes: {line}", file=sys.stderr))
     mcp = _start_mcp(config, out)
     try:
         agent = build_agent(config, memory, SkillManager.for_config(config),
-                            headless_surface(None if args.yes else deny, mcp), session_id=args.session,
+                            headless_surface(approver, mcp), session_id=session_id,
                             host=host)
     except ValueError as exc:
         memory.close()
@@ -215,7 +238,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
             _wait_for_mcp(mcp, out)
         code = _drive(agent, text, out, events)
         if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM):
-            _leave_summary(agent, config, host, out, continued=args.session is not None)
+            _leave_summary(agent, config, host, out, continued=session_id is not None)
         return code
     finally:
         memory.close()
@@ -323,6 +346,7 @@ def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int
     turn = start_turn(agent, text, events.put, on_end=events.end)
     code = EXIT_OK
     interrupted: int | None = None  # the exit code of the interruption (Ctrl-C, SIGTERM, SIGHUP)
+    unsent = False  # the turn failed before any answer: its message is out of the conversation
     while True:
         try:
             event = events.get(timeout=0.1)
@@ -338,6 +362,8 @@ def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int
             continue
         if isinstance(event, Error):
             code = EXIT_ERROR
+        elif isinstance(event, Unsent):
+            unsent = True
         elif isinstance(event, TurnFinished):
             if event.stopped_reason == "cancelled" and interrupted is None:
                 interrupted = EXIT_INTERRUPTED
@@ -345,11 +371,17 @@ def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int
                 code = EXIT_MAX_STEPS
     turn.join(timeout=5)
     code = interrupted if interrupted is not None else code
-    stopped = code in (EXIT_MAX_STEPS, EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM)  # work left to continue
-    if stopped and out.session_id is not None and not out.as_json:  # (JSON: turn_started has it)
-        out.notice(f"hermes: the session is stored as {out.session_id}; continue it with "
-                   f"hermes-tui -p TEXT --session {out.session_id}")
+    # The last line names the session, so it can be continued (JSON: turn_started has its id). Not
+    # after a failure before any answer: that one line says what went wrong, and nothing was done.
+    if out.session_id is not None and not out.as_json and not (code == EXIT_ERROR and unsent):
+        out.notice(session_line(out.session_id))
     return code
+
+
+def session_line(session_id: int) -> str:
+    """The last stderr line of a plain headless run."""
+    return (f"hermes: session {session_id}; continue it with hermes-tui -c -p TEXT (this workspace's "
+            f"last session) or hermes-tui -p TEXT --session {session_id}")
 
 
 class _Output:
@@ -480,6 +512,12 @@ def skills_main(argv: Sequence[str]) -> int:
 
 def checkpoints_main(argv: Sequence[str]) -> int:
     from hermes_tui.checkpoints_cli import checkpoints_main as main
+
+    return main(argv)
+
+
+def permissions_main(argv: Sequence[str]) -> int:
+    from hermes_tui.permissions_cli import permissions_main as main
 
     return main(argv)
 

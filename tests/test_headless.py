@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tui.agent.loop import MAX_STEPS
-from hermes_tui.cli import EXIT_MAX_STEPS
+from hermes_tui.cli import EXIT_MAX_STEPS, session_line
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
@@ -152,8 +152,7 @@ def test_step_cap_exits_with_its_own_code(env: FakeLLMServer) -> None:
     assert result.returncode == EXIT_MAX_STEPS == 3
     assert f"Stopped after {MAX_STEPS} steps" in result.stderr
     session_id = MemoryStore(Path(os.environ["HERMES_HOME"]) / "memory.sqlite3").list_sessions()[0].id
-    assert result.stderr.splitlines()[-1] == (f"hermes: the session is stored as {session_id}; continue it "
-                                              f"with hermes-tui -p TEXT --session {session_id}")
+    assert result.stderr.splitlines()[-1] == session_line(session_id)  # the id to continue with
     assert result.stdout.count("Looking.\n\n") == MAX_STEPS - 1  # every call's text is its own paragraph
 
 

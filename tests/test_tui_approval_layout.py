@@ -60,7 +60,7 @@ def test_every_line_reachable_and_buttons_visible(server: FakeLLMServer, size: t
             assert screen.region.contains_region(button.region), (button.id, button.region)
             assert str(button.label) in "\n".join(rows), button.label
         details = screen.query_one("#approval-details")
-        type_bytes(app, PAGE_DOWN * 12)
+        type_bytes(app, PAGE_DOWN * 20)  # more than enough pages, whatever rows the buttons take
         await wait_for(pilot, lambda: details.scroll_y == details.max_scroll_y > 0, timeout=10)
         await pilot.pause()
         rows = "\n".join(screen_rows(app))

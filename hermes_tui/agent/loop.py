@@ -93,7 +93,7 @@ class AgentLoop:
         self._context_lock = threading.Lock()  # the compaction state changes under it
         self.context_fill: tuple[int, int] | None = None  # (tokens, window) of the last request, for status bars
         if session_id is None:
-            self.session_id = memory.new_session(source=source)
+            self.session_id = memory.new_session(source=source, workspace=str(config.workspace))
             # Each stored message keeps its store id as "_id" (never sent): compactions refer to them.
             self.history: list[dict[str, Any]] = []
         else:

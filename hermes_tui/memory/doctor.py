@@ -151,10 +151,16 @@ def _derived(name: str, names: list[str]) -> bool:
 
 def _copy_table(source: sqlite3.Connection, target: sqlite3.Connection, table: str) -> int:
     copied = 0
+    # By name: a store of an older schema may lack columns a later step added (sessions.workspace).
+    try:
+        names = ",".join(f'"{row[1]}"' for row in source.execute(f'PRAGMA table_info("{table}")'))
+    except sqlite3.Error:
+        names = ""
+    columns = f" ({names})" if names else ""
     for row in _readable_rows(source, table):
         marks = ",".join("?" * len(row))
         try:
-            target.execute(f'INSERT OR IGNORE INTO "{table}" VALUES ({marks})', row)
+            target.execute(f'INSERT OR IGNORE INTO "{table}"{columns} VALUES ({marks})', row)
             copied += 1
         except sqlite3.Error as exc:  # a row the new schema refuses: report and go on
             log.warning("doctor: skipped a row of %s: %s", table, exc)

@@ -429,6 +429,13 @@ def _v8_pending_summaries(db: Database) -> None:
     )
 
 
+def _v9_session_workspace(db: Database) -> None:
+    """The workspace folder each session ran in, so ``-c`` and the TUI's start can find the last
+    session of this folder. Sessions stored before this step have none (NULL)."""
+    db["sessions"].add_column("workspace", str)
+    db["sessions"].create_index(["workspace", "last_activity"])
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _v1_core,
     _v2_clean_cjk_index,
@@ -438,6 +445,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _v6_frequent_top,
     _v7_tool_arguments,
     _v8_pending_summaries,
+    _v9_session_workspace,
 ]
 """Ordered schema steps; step i brings ``PRAGMA user_version`` from i to i + 1.
 
@@ -637,12 +645,13 @@ class MemoryStore:
 
     # -- sessions
 
-    def new_session(self, source: str = "tui", title: str | None = None) -> int:
+    def new_session(self, source: str = "tui", title: str | None = None, workspace: str | None = None) -> int:
+        """``workspace``: the folder the session works in (``last_session`` finds it by that)."""
         now = time.time()
         with self._write() as conn:
             cur = conn.execute(
-                "INSERT INTO sessions (source, title, started, last_activity) VALUES (?, ?, ?, ?)",
-                (source, title, now, now),
+                "INSERT INTO sessions (source, title, started, last_activity, workspace) VALUES (?, ?, ?, ?, ?)",
+                (source, title, now, now, workspace),
             )
             return int(cur.lastrowid)
 
@@ -672,6 +681,15 @@ class MemoryStore:
                 (limit, offset),
             ).fetchall()
         return [_session_info(row) for row in rows]
+
+    def last_session(self, workspace: str) -> SessionInfo | None:
+        """The session of this workspace with the latest activity that holds a message (an empty
+        one has nothing to continue), or None."""
+        with self._read() as conn:
+            rows = conn.execute(
+                _SESSIONS_SQL + " WHERE s.workspace = ? AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
+                " ORDER BY s.last_activity DESC, s.id DESC LIMIT 1", (workspace,)).fetchall()
+        return _session_info(rows[0]) if rows else None
 
     # -- messages
 

@@ -18,7 +18,8 @@ from textual.binding import Binding
 
 @dataclass(frozen=True)
 class Action:
-    scope: str  # who binds it: "app", "chat" (the chat pane), "prompt", "approval" (the dialog), "mcp" (/mcp)
+    scope: str  # who binds it: "app", "chat" (the chat pane), "prompt", "approval" (the dialog), "mcp" (/mcp),
+    # "permissions" (/permissions)
     action: str  # the Textual action string
     keys: tuple[str, ...]  # Textual key names; the first is the main one
     label: str  # the footer's word
@@ -100,7 +101,14 @@ ACTIONS: tuple[Action, ...] = (
            "approval: allow this exact command (or writes to this file) for the session"),
     Action("approval", "choose('session')", ("a",), "All",
            "approval: allow every call of this tool (all shell, all writes) for the session"),
+    Action("approval", "choose('always')", ("w",), "Always here",
+           "approval: allow this exact shell command from now on, in this workspace (`/permissions` revokes it)"),
+    Action("approval", "choose('program')", ("p",), "Program here",
+           "approval: allow any plain call of the command's program (`pytest …`) from now on, in this workspace; "
+           "offered only for a command without shell syntax (`;`, `&&`, `|`, `$(…)`…)"),
     Action("approval", "choose('deny')", ("n", "escape"), "Deny", "approval: deny; the model is told so"),
+    Action("permissions", "revoke", ("x", "delete"), "Revoke", "/permissions: revoke the selected rule"),
+    Action("permissions", "close", ("escape",), "Close", "/permissions: close the list"),
 )
 
 

@@ -64,7 +64,7 @@ class HermesApp(App[int]):
     BINDINGS = actions.bindings("app")  # declared once, in actions.ACTIONS
 
     def __init__(self, config: Config, stores: Stores, *, session_id: int | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, continue_last: bool = False) -> None:
         super().__init__()
         actions.restore_alt_digits()
         self.config = config
@@ -72,13 +72,14 @@ class HermesApp(App[int]):
         self.clock: Clock = clock or time.monotonic
         self.history = PromptHistory(config.home / HISTORY_FILE)
         self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
-                                        on_answered=self._approval_answered)
+                                        on_answered=self._approval_answered, home=config.home)
         self._mcp: McpManager | None = None
         self.session = ChatSession(config, stores, self.approvals)
         self.usage = UsageLedger(config.db_path)
         self.undo_log = UndoLog(config.db_path)
         self._command_runner: CommandRunner | None = None
         self._resume_at_start = session_id
+        self._continue_last = continue_last  # -c: resume this workspace's last session at start
         self._summaries: list[threading.Thread] = []
         self._pending_summaries: Writer | None = None  # earlier sessions' (learning/pending.py)
         # started after the first frame (load_markdown)
@@ -156,6 +157,12 @@ class HermesApp(App[int]):
             self._pending_summaries = await asyncio.to_thread(write_pending_summaries, self)
         if self._resume_at_start is not None:
             await self.resume(self._resume_at_start)
+        elif self.stores.opened:
+            from hermes_tui.tui.last_session import at_start
+
+            await at_start(self, continue_last=self._continue_last)
+        if self.approvals.lasting is not None and (line := await asyncio.to_thread(self.approvals.lasting.warning)):
+            await self.chat.add_notice(line, "error")
         if not self.config.has_api_key:
             self.open_setup()
         from hermes_tui.agent.sandbox import startup_notice
@@ -557,18 +564,19 @@ def write_pending_summaries(app: HermesApp) -> Writer | None:
     return start_background(app.config, app.memory, busy=lambda: app.chat.busy, host=llm_host.shared())
 
 
-def build_app(config: Config, *, session_id: int | None = None, clock: Clock | None = None) -> HermesApp:
+def build_app(config: Config, *, session_id: int | None = None, clock: Clock | None = None,
+              continue_last: bool = False) -> HermesApp:
     """The app with its own MemoryStore and SkillManager (opened right after the first frame);
     the one builder used by ``run_app`` and the tests. ``clock`` drives every time on screen."""
-    return HermesApp(config, Stores(config), session_id=session_id, clock=clock)
+    return HermesApp(config, Stores(config), session_id=session_id, clock=clock, continue_last=continue_last)
 
 
-def run_app(config: Config, session_id: int | None = None) -> int:
+def run_app(config: Config, session_id: int | None = None, continue_last: bool = False) -> int:
     """Run the full-screen app until the user quits; the exit code for the CLI."""
     from hermes_tui.logs import setup_logging
 
     setup_logging(config)
-    app = build_app(config, session_id=session_id)
+    app = build_app(config, session_id=session_id, continue_last=continue_last)
     try:
         app.run()
     finally:

@@ -2,7 +2,9 @@
 thread shows the question (``approval_screen.ApprovalScreen``, loaded on the first question).
 
 Four answers: once; this exact call for the session (the same command, or writes to the same
-path); every call of this tool for the session ("all shell"); deny.
+path); every call of this tool for the session ("all shell"); deny. A shell command has two more:
+this exact command, or any plain call of its program, always in this workspace (lasting rules,
+``agent/permissions.py``; ``/permissions`` lists and revokes every rule).
 """
 
 from __future__ import annotations
@@ -11,18 +13,21 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App, ScreenStackError
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.permissions import LastingRules
     from hermes_tui.tui.approval_screen import ApprovalScreen
 
 log = logging.getLogger(__name__)
 
 ONCE, EXACT, SESSION, DENY = "once", "exact", "session", "deny"
-ALLOWING = (ONCE, EXACT, SESSION)
+ALWAYS, PROGRAM = "always", "program"  # lasting, for this workspace: this command; its program
+ALLOWING = (ONCE, EXACT, SESSION, ALWAYS, PROGRAM)
 DENIED = "The user denied this {name} call. Do not retry it; ask the user how to proceed."
 CANCELLED = "Cancelled by the user before it ran."
 
@@ -59,19 +64,33 @@ class ApprovalBridge:
     """
 
     def __init__(self, app: App[Any], workspace: str, root: str | None = None,
-                 on_answered: Callable[[str, str], None] | None = None) -> None:
+                 on_answered: Callable[[str, str], None] | None = None, home: Path | None = None) -> None:
         self.app = app
         self.workspace = workspace
         self.root = root  # the workspace folder, for write_file's diff
         self.on_answered = on_answered
+        self.home = home  # where the lasting rules are kept (none without it)
+        self._lasting: LastingRules | None = None
         self.allowed: set[str] = set()  # tools allowed for the session
         self.allowed_calls: set[tuple[str, str]] = set()  # (tool, call_key) allowed for the session
         self._screen: ApprovalScreen | None = None
         self._pending: ApprovalRequest | None = None
         self._stopping = threading.Event()
 
+    @property
+    def lasting(self) -> LastingRules | None:
+        """This workspace's lasting rules (read from HERMES_HOME at every check)."""
+        if self._lasting is None and self.home is not None and self.root is not None:
+            from hermes_tui.agent.permissions import LastingRules
+
+            self._lasting = LastingRules(self.home, Path(self.root))
+        return self._lasting
+
     def __call__(self, name: str, arguments: dict[str, Any]) -> bool | str:
         if name in self.allowed or (name, call_key(name, arguments)) in self.allowed_calls:
+            return True
+        lasting = self.lasting
+        if lasting is not None and lasting.allowing(name, arguments) is not None:
             return True
         request = ApprovalRequest(name, arguments)
         if self._stopping.is_set() or not self.app.post_message(request):
@@ -83,8 +102,24 @@ class ApprovalBridge:
             self.allowed.add(name)
         elif request.choice == EXACT:
             self.allowed_calls.add((name, call_key(name, arguments)))
+        elif request.choice in (ALWAYS, PROGRAM):
+            self._keep(request.choice, arguments)
         log.info("approval for %s: %s", name, request.choice)
         return True if request.choice in ALLOWING else DENIED.format(name=name)
+
+    def _keep(self, choice: str, arguments: dict[str, Any]) -> None:
+        """The user's key press (never the model) adds a lasting rule; the call runs either way."""
+        from hermes_tui.agent import permissions
+
+        command = str(arguments.get("command", ""))
+        kind, value = (permissions.EXACT, command) if choice == ALWAYS else (
+            permissions.PROGRAM, permissions.program_of(command))
+        if self.lasting is None or not value:
+            return
+        try:
+            self.lasting.add(kind, value)
+        except OSError:
+            log.exception("the lasting permission was not saved")
 
     def show(self, request: ApprovalRequest) -> None:
         """App thread: ask, and hand the answer back to the waiting worker."""
@@ -102,7 +137,8 @@ class ApprovalBridge:
         from hermes_tui.tui.approval_screen import ApprovalScreen
 
         self._pending = request
-        self._screen = ApprovalScreen(request.name, request.arguments, self.workspace, self.root)
+        self._screen = ApprovalScreen(request.name, request.arguments, self.workspace, self.root,
+                                      lasting=self.lasting is not None)
         self.app.push_screen(self._screen, answer)
 
     def deny_pending(self) -> None:

@@ -4,7 +4,9 @@ a diff against the file as it is now ("new file, N lines" when there is none), o
 numbered diff it would make (or why it will fail). Nothing is cut.
 
 Answers (keys from ``actions.ACTIONS``): once (y); this exact call for the session (c); every
-call of this tool for the session (a); deny (n or Esc).
+call of this tool for the session (a); deny (n or Esc). For a shell command, lasting answers for
+this workspace too: this exact command (w), and any plain call of its program (p, only offered
+when ``permissions.program_of`` finds one: no shell syntax at all).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from textual.widgets import Button, Footer, Static
 
 from hermes_tui.textsafe import printable
 from hermes_tui.tui import actions
-from hermes_tui.tui.approval import DENY, EXACT, ONCE, SESSION
+from hermes_tui.tui.approval import ALWAYS, DENY, EXACT, ONCE, PROGRAM, SESSION
 from hermes_tui.tui.format import plural
 
 DIFF_LIMIT = 2_000_000  # bytes of an existing file compared for the diff; larger ones are only named
@@ -237,10 +239,17 @@ class ApprovalScreen(ModalScreen[str]):
 
     BINDINGS = actions.bindings("approval")
 
-    def __init__(self, name: str, arguments: dict[str, Any], workspace: str, root: str | None = None) -> None:
+    def __init__(self, name: str, arguments: dict[str, Any], workspace: str, root: str | None = None,
+                 *, lasting: bool = False) -> None:
         super().__init__(classes="approval")
         self.tool_name = name
         self.approval = describe(name, arguments, workspace, root)
+        self.lasting = lasting and name == "run_bash"  # lasting rules exist for shell commands only
+        self.program: str | None = None  # the program a lasting "program" rule would allow
+        if self.lasting:
+            from hermes_tui.agent.permissions import program_of
+
+            self.program = program_of(str(arguments.get("command", "")))
 
     def compose(self) -> ComposeResult:
         exact, every = CHOICE_LABELS.get(self.tool_name, ("This call · session",
@@ -258,6 +267,10 @@ class ApprovalScreen(ModalScreen[str]):
                 yield Button(Content("Once (y)"), id=ONCE, variant="primary")
                 yield Button(Content(f"{exact} (c)"), id=EXACT)
                 yield Button(Content(f"{every} (a)"), id=SESSION)
+                if self.lasting:
+                    yield Button(Content("This command · always here (w)"), id=ALWAYS)
+                if self.program is not None:
+                    yield Button(Content(f"Any {self.program} · always here (p)"), id=PROGRAM)
                 yield Button(Content("Deny (n/Esc)"), id=DENY, variant="error")
         yield Footer()
 
@@ -296,6 +309,15 @@ class ApprovalScreen(ModalScreen[str]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.dismiss(event.button.id or DENY)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The lasting answers' keys only where the dialog offers them."""
+        if action == "choose" and parameters:
+            if parameters[0] == ALWAYS:
+                return self.lasting
+            if parameters[0] == PROGRAM:
+                return self.program is not None
+        return True
 
     def action_choose(self, choice: str) -> None:
         self.dismiss(choice)

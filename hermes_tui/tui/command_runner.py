@@ -300,6 +300,11 @@ class CommandRunner:
 
         self.app.push_screen(McpScreen(self.app.mcp))
 
+    async def _permissions(self, argument: str) -> None:
+        from hermes_tui.tui.permissions_screen import PermissionsScreen
+
+        self.app.push_screen(PermissionsScreen(self.app.approvals))
+
     async def _forget(self, argument: str) -> None:
         app = self.app
         if argument and not argument.isdigit():

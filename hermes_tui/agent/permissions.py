@@ -1,0 +1,217 @@
+"""Lasting permissions: shell commands the user allowed "always, in this workspace".
+
+Only the user's key press in the approval dialog adds a rule (``/permissions`` and ``hermes-tui
+permissions`` list and revoke them); nothing the model writes can, because the rules live in
+``HERMES_HOME/permissions/<hash of the workspace path>.json`` (0600, replaced atomically), which
+the file tools refuse and the shell sandbox masks, and never in the workspace or its repository.
+
+Two kinds of rule, both for ``run_bash`` only:
+
+* ``exact``: this command, character for character.
+* ``program``: any command that runs this program, such as ``pytest`` — but only a plain call:
+  the command is ASCII, printable, free of every shell metacharacter (``; & | < > ( ) $ ` \\
+  * ? [ ] { } ~ ! #`` and newlines), and its first word, as ``shlex`` splits it, is a bare
+  program name (no path, no ``VAR=value``) that is not itself a way to run other commands
+  (``sh``, ``env``, ``sudo``, ``xargs``…). So ``pytest -q tests`` matches ``pytest``, and
+  ``pytest; rm -rf ~``, ``pytest && curl x`` or ``pytest $(curl x)`` never do. A program rule
+  trusts that program with any arguments (``pytest`` runs the workspace's ``conftest.py``).
+
+A file that cannot be read as rules (bad JSON, wrong shape, another workspace's) counts as no
+rules and says so once, in one line; adding a rule then moves it aside (``.json.bad``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shlex
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes_tui.private import private_dir, private_file
+
+if TYPE_CHECKING:
+    from hermes_tui.agent.tools import Approver
+    from hermes_tui.config import Config
+
+log = logging.getLogger(__name__)
+
+TOOL = "run_bash"  # the one tool lasting rules cover
+EXACT, PROGRAM = "exact", "program"
+METACHARACTERS = frozenset(";&|<>()$`\\*?[]{}~!#\n\r")
+# Programs whose job is to run another command: a rule for them would allow anything.
+RUNNERS = frozenset({
+    "sh", "bash", "dash", "zsh", "ksh", "fish", "csh", "tcsh", "busybox", "env", "sudo", "doas", "su",
+    "xargs", "exec", "eval", "command", "builtin", "source", "nohup", "timeout", "nice", "ionice",
+    "time", "watch", "setsid", "stdbuf", "chroot", "unshare", "nsenter", "script", "ssh", "parallel",
+    "flock", "strace", "ltrace", "gdb", "bwrap", "systemd-run", "runuser", "pkexec",
+})
+_PROGRAM_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One lasting permission of one workspace."""
+
+    kind: str  # EXACT or PROGRAM
+    value: str  # the whole command, or the program's name
+    added: float = 0.0
+
+    def allows(self, name: str, arguments: dict[str, Any]) -> bool:
+        command = arguments.get("command")
+        if name != TOOL or not isinstance(command, str):
+            return False
+        if self.kind == EXACT:
+            return command == self.value
+        return self.kind == PROGRAM and program_of(command) == self.value
+
+    @property
+    def label(self) -> str:
+        """How lists show it (the caller makes it printable)."""
+        return f"shell: {self.value}" if self.kind == EXACT else f"shell: any plain {self.value} command"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool": TOOL, "kind": self.kind, "value": self.value, "added": self.added}
+
+
+def program_of(command: str) -> str | None:
+    """The program a ``program`` rule may match this command by, or None when it must never match."""
+    if not command.isascii() or not command.isprintable() or METACHARACTERS.intersection(command):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unclosed quote
+        return None
+    if not words or not _PROGRAM_NAME.match(words[0]) or words[0] in RUNNERS:
+        return None
+    return words[0]
+
+
+def rules_path(home: Path, workspace: Path) -> Path:
+    real = os.path.realpath(workspace)
+    return Path(home) / "permissions" / f"{hashlib.sha256(os.fsencode(real)).hexdigest()[:16]}.json"
+
+
+class LastingRules:
+    """The lasting rules of one workspace. Every check reads the file again (tiny), so a rule
+    revoked elsewhere (another window, ``hermes-tui permissions revoke``) stops at once."""
+
+    def __init__(self, home: Path, workspace: Path, on_warning: Callable[[str], None] | None = None) -> None:
+        self.workspace = os.path.realpath(workspace)
+        self.path = rules_path(home, Path(self.workspace))
+        self.on_warning = on_warning
+        self._lock = threading.Lock()
+        self._warned: tuple[int, int] | None = None  # (mtime_ns, size) of the bad file said once
+
+    def rules(self) -> list[Rule]:
+        rules, _ = self._load()
+        return rules
+
+    def warning(self) -> str | None:
+        """Why the file is not used, if it is not (and says it once through ``on_warning``)."""
+        return self._load()[1]
+
+    def allowing(self, name: str, arguments: dict[str, Any]) -> Rule | None:
+        return next((rule for rule in self.rules() if rule.allows(name, arguments)), None)
+
+    def add(self, kind: str, value: str) -> Rule:
+        if kind not in (EXACT, PROGRAM) or not value:
+            raise ValueError(f"not a rule: {kind} {value!r}")
+        with self._lock:
+            rules, problem = self._load()
+            if problem is not None and self.path.exists():
+                os.replace(self.path, self.path.with_name(self.path.name + ".bad"))
+            found = next((r for r in rules if (r.kind, r.value) == (kind, value)), None)
+            if found is not None:
+                return found
+            rule = Rule(kind, value, time.time())
+            self._save([*rules, rule])
+        log.info("lasting permission added for %s: %s", self.workspace, kind)
+        return rule
+
+    def revoke(self, rule: Rule) -> bool:
+        with self._lock:
+            rules, problem = self._load()
+            kept = [r for r in rules if (r.kind, r.value) != (rule.kind, rule.value)]
+            if problem is not None or len(kept) == len(rules):
+                return False
+            self._save(kept)
+        return True
+
+    def _load(self) -> tuple[list[Rule], str | None]:
+        try:
+            stat = self.path.stat()
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return [], None
+        except (OSError, UnicodeDecodeError) as exc:
+            return [], self._warn((-1, -1), f"cannot be read ({exc})")
+        try:
+            rules = _parse(json.loads(raw), self.workspace)
+        except (ValueError, TypeError, KeyError) as exc:
+            return [], self._warn((stat.st_mtime_ns, stat.st_size), str(exc))
+        self._warned = None
+        return rules, None
+
+    def _warn(self, seen: tuple[int, int], why: str) -> str:
+        line = (f"the permissions file {self.path} is not used ({why}): no lasting rules apply until "
+                "it is fixed or removed.")
+        if seen != self._warned:
+            self._warned = seen
+            log.warning("%s", line)
+            if self.on_warning is not None:
+                self.on_warning(line)
+        return line
+
+    def _save(self, rules: list[Rule]) -> None:
+        private_dir(self.path.parent)
+        data = {"format": FORMAT, "workspace": self.workspace, "rules": [r.to_dict() for r in rules]}
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            private_file(temporary).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+            os.replace(temporary, self.path)
+        finally:
+            temporary.unlink(missing_ok=True)
+
+
+def _parse(data: Any, workspace: str) -> list[Rule]:
+    """The rules of a file's JSON; raises ValueError (with the reason) for anything else."""
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+        raise ValueError("not an object with a list of rules")
+    if data.get("workspace") != workspace:
+        raise ValueError(f"it is the file of another workspace, {data.get('workspace')!r}")
+    rules = []
+    for item in data["rules"]:
+        if not isinstance(item, dict) or item.get("tool") != TOOL or item.get("kind") not in (EXACT, PROGRAM):
+            raise ValueError(f"a rule is not understood: {json.dumps(item)[:80]}")
+        value, added = item.get("value"), item.get("added", 0.0)
+        if not isinstance(value, str) or not value or not isinstance(added, (int, float)):
+            raise ValueError(f"a rule is not understood: {json.dumps(item)[:80]}")
+        if item["kind"] == PROGRAM and not (_PROGRAM_NAME.match(value) and value not in RUNNERS):
+            raise ValueError(f"{value!r} cannot be a program rule")
+        rules.append(Rule(item["kind"], value, float(added)))
+    return rules
+
+
+def headless_approver(config: Config, deny: Approver | None,
+                      on_warning: Callable[[str], None] | None = None) -> Approver | None:
+    """``-p``: the workspace's lasting rules allow their commands; anything else goes to ``deny``
+    (None: ``--yes``, every call runs)."""
+    if deny is None:
+        return None
+    rules = LastingRules(config.home, config.workspace, on_warning=on_warning)
+
+    def approve(name: str, arguments: dict[str, Any]) -> bool | str:
+        if rules.allowing(name, arguments) is not None:
+            return True
+        return deny(name, arguments)
+
+    return approve

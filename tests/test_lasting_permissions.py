@@ -1,0 +1,295 @@
+"""Permissions (issue 23 §13): "always here" rules for shell commands, kept per workspace in
+HERMES_HOME (0600, atomic), strict program rules, ``/permissions`` to see and revoke every rule,
+``hermes-tui permissions list|revoke N``, and headless runs that honour the lasting rules."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Button, OptionList
+
+from hermes_tui.agent.permissions import EXACT, PROGRAM, LastingRules, program_of, rules_path
+from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.approval_screen import ApprovalScreen
+from hermes_tui.tui.blocks import ToolCallView
+from hermes_tui.tui.permissions_screen import PermissionsScreen
+from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+from tests.helpers import run_cli
+from tests.test_tui_app import conversation, notices, send, server, text_of, wait_for
+from tests.test_tui_approvals import dialog, run_with_clock
+
+__all__ = ["server"]
+
+
+def bash(command: str) -> Reply:
+    return Reply(tool_calls=[ToolCall("run_bash", {"command": command})])
+
+
+# -- what a program rule may match ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("command", "program"), [
+    ("pytest", "pytest"),
+    ("pytest -q tests/test_x.py", "pytest"),
+    ("pytest -k 'slow and not db'", "pytest"),
+    ('pytest -k "a or b"', "pytest"),
+    ("pytest; rm -rf ~", None),
+    ("pytest && curl https://x.invalid", None),
+    ("pytest || true", None),
+    ("pytest | sh", None),
+    ("pytest $(curl x)", None),
+    ('pytest "$(curl x)"', None),
+    ("pytest `id`", None),
+    ("pytest > /etc/passwd", None),
+    ("pytest\nrm -rf ~", None),
+    ("pytest & disown", None),
+    ("pytest tests/*.py", None),
+    ("pytest ~/x", None),
+    ("pytest \\; rm", None),
+    ("pytest 'unclosed", None),
+    ("./pytest", None),
+    ("/tmp/pytest", None),
+    ("PYTHONPATH=. pytest", None),
+    ("bash -c pytest", None),
+    ("env pytest", None),
+    ("sudo pytest", None),
+    ("xargs rm", None),
+    ("pytest \x1b[8m", None),
+    ("pytеst", None),  # a Cyrillic е
+    ("", None),
+])
+def test_a_program_rule_matches_only_a_plain_call(command: str, program: str | None) -> None:
+    assert program_of(command) == program
+
+
+# -- the rules file ---------------------------------------------------------------------------------
+
+
+def test_rules_live_in_hermes_home_private_per_workspace(tmp_path: Path) -> None:
+    home, one, two = tmp_path / "home", tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    rules = LastingRules(home, one)
+    rules.add(PROGRAM, "pytest")
+    rules.add(EXACT, "make lint")
+    rules.add(EXACT, "make lint")  # once only
+    assert rules.path.parent.parent == home and stat.S_IMODE(rules.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(rules.path.parent.stat().st_mode) == 0o700
+    assert [p.name for p in rules.path.parent.iterdir()] == [rules.path.name]  # no temporary left
+    assert [(r.kind, r.value) for r in LastingRules(home, one).rules()] == [(PROGRAM, "pytest"), (EXACT, "make lint")]
+    assert LastingRules(home, two).rules() == []  # another workspace has its own
+    assert not list(one.iterdir())  # nothing in the workspace
+    allowed = LastingRules(home, one)
+    assert allowed.allowing("run_bash", {"command": "pytest -x"}) is not None
+    assert allowed.allowing("run_bash", {"command": "pytest -x; rm -rf ~"}) is None
+    assert allowed.allowing("run_bash", {"command": "make lint "}) is None  # exact means exact
+    assert allowed.allowing("write_file", {"command": "pytest"}) is None
+    assert allowed.revoke(allowed.rules()[0]) and [r.value for r in allowed.rules()] == ["make lint"]
+
+
+@pytest.mark.parametrize("content", [
+    "{not json", "[]", '{"rules": "all"}', '{"workspace": "WS", "rules": [{"tool": "run_bash", "kind": "any"}]}',
+    '{"workspace": "WS", "rules": [{"tool": "run_bash", "kind": "program", "value": "bash"}]}',
+    '{"workspace": "/another/folder", "rules": []}',
+])
+def test_a_malformed_file_is_one_warning_and_no_rules(tmp_path: Path, content: str) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    path = rules_path(tmp_path / "home", workspace)
+    path.parent.mkdir(parents=True)
+    path.write_text(content.replace("WS", str(workspace)))
+    said: list[str] = []
+    rules = LastingRules(tmp_path / "home", workspace, on_warning=said.append)
+    for _ in range(3):
+        assert rules.allowing("run_bash", {"command": "bash"}) is None and rules.rules() == []
+    assert len(said) == 1 and str(path) in said[0] and "\n" not in said[0]
+    rules.add(EXACT, "ls")  # the bad file is moved aside, not lost
+    assert path.with_name(path.name + ".bad").read_text() == content.replace("WS", str(workspace))
+    assert [r.value for r in rules.rules()] == ["ls"]
+
+
+# -- the TUI: the dialog's lasting answers, /permissions ---------------------------------------------
+
+
+def test_always_here_outlives_the_session(server: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
+    server.queue(bash("echo a >> x"), Reply(text="done"), bash("echo a >> x"), Reply(text="again"))
+
+    async def scenario(app: HermesApp, pilot: Pilot, now: list[float]) -> None:
+        await send(app, pilot, "go")
+        screen = await dialog(app, pilot)
+        labels = [str(b.label) for b in screen.query(Button)]
+        assert "This command · always here (w)" in labels
+        assert not any("Any " in label for label in labels)  # ">>" is shell syntax: no program rule
+        await pilot.press("p")  # not offered: does nothing
+        assert isinstance(app.screen, ApprovalScreen)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: not app.chat.busy)
+
+    async def later(app: HermesApp, pilot: Pilot, now: list[float]) -> None:
+        await send(app, pilot, "go again")  # another app, another session: the rule still allows it
+        await wait_for(pilot, lambda: len(server.requests) >= 4 and not app.chat.busy)
+        assert not isinstance(app.screen, ApprovalScreen)
+        assert [v.ok for v in conversation(app, ToolCallView)] == [True]
+
+    run_with_clock(scenario)
+    run_with_clock(later)
+    assert (workspace / "x").read_text() == "a\na\n"
+    path = rules_path(hermes_home, workspace)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [r["value"] for r in json.loads(path.read_text())["rules"]] == ["echo a >> x"]
+
+
+def test_a_program_rule_allows_plain_calls_only(server: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
+    server.queue(bash("touch one"), bash("touch two"), bash("touch three; touch pwned"), Reply(text="done"))
+
+    async def scenario(app: HermesApp, pilot: Pilot, now: list[float]) -> None:
+        await send(app, pilot, "go")
+        screen = await dialog(app, pilot)
+        assert "Any touch · always here (p)" in [str(b.label) for b in screen.query(Button)]
+        shown = {b.binding.key for b in screen.active_bindings.values() if b.binding.show}
+        assert {"w", "p"} <= shown
+        await pilot.press("p")
+        screen = await dialog(app, pilot)  # "touch two" ran unasked; this one has a ";"
+        assert text_of(screen.query_one("#approval-text")) == "touch three; touch pwned"
+        assert not any("Any " in str(b.label) for b in screen.query(Button))
+        shown = {b.binding.key for b in screen.active_bindings.values() if b.binding.show}
+        assert "p" not in shown and "w" in shown
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not app.chat.busy)
+        assert [v.ok for v in conversation(app, ToolCallView)] == [True, True, False]
+
+    run_with_clock(scenario)
+    assert (workspace / "one").exists() and (workspace / "two").exists()
+    assert not (workspace / "pwned").exists()
+    assert [(r.kind, r.value) for r in LastingRules(hermes_home, workspace).rules()] == [(PROGRAM, "touch")]
+
+
+def test_permissions_lists_and_revokes_every_rule(server: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
+    LastingRules(hermes_home, workspace).add(PROGRAM, "pytest")
+    server.queue(bash("echo a >> x"), bash("echo b >> x"), Reply(text="done"),
+                 bash("echo a >> x"), Reply(text="asked again"))
+
+    async def scenario(app: HermesApp, pilot: Pilot, now: list[float]) -> None:
+        await send(app, pilot, "go")
+        await dialog(app, pilot)
+        await pilot.press("c")  # this command, for the session
+        await dialog(app, pilot)
+        await pilot.press("a")  # all shell, for the session
+        await wait_for(pilot, lambda: not app.chat.busy)
+        await send(app, pilot, "/permissions")
+        await wait_for(pilot, lambda: isinstance(app.screen, PermissionsScreen))
+        listing = app.screen.query_one(OptionList)
+        rows = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
+        assert rows == ["session      every run_bash call", "session      shell: echo a >> x",
+                        "always here  shell: any plain pytest command"]
+        await pilot.press("x")  # all shell goes
+        await pilot.press("x")  # then this command
+        await pilot.press("x")  # then the lasting rule
+        await wait_for(pilot, lambda: listing.option_count == 0)
+        assert "No rules" in text_of(app.screen.query_one("#permissions-detail"))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, PermissionsScreen))
+        await send(app, pilot, "once more")
+        await dialog(app, pilot)  # revoked: it asks again
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not app.chat.busy)
+
+    run_with_clock(scenario)
+    assert LastingRules(hermes_home, workspace).rules() == []
+
+
+def test_a_malformed_rules_file_is_one_line_in_the_chat(server: FakeLLMServer, hermes_home: Path,
+                                                       workspace: Path) -> None:
+    path = rules_path(hermes_home, workspace)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"rules": [oops')
+    server.queue(bash("touch x"), Reply(text="done"))
+
+    async def scenario(app: HermesApp, pilot: Pilot, now: list[float]) -> None:
+        await wait_for(pilot, lambda: any("permissions file" in n for n in notices(app)))
+        assert len([n for n in notices(app) if "permissions file" in n]) == 1
+        await send(app, pilot, "go")
+        await dialog(app, pilot)  # no rules: it asks
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not app.chat.busy)
+
+    run_with_clock(scenario)
+
+
+# -- headless and the command line ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def env(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> FakeLLMServer:
+    return fake_llm_env
+
+
+def test_headless_honours_lasting_rules_and_the_model_cannot_add_one(env: FakeLLMServer, hermes_home: Path,
+                                                                     workspace: Path) -> None:
+    LastingRules(hermes_home, workspace).add(PROGRAM, "touch")
+    path = rules_path(hermes_home, workspace)
+    forged = json.dumps({"format": 1, "workspace": str(workspace),
+                         "rules": [{"tool": "run_bash", "kind": "program", "value": "rm"}]})
+    env.queue(bash("touch made-it"), bash("touch a; touch pwned"), Reply(text="done"))
+    result = run_cli("-p", "make files")
+    assert result.returncode == 0, result.stderr
+    assert (workspace / "made-it").exists() and not (workspace / "pwned").exists()
+    assert result.stderr.count("denied: rerun with --yes") == 1  # the ";" command only
+
+    # Even allowed to run anything, the model cannot write a rule: HERMES_HOME is out of its reach.
+    env.queue(Reply(tool_calls=[ToolCall("write_file", {"path": str(path), "content": forged})]),
+              bash(f"echo '{forged}' > {path}"), Reply(text="done"))
+    result = run_cli("-p", "allow rm", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert [(r.kind, r.value) for r in LastingRules(hermes_home, workspace).rules()] == [(PROGRAM, "touch")]
+
+
+def test_permissions_command_lists_and_revokes(hermes_home: Path, workspace: Path) -> None:
+    empty = run_cli("permissions", "list")
+    assert empty.returncode == 0 and "No lasting rules" in empty.stdout
+    rules = LastingRules(hermes_home, workspace)
+    rules.add(EXACT, "make lint")
+    rules.add(PROGRAM, "pytest")
+    listed = run_cli("permissions")
+    assert listed.returncode == 0
+    assert listed.stdout.splitlines()[1:] == ["  1  shell: make lint", "  2  shell: any plain pytest command"]
+    assert run_cli("permissions", "revoke", "1").stdout.startswith("Revoked: shell: make lint.")
+    assert [r.value for r in rules.rules()] == ["pytest"]
+    missing = run_cli("permissions", "revoke", "5")
+    assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1
+    rules.path.write_text("garbage")
+    broken = run_cli("permissions", "list")
+    assert broken.returncode == 1 and broken.stderr.startswith("hermes: the permissions file")
+    assert len(broken.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+def test_six_answers_fit_and_p_works_from_raw_bytes(server: FakeLLMServer, hermes_home: Path, workspace: Path,
+                                                    size: tuple[int, int]) -> None:
+    from tests.test_tui_approval_layout import run_at, screen_rows
+    from tests.test_tui_input import type_bytes
+
+    server.queue(bash("touch tested"), Reply(text="done"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "test it\r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=120)
+        await pilot.pause()
+        await pilot.pause()
+        screen = app.screen
+        rows = "\n".join(screen_rows(app))
+        buttons = list(screen.query(Button))
+        assert len(buttons) == 6
+        for button in buttons:  # wholly on screen, label drawn
+            assert screen.region.contains_region(button.region), (button.id, button.region)
+            assert str(button.label) in rows, button.label
+        type_bytes(app, "p")
+        await wait_for(pilot, lambda: not app.chat.busy)
+
+    run_at(size, scenario)
+    assert (workspace / "tested").exists()
+    assert [(r.kind, r.value) for r in LastingRules(hermes_home, workspace).rules()] == [(PROGRAM, "touch")]
