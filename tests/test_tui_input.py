@@ -176,3 +176,28 @@ def test_the_status_says_answering_while_text_streams(server: FakeLLMServer) -> 
         await wait_for(pilot, lambda: not app.chat.busy and status.label is None, timeout=120)
 
     run(scenario)
+
+
+def test_ctrl_o_unfolds_and_folds_the_last_tool_result(server: FakeLLMServer, workspace) -> None:  # noqa: ANN001
+    """#23 item 23: tool results unfolded only after shift+Tab; ctrl+o (raw byte 0x0f) reaches the last one."""
+    from textual.widgets import Collapsible
+
+    from tests.fakes.server import ToolCall
+
+    (workspace / "notes.txt").write_text("first line\n")
+    server.queue(Reply(tool_calls=[ToolCall("list_dir", {"path": "."})]),
+                 Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"})]), Reply(text="done"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        type_bytes(app, "look\r")
+        await wait_for(pilot, lambda: len(server.requests) == 3 and not app.chat.busy)
+        await wait_for(pilot, lambda: len(app.chat.conversation.query(".tool-output")) == 2)
+        first, last = app.chat.conversation.query(".tool-output").results(Collapsible)
+        assert first.collapsed and last.collapsed
+        type_bytes(app, "\x0f")
+        await wait_for(pilot, lambda: not last.collapsed)
+        assert first.collapsed and app.chat.prompt.text == ""  # the key is not typed into the prompt
+        type_bytes(app, "\x0f")
+        await wait_for(pilot, lambda: last.collapsed)
+
+    run(scenario)

@@ -206,6 +206,15 @@ class ChatPane(Widget):
         else:
             self.cancel_turn()
 
+    def action_toggle_tool_output(self) -> None:
+        """ctrl+o: the last tool result that has arrived, unfolded or folded again, kept in view."""
+        from textual.widgets import Collapsible
+
+        outputs = list(self.conversation.query(".tool-output").results(Collapsible))
+        if outputs:
+            outputs[-1].collapsed = not outputs[-1].collapsed
+            outputs[-1].scroll_visible()
+
     # -- messages typed while a turn runs
 
     def queue(self, text: str) -> None:
