@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.pilot import Pilot
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Input, Markdown, OptionList, Static
+from textual.widgets import Button, DataTable, Footer, Input, Markdown, OptionList, Static
 from textual.worker import WorkerState
 
 from hermes_tui.memory.store import MemoryStore
@@ -369,7 +369,15 @@ def test_skills_quarantine_approve_and_versions(stores: Stores) -> None:
         await settle(pilot)
         preview = app.pane.query_one("#skills-preview-body", Markdown)
         assert "Quarantined by the skill guard" in preview.source and "override" in preview.source
+        await pilot.press("ctrl+t")  # asks first (#23 item 11): one key no longer approves
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and "helper" in str(app.screen.query_one("#confirm-question", Static).render())
+        await pilot.press("n")
+        await settle(pilot)
+        assert "helper" not in table_names(app.pane)
         await pilot.press("ctrl+t")
+        await pilot.pause()
+        await pilot.press("y")
         await settle(pilot)
         assert "helper" in table_names(app.pane)
 
@@ -385,6 +393,8 @@ def test_skills_quarantine_approve_and_versions(stores: Stores) -> None:
         assert "F9 restores `v1`" in preview.source
         await pilot.press("f9")
         await pilot.pause()
+        button = app.screen.query_one("#confirm-yes", Button)  # a restore loses nothing: not a red Delete
+        assert str(button.label) == "Restore" and button.variant == "primary"
         await pilot.press("y")
         await settle(pilot)
         assert "drop_duplicates()" in stores.skills.get("csv-cleanup").body  # type: ignore[union-attr]

@@ -84,7 +84,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("skills", "versions", ("f7",), "Versions", "Skills pane: the skill's versions and the diff"),
     Action("skills", "accept", ("f8",), "Accept", "Skills pane: accept the pending proposal (the file is archived first)"),
     Action("skills", "restore", ("f9",), "Restore", "Skills pane: restore the previous version as a new one (asks first)"),
-    Action("skills", "approve", ("ctrl+t",), "Approve", "Skills pane: approve the quarantined skill (this exact content)"),
+    Action("skills", "approve", ("ctrl+t",), "Approve", "Skills pane: approve the quarantined skill (this exact content; asks first)"),
     Action("skills", "delete", ("f10", "shift+delete"), "Delete", "Skills pane: delete the skill (asks first)"),
     Action("skills", "reload", ("ctrl+r",), "Reload", "Skills pane: re-read the skill files"),
     Action("skills", "move(1)", ("down",), "Next", "Skills pane: next skill (from the filter box too)", show=False),

@@ -27,6 +27,9 @@ class ConfirmScreen(ModalScreen[bool]):
         border: thick $error 60%;
         background: $surface;
     }
+    ConfirmScreen > #confirm-dialog.-safe {
+        border: thick $accent 60%;
+    }
     ConfirmScreen #confirm-question {
         margin-bottom: 1;
     }
@@ -44,18 +47,21 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("n,escape", "cancel", "No"),
     ]
 
-    def __init__(self, question: str, *, confirm_label: str = "Delete", cancel_label: str = "Cancel") -> None:
+    def __init__(self, question: str, *, confirm_label: str = "Delete", cancel_label: str = "Cancel",
+                 danger: bool = True) -> None:
+        """``danger`` False: nothing is lost by yes (a restore archives first), so no red button."""
         super().__init__()
         self._question = question
         self._confirm_label = confirm_label
         self._cancel_label = cancel_label
+        self._danger = danger
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="confirm-dialog"):
+        with Vertical(id="confirm-dialog", classes="" if self._danger else "-safe"):
             # markup=False: the question may quote names or text the user wrote.
             yield Static(self._question, id="confirm-question", markup=False)
             with Horizontal(id="confirm-buttons"):
-                yield Button(self._confirm_label, variant="error", id="confirm-yes")
+                yield Button(self._confirm_label, variant="error" if self._danger else "primary", id="confirm-yes")
                 yield Button(self._cancel_label, id="confirm-no")
         yield Footer()  # the dialog's keys, not those of the screen underneath
 

@@ -424,12 +424,22 @@ class SkillsPane(Widget):
                 self._change(skill.name, "restore", number)
 
         self.app.push_screen(ConfirmScreen(f"Restore v{number} of “{skill.name}” as a new version? "
-                                           "The current file is archived first."), confirmed)
+                                           "The current file is archived first.", confirm_label="Restore",
+                                           danger=False), confirmed)
 
     def action_approve(self) -> None:
         held = self.selected_held
         if held is not None and held.quarantined and held.name:
-            self._change(held.name, "approve", None)
+            name = held.name
+
+            def confirmed(yes: bool | None) -> None:
+                if yes:
+                    self._change(name, "approve", None)
+
+            self.app.push_screen(ConfirmScreen(
+                f"Approve the quarantined skill “{name}”? The skill guard flagged it (the preview says why); "
+                "approved, this exact content is offered to the model like any skill.",
+                confirm_label="Approve", danger=False), confirmed)
 
     @work(thread=True, group="skills-change")
     def _change(self, name: str, what: str, argument: object) -> None:
