@@ -117,9 +117,18 @@ def conversation(app: HermesApp, kind: type) -> list:
 
 
 async def help_card(app: HermesApp, pilot: Pilot, count: int = 1) -> HelpText:
-    """The ``count``-th help card once it shows its text (Textual fills ``source`` when it mounts)."""
+    """The ``count``-th card in the chat (/cost, /context) once it shows its text (Textual fills
+    ``source`` when it mounts)."""
     await wait_for(pilot, lambda: len(cards := conversation(app, HelpText)) >= count and cards[count - 1].source)
     return conversation(app, HelpText)[count - 1]
+
+
+async def help_screen(app: HermesApp, pilot: Pilot) -> HelpText:
+    """The /help (F1) card, on its own screen, once it shows its text."""
+    from hermes_tui.tui.help_screen import HelpScreen
+
+    await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.query_one(HelpText).source)
+    return app.screen.query_one(HelpText)
 
 
 def text_of(widget: object) -> str:
@@ -501,8 +510,15 @@ def test_slash_completion_and_tab(server: FakeLLMServer) -> None:
 def test_help_and_unknown_command(server: FakeLLMServer) -> None:
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "/help")
-        help_text = (await help_card(app, pilot)).source
+        help_text = (await help_screen(app, pilot)).source
         assert "/resume <id>" in help_text and "ctrl+j" in help_text and "F2" in help_text
+        await pilot.press("escape")  # #23 item 22: a screen of its own, nothing left in the chat
+        await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
+        await send(app, pilot, "/help")
+        await help_screen(app, pilot)
+        await pilot.press("f1")  # F1 closes it too
+        await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
+        assert conversation(app, HelpText) == [] and app.chat.prompt.has_focus
         await send(app, pilot, "/frobnicate now")
         assert notices(app)[-1].startswith("✗ Unknown command /frobnicate: kept in the prompt.")
         assert not server.requests and app.chat.prompt.text == "/frobnicate now"  # never dropped

@@ -17,7 +17,7 @@ from hermes_tui.tui.answer import AnswerText
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import UserMessage
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.test_tui_app import LONG_TEXT, conversation, help_card, notices, run, send, server, text_of, wait_for
+from tests.test_tui_app import LONG_TEXT, conversation, help_card, help_screen, notices, run, send, server, text_of, wait_for
 
 __all__ = ["server"]
 
@@ -114,11 +114,13 @@ def test_double_slash_sends_a_literal_slash_and_help_says_so(server: FakeLLMServ
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "/help")
-        card = await help_card(app, pilot)
+        card = await help_screen(app, pilot)
         assert "`//`" in card.source
         rendered = rendered_text(card)
         assert "//etc sends /etc" in rendered and "end the line with \\" in rendered  # no lost backslash
         assert "`" not in rendered and "**" not in rendered  # Markdown rendered, not shown raw
+        type_bytes(app, "\x1b")  # Esc closes the card
+        await wait_for(pilot, lambda: app.screen is app.screen_stack[0])
         type_bytes(app, "//etc is a folder\r")
         await wait_for(pilot, lambda: server.requests and not app.chat.busy)
         assert server.requests[0].body["messages"][-1]["content"].startswith("/etc is a folder")

@@ -17,7 +17,7 @@ from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.chat import ChatPane
 from hermes_tui.tui.prompt import PromptArea
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.test_tui_app import LONG_TEXT, conversation, help_card, notices, run, send, send_and_wait, server, wait_for
+from tests.test_tui_app import LONG_TEXT, conversation, help_screen, notices, run, send, send_and_wait, server, wait_for
 from tests.test_tui_input import keys_from_bytes, type_bytes
 
 __all__ = ["server"]
@@ -119,7 +119,7 @@ def test_bindings_come_from_the_action_table() -> None:
 def test_help_lists_every_action_and_command(server: FakeLLMServer) -> None:
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         type_bytes(app, "\x1bOP")  # F1
-        source = (await help_card(app, pilot)).source
+        source = (await help_screen(app, pilot)).source
         for action in actions.ACTIONS:
             if action.scope != "approval":
                 assert f"`{action.key_text}`" in source and action.help in source

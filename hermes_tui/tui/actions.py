@@ -19,7 +19,7 @@ from textual.binding import Binding
 @dataclass(frozen=True)
 class Action:
     scope: str  # who binds it: "app", "chat" (the chat pane), "prompt", "approval" (the dialog), "mcp" (/mcp),
-    # "permissions" (/permissions)
+    # "permissions" (/permissions), "help" (the F1 card)
     action: str  # the Textual action string
     keys: tuple[str, ...]  # Textual key names; the first is the main one
     label: str  # the footer's word
@@ -110,6 +110,7 @@ ACTIONS: tuple[Action, ...] = (
            "approval: allow any plain call of the command's program (`pytest …`) from now on, in this workspace; "
            "offered only for a command without shell syntax (`;`, `&&`, `|`, `$(…)`…)"),
     Action("approval", "choose('deny')", ("n", "escape"), "Deny", "approval: deny; the model is told so"),
+    Action("help", "close", ("escape", "f1"), "Close", "help: close this card (↑ ↓ PgUp PgDn scroll it)"),
     Action("permissions", "revoke", ("x", "delete"), "Revoke", "/permissions: revoke the selected rule"),
     Action("permissions", "close", ("escape",), "Close", "/permissions: close the list"),
 )

@@ -55,9 +55,12 @@ class CommandRunner:
         return busy
 
     async def _help(self, argument: str) -> None:
-        await self.app.show_pane("chat")
+        from hermes_tui.tui.help_screen import HelpScreen
+
+        if isinstance(self.app.screen, HelpScreen):
+            return
         keys = [(action.key_text, action.help) for action in actions.ACTIONS if action.scope != "approval"]
-        await self.app.chat.add_help(commands.help_markdown(keys))
+        self.app.push_screen(HelpScreen(commands.help_markdown(keys)))
 
     async def _new(self, argument: str) -> None:
         if await self.refuse_while_busy("/new"):
