@@ -136,6 +136,36 @@ def test_export_writes_a_markdown_transcript(server: FakeLLMServer, workspace: P
     run(scenario)
 
 
+def test_export_marks_cancelled_and_undone_turns_and_keeps_answer_headings_below_its_own(
+        server: FakeLLMServer, workspace: Path) -> None:
+    """#23 item 19: an export read like the whole conversation was sent, and an answer's "## Plan"
+    stood level with "## Hermes"."""
+    server.queue(Reply(text="## Plan\n\nstep one"),
+                 Reply(text="slow " * 400, chunk_size=5, chunk_delay=0.05),
+                 Reply(text="taken back"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "plan it")
+        await send(app, pilot, "slow one")
+        await wait_for(pilot, lambda: conversation(app, AnswerText)[-1:] and "slow" in conversation(app, AnswerText)[-1].source)
+        await pilot.press("escape")  # cancel the streaming turn
+        await wait_for(pilot, lambda: not app.chat.busy)
+        await send_and_wait(app, pilot, "regret this")
+        await send(app, pilot, "/undo")
+        session = app.session.session_id
+        await wait_for(pilot, lambda: app.undo_log.undone(session))
+        app.chat.prompt.load("")
+        await send(app, pilot, "/export notes/session.md")
+        text = (workspace / "notes" / "session.md").read_text()
+        headings = [line for line in text.splitlines() if line.startswith("## ")]
+        assert [h.split(" · ")[0] for h in headings] == ["## You", "## Hermes"] * 3
+        assert headings[2].endswith("(cancelled)") and "(" not in headings[0] + headings[1]
+        assert all(h.endswith("(undone, not sent to the model)") for h in headings[4:])
+        assert "#### Plan" in text and "\n## Plan" not in text
+
+    run(scenario)
+
+
 def test_setup_reopens_any_time_and_needs_a_scheme(server: FakeLLMServer) -> None:
     server.queue(Fault(401))
 

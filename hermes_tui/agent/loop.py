@@ -184,6 +184,8 @@ class AgentLoop:
             yield Notice(f"Stopped after {MAX_STEPS} steps without a final answer. Ask me to continue if needed.")
         if (changed := self.checkpoints.end_turn()) is not None:
             yield changed
+        if reason in ("cancelled", "error"):
+            self._record_outcome(message_id, reason)
         if reason == "error" and self.history[-1].get("_id") == message_id:  # nothing answered
             self.history.pop()  # never sent again, nor folded into a compaction summary
             yield Unsent(text)
@@ -344,6 +346,13 @@ class AgentLoop:
             yield Receipt(call.name, receipt)
             return 1
         return 0
+
+    def _record_outcome(self, message_id: int, reason: str) -> None:
+        """A mark for exports and resumed views; losing it (a full disk) loses no message."""
+        try:
+            self.memory.set_turn_outcome(message_id, reason)
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("could not record that turn %s was %s: %s", message_id, reason, exc)
 
     def _store(self, message: dict[str, Any], message_id: int | None = None) -> None:
         if message_id is None:

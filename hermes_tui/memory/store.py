@@ -436,6 +436,17 @@ def _v9_session_workspace(db: Database) -> None:
     db["sessions"].create_index(["workspace", "last_activity"])
 
 
+def _v10_turn_outcomes(db: Database) -> None:
+    """How a turn ended when it did not end with an answer ("cancelled", "error"), keyed by the
+    user's message: an export or a resumed view can say so. Rows go with their message."""
+    db["turn_outcomes"].create(
+        {"message_id": int, "outcome": str},
+        pk="message_id",
+        not_null={"outcome"},
+        foreign_keys=[("message_id", "messages", "id")],
+    )
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _v1_core,
     _v2_clean_cjk_index,
@@ -446,6 +457,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _v7_tool_arguments,
     _v8_pending_summaries,
     _v9_session_workspace,
+    _v10_turn_outcomes,
 ]
 """Ordered schema steps; step i brings ``PRAGMA user_version`` from i to i + 1.
 
@@ -742,6 +754,19 @@ class MemoryStore:
                 "UPDATE messages SET content = ?, tool_calls = ? WHERE id = ?",
                 (content, json.dumps(tool_calls) if tool_calls is not None else None, message_id),
             )
+
+    def set_turn_outcome(self, message_id: int, outcome: str) -> None:
+        """Record how the turn of user message ``message_id`` ended (see ``_v10_turn_outcomes``)."""
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO turn_outcomes (message_id, outcome) VALUES (?, ?)",
+                         (message_id, outcome))
+
+    def turn_outcomes(self, session_id: int) -> dict[int, str]:
+        """The recorded outcomes of a session's turns, by user message id."""
+        with self._read() as conn:
+            rows = conn.execute("SELECT t.message_id, t.outcome FROM turn_outcomes t JOIN messages m"
+                                " ON m.id = t.message_id WHERE m.session_id = ?", (session_id,)).fetchall()
+        return {int(m): str(o) for m, o in rows}
 
     def add_compaction(self, session_id: int, through_id: int, summary: str,
                        trim_through_id: int | None = None) -> int:

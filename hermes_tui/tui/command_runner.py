@@ -286,7 +286,9 @@ class CommandRunner:
         path = Path(os.path.expanduser(name))
         if not path.is_absolute():
             path = app.config.workspace / path
-        text = export_markdown(session_id, info.title or info.first_user_line or "", app.memory.get_messages(session_id))
+        text = export_markdown(session_id, info.title or info.first_user_line or "", app.memory.get_messages(session_id),
+                               undone=await asyncio.to_thread(app.undo_log.undone, session_id),
+                               outcomes=app.memory.turn_outcomes(session_id))
         try:
             write_private(path, text)
         except OSError as exc:

@@ -62,15 +62,39 @@ def _fenced(text: str, info: str = "") -> str:
     return f"{fence}{info}\n{text.rstrip()}\n{fence}"
 
 
-def export_markdown(session_id: int, title: str, messages: list[Message]) -> str:
-    """A session as Markdown: each message under its author and time; tool calls and results fenced."""
+OUTCOME_MARKS = {"cancelled": "cancelled", "error": "failed before an answer"}
+
+
+def _demoted(markdown: str, levels: int = 2) -> str:
+    """The message's own headings moved down ``levels`` (at most to ######), so a "## Plan" in an
+    answer reads as part of it, under the export's "## Hermes"; code blocks are left as they are."""
+    from markdown_it import MarkdownIt
+
+    lines = markdown.splitlines()
+    for token in MarkdownIt("commonmark").parse(markdown):
+        if token.type == "heading_open" and token.markup.startswith("#") and token.map:
+            line = lines[token.map[0]].lstrip(" ")
+            if line.startswith(token.markup):  # not one inside a quote or a list item
+                lines[token.map[0]] = "#" * min(6, len(token.markup) + levels) + line[len(token.markup):]
+    return "\n".join(lines)
+
+
+def export_markdown(session_id: int, title: str, messages: list[Message], *, undone: set[int] | None = None,
+                    outcomes: Mapping[int, str] | None = None) -> str:
+    """A session as Markdown: each message under its author and time; tool calls and results fenced.
+    Messages taken back by /undo or /retry, and turns cancelled or failed, say so in their heading."""
+    undone, outcomes = undone or set(), outcomes or {}
     out = [f"# Hermes session {session_id}: {title or 'untitled'}", ""]
     for message in messages:
         stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(message.created))
+        marks = ["undone, not sent to the model"] if message.id in undone else []
+        if message.id in outcomes:
+            marks.append(OUTCOME_MARKS.get(outcomes[message.id], outcomes[message.id]))
+        suffix = f" ({'; '.join(marks)})" if marks else ""
         if message.role in ROLE_TITLES:
-            out += [f"## {ROLE_TITLES[message.role]} · {stamp}", ""]
+            out += [f"## {ROLE_TITLES[message.role]} · {stamp}{suffix}", ""]
             if message.content:
-                out += [message.content.rstrip(), ""]
+                out += [_demoted(message.content.rstrip()), ""]
             for call in message.tool_calls or []:
                 function = call.get("function", {}) if isinstance(call, dict) else {}
                 arguments = function.get("arguments", "")
@@ -78,7 +102,7 @@ def export_markdown(session_id: int, title: str, messages: list[Message]) -> str
                     arguments = json.dumps(arguments, ensure_ascii=False)
                 out += [f"**Tool call** `{function.get('name', 'tool')}`", "", _fenced(arguments, "json"), ""]
         elif message.role == "tool":
-            out += [f"**Result** of `{message.name or 'tool'}`", "", _fenced(message.content or ""), ""]
+            out += [f"**Result** of `{message.name or 'tool'}`{suffix}", "", _fenced(message.content or ""), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
