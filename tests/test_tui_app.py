@@ -233,11 +233,11 @@ def test_the_view_follows_the_stream_until_the_user_scrolls_up(server: FakeLLMSe
         await send(app, pilot, "a long answer please")
         await wait_for(pilot, lambda: view.max_scroll_y > 5)
         assert view.scroll_y == view.max_scroll_y  # following
-        view.scroll_home(animate=False)  # the user scrolls up: the view stays where they put it
+        view.scroll_home(animate=False, immediate=True)  # the user scrolls up: the view stays where they put it
         height = view.max_scroll_y
         await wait_for(pilot, lambda: view.max_scroll_y > height + 5)
         assert view.scroll_y == 0
-        view.scroll_end(animate=False)  # back at the bottom: following again
+        view.scroll_end(animate=False, immediate=True)  # back at the bottom: following again
         await pilot.pause()
         height = view.max_scroll_y
         await wait_for(pilot, lambda: view.max_scroll_y > height + 5)

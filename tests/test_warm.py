@@ -141,7 +141,8 @@ def test_a_helper_killed_mid_turn_costs_one_line_and_loses_nothing(env: FakeLLMS
     rest, err = run.communicate(timeout=120)
     assert run.returncode == 1
     lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "stopped unexpectedly" in lines[0] and "(they are kept)" in lines[0], err
+    assert len(lines) == 2 and "stopped unexpectedly" in lines[0] and "(they are kept)" in lines[0], err
+    assert lines[1].startswith("hermes: session 1; continue it with")  # an answer had begun: it can go on
     with MemoryStore(hermes_home / "memory.sqlite3") as memory:
         (session,) = memory.list_sessions()
         stored = memory.get_messages(session.id)
