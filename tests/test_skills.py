@@ -644,6 +644,16 @@ def test_layouts_names_clashes_and_platforms(manager: SkillManager, skills_dir: 
     assert "nested" not in {s.name for s in manager.list()}
 
 
+def test_dot_folders_are_read_but_not_version_control_or_dot_files(manager: SkillManager, skills_dir: Path) -> None:
+    # openai/skills keeps its skills under .curated/, .experimental/ and .system/.
+    write_file(skills_dir / "openai" / "skills" / ".curated" / "gh-fix-ci" / "SKILL.md",
+               "---\nname: gh-fix-ci\ndescription: Fix failing GitHub Actions checks on a PR\n---\nSteps.\n")
+    write_file(skills_dir / ".git" / "hooks" / "stray" / "SKILL.md", "---\ndescription: not a skill\n---\nx\n")
+    write_file(skills_dir / ".draft.md", "---\ndescription: a hidden flat file\n---\nx\n")
+    assert [s.name for s in manager.list()] == ["gh-fix-ci"]
+    assert manager.search("failing github actions checks")[0].name == "gh-fix-ci"
+
+
 def test_refining_a_foreign_skill_patches_only_hermes_keys(manager: SkillManager, skills_dir: Path) -> None:
     install_corpus(skills_dir)
     for rel in FOREIGN:
