@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ from hermes_tui.agent.skill_tools import BODY_CAP
 from hermes_tui.agent.tools import ToolRegistry
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills import guard
+from hermes_tui.skills.index import LEAD_CHARS, query_words
 from hermes_tui.skills.manager import (
     MAX_FILE_BYTES,
     SkillExistsError,
@@ -211,6 +213,53 @@ def test_search_weighs_triggers_most(manager: SkillManager) -> None:
     assert names[0] == "in-triggers"
     assert names[-1] == "in-body"
     assert "unrelated" not in names
+
+
+def test_search_ranks_what_the_body_says_the_skill_is_for(manager: SkillManager) -> None:
+    # Both descriptions share one word with the request; only one skill's "when to use" section
+    # speaks of transcribing interviews from mp3 files. It ranks first, ahead of the skill whose
+    # short description repeats the shared word.
+    make_library(manager)
+    manager.create("speech-to-text", "Speech recognition with Whisper: turn recordings into text.", [],
+                   "## When to use\n\n- Transcribe an interview, a podcast or a meeting recording.\n"
+                   "- Audio in mp3, wav or m4a.\n\n## Steps\n\n1. `whisper audio.mp3 --model small`\n")
+    manager.create("text-cleanup", "Clean up text: wrap text lines and fix quotes in text files.", [], "Steps.")
+    assert [s.name for s in manager.search("transcribe this mp3 interview to text", limit=2)] == [
+        "speech-to-text", "text-cleanup"]
+
+
+def test_contractions_leave_no_one_letter_words_to_search() -> None:
+    assert query_words("what's NVDA trading at? don't guess, I'll check") == ["nvda", "trading", "guess", "check"]
+
+
+def test_a_word_deep_in_a_long_body_is_found_after_the_leading_matches(manager: SkillManager) -> None:
+    filler = "Keep a copy of the previous configuration before each step. " * (2 * LEAD_CHARS // 60)
+    manager.create("long-runbook", "Operate the payment service.", [], filler + "Then page the zebrafish on-call.")
+    manager.create("zebrafish-care", "Feed and house zebrafish.", [], "Steps.")
+    manager.create("unrelated", "Bake bread.", ["bread"], "flour")
+    assert [s.name for s in manager.search("zebrafish")] == ["zebrafish-care", "long-runbook"]
+    assert manager.count_matches("zebrafish") == 2
+    assert [s.name for s in manager.search("zebrafish", limit=1, offset=1)] == ["long-runbook"]
+    manager.create("second-runbook", "Operate the ledger.", [], filler + "Ask the zebrafish team.")
+    assert manager.count_matches("zebrafish on-call") == 3 and len(manager.search("zebrafish on-call")) == 3
+
+
+def test_an_index_made_before_the_lead_split_is_rebuilt_keeping_the_counts(skills_dir: Path) -> None:
+    manager = SkillManager(skills_dir)
+    make_library(manager)
+    manager.use("postgres-backup")
+    manager.close()
+    with sqlite3.connect(manager.index_path) as conn:  # the old layout: one table with the whole body
+        conn.execute("DROP TABLE skills_search")
+        conn.execute("DROP TABLE skills_rest")
+        conn.execute("CREATE VIRTUAL TABLE skills_fts USING fts5(name, triggers, description, body)")
+    reopened = SkillManager(skills_dir)
+    assert reopened.search("back up my databases")[0].name == "postgres-backup"
+    assert reopened.get("postgres-backup").use_count == 1  # type: ignore[union-attr]
+    with sqlite3.connect(manager.index_path) as conn:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "skills_fts" not in tables and {"skills_search", "skills_rest"} <= tables
+    reopened.close()
 
 
 def test_search_limit_and_no_match(manager: SkillManager) -> None:
