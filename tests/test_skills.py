@@ -228,6 +228,22 @@ def test_search_ranks_what_the_body_says_the_skill_is_for(manager: SkillManager)
         "speech-to-text", "text-cleanup"]
 
 
+def test_hints_come_from_the_same_ranking_as_search(manager: SkillManager) -> None:
+    # Ranked on descriptions alone, three skills that repeat "text" and "recording" crowd out the
+    # one whose body is about transcribing interviews; the search's ranking puts it first, and its
+    # description names two words of the request, so it is hinted.
+    make_library(manager)
+    manager.create("speech-to-text", "Speech recognition with Whisper: turn recordings into text.", [],
+                   "## When to use\n\n- Transcribe an interview, a podcast or a meeting recording.\n"
+                   "- Audio in mp3, wav or m4a.\n")
+    manager.create("screen-recording", "Screen recording with text captions: add text to a recording.", [], "Steps.")
+    manager.create("voice-memos", "Voice memo recording, a text title for each recording.", [], "Steps.")
+    manager.create("call-recorder", "Call recording: text notes beside each recording, as text.", [], "Steps.")
+    request = "transcribe the interview recording to text"
+    assert [s.name for s in manager.search(request, limit=1)] == ["speech-to-text"]
+    assert "speech-to-text" in [s.name for s in manager.hint(request)]
+
+
 def test_contractions_leave_no_one_letter_words_to_search() -> None:
     assert query_words("what's NVDA trading at? don't guess, I'll check") == ["nvda", "trading", "guess", "check"]
 

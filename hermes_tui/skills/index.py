@@ -356,21 +356,17 @@ class SkillIndex:
                                  "ORDER BY f.rel")
         return [_row(r) for r in rows]
 
-    def search(self, query: str, limit: int, offset: int = 0, *, described_only: bool = False,
-               now: float | None = None) -> list[tuple[Row, float]]:
+    def search(self, query: str, limit: int, offset: int = 0, *, now: float | None = None) -> list[tuple[Row, float]]:
         """Usable skills ranked by weighted bm25 times usefulness (best first) with their scores
         (lower is better; ``now`` dates the outcomes, default the wall clock).
 
         One pass ranks name, triggers, description and the body's lead together; skills that
         match only further down their body follow, ranked only when a page reaches them.
-        ``described_only`` ranks on name, triggers and description alone (the per-turn hint).
         """
         now = time.time() if now is None else now
         expression = match_expression(query)
         if not expression or limit <= 0:
             return []
-        if described_only:
-            return self._ranked(_SEARCH, "{name triggers description} : (" + expression + ")", limit, offset, now)
         found = self._ranked(_SEARCH, expression, limit, offset, now)
         if len(found) == limit:
             return found
