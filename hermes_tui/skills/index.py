@@ -31,7 +31,7 @@ from hermes_tui.db import connect, enable_wal, immediate, prepare
 
 # bm25 weights, in column order: name, triggers (with tags), description, the body's lead.
 # Measured on the 1,301 published skills (bench/router_recall.py): ranking the lead in the same
-# pass as the description, at a fifth of its weight, is what finds a skill whose "when to use"
+# pass as the description, at a tenth of its weight, is what finds a skill whose "when to use"
 # section says what the request says; the whole body costs too much per search and its length
 # drowns a short description's match (FTS5's bm25 normalises by the whole row's length).
 WEIGHTS = (3.0, 4.0, 2.0, 0.2)
@@ -199,6 +199,15 @@ def _split_body(body: str) -> tuple[str, str]:
         return body, ""
     cut = body.rfind(" ", LEAD_CHARS // 2, LEAD_CHARS) + 1 or LEAD_CHARS
     return body[:cut], body[cut:]
+
+
+def _matches(table: str) -> str:
+    """The FROM/WHERE of ``table``'s matches of parameter ?1; a match deep in a body that the lead
+    already found is left out. ``table`` is one of the two constants, never user text."""
+    where = f"{table} MATCH ?1"
+    if table == _REST:
+        where += f" AND rowid NOT IN (SELECT rowid FROM {_SEARCH} WHERE {_SEARCH} MATCH ?1)"
+    return f"FROM {table} WHERE {where}"
 
 
 def _unindex(conn: sqlite3.Connection, row_id: int) -> None:
@@ -374,17 +383,9 @@ class SkillIndex:
                             now)
         return found + rest
 
-    def _matches(self, table: str, expression: str) -> str:
-        """The FROM/WHERE of ``table``'s matches; a deep-body match already found by the lead is left out.
-        ``table`` is one of the two constants, never user text."""
-        where = f"{table} MATCH ?1"
-        if table == _REST:
-            where += f" AND rowid NOT IN (SELECT rowid FROM {_SEARCH} WHERE {_SEARCH} MATCH ?1)"
-        return f"FROM {table} WHERE {where}"
-
     def _count(self, table: str, expression: str) -> int:
         return self.conn.execute(
-            f"SELECT count(*) FROM (SELECT rowid {self._matches(table, expression)}) m JOIN files f ON f.id = m.rowid "
+            f"SELECT count(*) FROM (SELECT rowid {_matches(table)}) m JOIN files f ON f.id = m.rowid "
             f"WHERE {USABLE}",
             (expression,),
         ).fetchone()[0]
@@ -397,7 +398,7 @@ class SkillIndex:
         for cap in (2 * wanted + 20, -1):
             rows = self.conn.execute(
                 f"""SELECT r.*, m.score * coalesce(q.factor, 1.0) AS ranked FROM (
-                        SELECT rowid, bm25({table}, {weights}) AS score {self._matches(table, expression)}
+                        SELECT rowid, bm25({table}, {weights}) AS score {_matches(table)}
                          ORDER BY score LIMIT ?2) m
                       JOIN ({_ROW_SQL} WHERE {USABLE}) r ON r.id = m.rowid
                       LEFT JOIN {usefulness_sql(now)} q ON q.rel = r.rel
@@ -406,7 +407,7 @@ class SkillIndex:
             ).fetchall()
             if len(rows) == limit or cap == -1:
                 break
-            if self.conn.execute(f"SELECT count(*) {self._matches(table, expression)}",
+            if self.conn.execute(f"SELECT count(*) {_matches(table)}",
                                  (expression,)).fetchone()[0] <= cap:
                 break
         return [(_row(r[:-1]), r[-1]) for r in rows]
