@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ from hermes_tui.agent.skill_tools import BODY_CAP
 from hermes_tui.agent.tools import ToolRegistry
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills import guard
+from hermes_tui.skills.index import LEAD_CHARS, query_words
 from hermes_tui.skills.manager import (
     MAX_FILE_BYTES,
     SkillExistsError,
@@ -211,6 +213,69 @@ def test_search_weighs_triggers_most(manager: SkillManager) -> None:
     assert names[0] == "in-triggers"
     assert names[-1] == "in-body"
     assert "unrelated" not in names
+
+
+def test_search_ranks_what_the_body_says_the_skill_is_for(manager: SkillManager) -> None:
+    # Both descriptions share one word with the request; only one skill's "when to use" section
+    # speaks of transcribing interviews from mp3 files. It ranks first, ahead of the skill whose
+    # short description repeats the shared word.
+    make_library(manager)
+    manager.create("speech-to-text", "Speech recognition with Whisper: turn recordings into text.", [],
+                   "## When to use\n\n- Transcribe an interview, a podcast or a meeting recording.\n"
+                   "- Audio in mp3, wav or m4a.\n\n## Steps\n\n1. `whisper audio.mp3 --model small`\n")
+    manager.create("text-cleanup", "Clean up text: wrap text lines and fix quotes in text files.", [], "Steps.")
+    assert [s.name for s in manager.search("transcribe this mp3 interview to text", limit=2)] == [
+        "speech-to-text", "text-cleanup"]
+
+
+def test_hints_come_from_the_same_ranking_as_search(manager: SkillManager) -> None:
+    # Ranked on descriptions alone, three skills that repeat "text" and "recording" crowd out the
+    # one whose body is about transcribing interviews; the search's ranking puts it first, and its
+    # description names two words of the request, so it is hinted.
+    make_library(manager)
+    manager.create("speech-to-text", "Speech recognition with Whisper: turn recordings into text.", [],
+                   "## When to use\n\n- Transcribe an interview, a podcast or a meeting recording.\n"
+                   "- Audio in mp3, wav or m4a.\n")
+    manager.create("screen-recording", "Screen recording with text captions: add text to a recording.", [], "Steps.")
+    manager.create("voice-memos", "Voice memo recording, a text title for each recording.", [], "Steps.")
+    manager.create("call-recorder", "Call recording: text notes beside each recording, as text.", [], "Steps.")
+    request = "transcribe the interview recording to text"
+    assert [s.name for s in manager.search(request, limit=1)] == ["speech-to-text"]
+    assert "speech-to-text" in [s.name for s in manager.hint(request)]
+
+
+def test_contractions_leave_no_one_letter_words_to_search() -> None:
+    assert query_words("what's NVDA trading at? don't guess, I'll check") == ["nvda", "trading", "guess", "check"]
+
+
+def test_a_word_deep_in_a_long_body_is_found_after_the_leading_matches(manager: SkillManager) -> None:
+    filler = "Keep a copy of the previous configuration before each step. " * (2 * LEAD_CHARS // 60)
+    manager.create("long-runbook", "Operate the payment service.", [], filler + "Then page the zebrafish on-call.")
+    manager.create("zebrafish-care", "Feed and house zebrafish.", [], "Steps.")
+    manager.create("unrelated", "Bake bread.", ["bread"], "flour")
+    assert [s.name for s in manager.search("zebrafish")] == ["zebrafish-care", "long-runbook"]
+    assert manager.count_matches("zebrafish") == 2
+    assert [s.name for s in manager.search("zebrafish", limit=1, offset=1)] == ["long-runbook"]
+    manager.create("second-runbook", "Operate the ledger.", [], filler + "Ask the zebrafish team.")
+    assert manager.count_matches("zebrafish on-call") == 3 and len(manager.search("zebrafish on-call")) == 3
+
+
+def test_an_index_made_before_the_lead_split_is_rebuilt_keeping_the_counts(skills_dir: Path) -> None:
+    manager = SkillManager(skills_dir)
+    make_library(manager)
+    manager.use("postgres-backup")
+    manager.close()
+    with sqlite3.connect(manager.index_path) as conn:  # the old layout: one table with the whole body
+        conn.execute("DROP TABLE skills_search")
+        conn.execute("DROP TABLE skills_rest")
+        conn.execute("CREATE VIRTUAL TABLE skills_fts USING fts5(name, triggers, description, body)")
+    reopened = SkillManager(skills_dir)
+    assert reopened.search("back up my databases")[0].name == "postgres-backup"
+    assert reopened.get("postgres-backup").use_count == 1  # type: ignore[union-attr]
+    with sqlite3.connect(manager.index_path) as conn:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "skills_fts" not in tables and {"skills_search", "skills_rest"} <= tables
+    reopened.close()
 
 
 def test_search_limit_and_no_match(manager: SkillManager) -> None:
@@ -642,6 +707,16 @@ def test_layouts_names_clashes_and_platforms(manager: SkillManager, skills_dir: 
     write_file(skills_dir / "pdf-processing" / "references" / "nested" / "SKILL.md", "---\ndescription: x\n---\nx\n")
     manager.reload()
     assert "nested" not in {s.name for s in manager.list()}
+
+
+def test_dot_folders_are_read_but_not_version_control_or_dot_files(manager: SkillManager, skills_dir: Path) -> None:
+    # openai/skills keeps its skills under .curated/, .experimental/ and .system/.
+    write_file(skills_dir / "openai" / "skills" / ".curated" / "gh-fix-ci" / "SKILL.md",
+               "---\nname: gh-fix-ci\ndescription: Fix failing GitHub Actions checks on a PR\n---\nSteps.\n")
+    write_file(skills_dir / ".git" / "hooks" / "stray" / "SKILL.md", "---\ndescription: not a skill\n---\nx\n")
+    write_file(skills_dir / ".draft.md", "---\ndescription: a hidden flat file\n---\nx\n")
+    assert [s.name for s in manager.list()] == ["gh-fix-ci"]
+    assert manager.search("failing github actions checks")[0].name == "gh-fix-ci"
 
 
 def test_refining_a_foreign_skill_patches_only_hermes_keys(manager: SkillManager, skills_dir: Path) -> None:

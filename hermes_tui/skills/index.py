@@ -3,9 +3,12 @@
 It holds what the files cannot: use counts and last-used times (using a skill never writes its
 file), the hash of what Hermes last wrote (a file that changed since is the user's), guard
 approvals bound to a file's hash, the reasons files were skipped, and an FTS5 index of the
-skills (name, triggers, description, body; ``porter unicode61``) ranked by bm25 with field
-weights — the only ranker, used by search, paging, the per-turn hint and the Skills pane.
-Rows are refreshed from the files by (mtime, size), so a lookup never rescans the library.
+skills (name, triggers, description and the body's first ``LEAD_CHARS``; ``porter unicode61``)
+ranked by bm25 with field weights — the only ranker, used by search, paging, the per-turn hint
+and the Skills pane. The rest of a long body sits in a second FTS5 table that is read only when
+a page is not full, so a word deep in a body is still found without every search paying for it.
+Rows are refreshed from the files by (mtime, size), so a lookup never rescans the library; the
+files and search tables are a cache of the files (``_rebuild_search``), the rest is bookkeeping.
 
 It also keeps what each use of a skill led to (``uses``: the turn finished, ended in an error, or
 the user corrected it with /retry or /undo), which skills are pinned, and which were archived.
@@ -26,17 +29,25 @@ from pathlib import Path
 
 from hermes_tui.db import connect, enable_wal, immediate, prepare
 
-# bm25 weights, in column order: name, triggers (with tags), description, body.
-WEIGHTS = (3.0, 4.0, 2.0, 1.0)
+# bm25 weights, in column order: name, triggers (with tags), description, the body's lead.
+# Measured on the 1,301 published skills (bench/router_recall.py): ranking the lead in the same
+# pass as the description, at a tenth of its weight, is what finds a skill whose "when to use"
+# section says what the request says; the whole body costs too much per search and its length
+# drowns a short description's match (FTS5's bm25 normalises by the whole row's length).
+WEIGHTS = (3.0, 4.0, 2.0, 0.2)
+LEAD_CHARS = 4000
 MAX_QUERY_TERMS = 32
 MAX_QUERY_CHARS = 2000
 _WORD = re.compile(r"[^\W_]+")
+# Request phrasing, and what is left of a contraction ("what's", "don't", "I'll") once the
+# apostrophe splits it: such a letter is in nearly every skill and would only add noise.
 STOP_WORDS = frozenset(
     """a about after all also am an and any are as at be been being but by can could did do does doing
     for from get got had has have he her him his how i if in into is it its just let lets like me might
     more most must my need no not now of on onto or our out over please she should so some such than
     that the their them then there these they this those through to too up us use using very want was
-    we were what when where which while who why will with would you your""".split()
+    we were what when where which while who why will with would you your
+    s t d ll re ve m don doesn didn isn aren wasn weren haven hasn hadn wouldn couldn shouldn""".split()
 )
 
 SCHEMA = """
@@ -63,9 +74,10 @@ CREATE TABLE IF NOT EXISTS files (
 );
 CREATE INDEX IF NOT EXISTS files_name ON files(name);
 CREATE INDEX IF NOT EXISTS files_base ON files(base);
-CREATE VIRTUAL TABLE IF NOT EXISTS skills_fts USING fts5(
-    name, triggers, description, body, tokenize = 'porter unicode61'
+CREATE VIRTUAL TABLE IF NOT EXISTS skills_search USING fts5(
+    name, triggers, description, lead, tokenize = 'porter unicode61'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS skills_rest USING fts5(rest, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS usage (rel TEXT PRIMARY KEY, use_count INTEGER NOT NULL, last_used REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS written (rel TEXT PRIMARY KEY, sha TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS approved (rel TEXT PRIMARY KEY, sha TEXT NOT NULL);
@@ -178,6 +190,41 @@ def match_expression(query: str) -> str:
     return " OR ".join(f'"{w}"' for w in query_words(query))
 
 
+_SEARCH, _REST = "skills_search", "skills_rest"
+
+
+def _split_body(body: str) -> tuple[str, str]:
+    """The body's first ``LEAD_CHARS`` (cut at a space, so no word is split) and the rest."""
+    if len(body) <= LEAD_CHARS:
+        return body, ""
+    cut = body.rfind(" ", LEAD_CHARS // 2, LEAD_CHARS) + 1 or LEAD_CHARS
+    return body[:cut], body[cut:]
+
+
+def _matches(table: str) -> str:
+    """The FROM/WHERE of ``table``'s matches of parameter ?1; a match deep in a body that the lead
+    already found is left out. ``table`` is one of the two constants, never user text."""
+    where = f"{table} MATCH ?1"
+    if table == _REST:
+        where += f" AND rowid NOT IN (SELECT rowid FROM {_SEARCH} WHERE {_SEARCH} MATCH ?1)"
+    return f"FROM {table} WHERE {where}"
+
+
+def _unindex(conn: sqlite3.Connection, row_id: int) -> None:
+    conn.execute(f"DELETE FROM {_SEARCH} WHERE rowid = ?", (row_id,))
+    conn.execute(f"DELETE FROM {_REST} WHERE rowid = ?", (row_id,))
+
+
+def _rebuild_search(conn: sqlite3.Connection) -> None:
+    """An index made before the lead/rest split has one ``skills_fts`` table: drop it and forget
+    the files' stats, so the next refresh re-reads every file into the new tables. Only the
+    cache goes; uses, outcomes, approvals, pins and the archive are kept (they are keyed by path)."""
+    old = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'skills_fts'").fetchone()
+    if old is not None:
+        conn.execute("DROP TABLE skills_fts")
+        conn.execute("DELETE FROM files")
+
+
 class SkillIndex:
     """The database side of the library. Not thread-safe by itself: the manager serialises calls."""
 
@@ -188,6 +235,7 @@ class SkillIndex:
         enable_wal(self.conn)
         self.conn.execute("PRAGMA synchronous = NORMAL")
         with immediate(self.conn):
+            _rebuild_search(self.conn)
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     self.conn.execute(statement)
@@ -209,7 +257,7 @@ class SkillIndex:
     def upsert(self, conn: sqlite3.Connection, entry: Entry) -> None:
         old = conn.execute("SELECT id FROM files WHERE rel = ?", (entry.rel,)).fetchone()
         if old is not None:
-            conn.execute("DELETE FROM skills_fts WHERE rowid = ?", old)
+            _unindex(conn, old[0])
         approved = conn.execute("SELECT sha FROM approved WHERE rel = ?", (entry.rel,)).fetchone()
         flag = "" if approved is not None and approved[0] == entry.sha else entry.flag
         values = (
@@ -230,11 +278,14 @@ class SkillIndex:
             conn.execute(f"UPDATE files SET {sets} WHERE id = ?", (*values, old[0]))
             row_id = old[0]
         if entry.base is not None and not entry.skipped:
+            lead, rest = _split_body(entry.body)
             conn.execute(
-                "INSERT INTO skills_fts (rowid, name, triggers, description, body) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO skills_search (rowid, name, triggers, description, lead) VALUES (?, ?, ?, ?, ?)",
                 (row_id, entry.base.replace("-", " "), " ".join((*entry.triggers, *entry.keywords)),
-                 entry.description, entry.body),
+                 entry.description, lead),
             )
+            if rest:
+                conn.execute("INSERT INTO skills_rest (rowid, rest) VALUES (?, ?)", (row_id, rest))
         if entry.legacy_uses > 0:  # migrate metadata.use_count once; the file is never written for it
             conn.execute("INSERT OR IGNORE INTO usage (rel, use_count, last_used) VALUES (?, ?, 0)",
                          (entry.rel, entry.legacy_uses))
@@ -243,7 +294,7 @@ class SkillIndex:
         for rel in rels:
             row = conn.execute("SELECT id FROM files WHERE rel = ?", (rel,)).fetchone()
             if row is not None:
-                conn.execute("DELETE FROM skills_fts WHERE rowid = ?", row)
+                _unindex(conn, row[0])
                 conn.execute("DELETE FROM files WHERE id = ?", row)
 
     def assign_names(self, conn: sqlite3.Connection, namespace: Callable[[str, int], str]) -> None:
@@ -314,55 +365,49 @@ class SkillIndex:
                                  "ORDER BY f.rel")
         return [_row(r) for r in rows]
 
-    def search(self, query: str, limit: int, offset: int = 0, *, described_only: bool = False,
-               now: float | None = None) -> list[tuple[Row, float]]:
+    def search(self, query: str, limit: int, offset: int = 0, *, now: float | None = None) -> list[tuple[Row, float]]:
         """Usable skills ranked by weighted bm25 times usefulness (best first) with their scores
         (lower is better; ``now`` dates the outcomes, default the wall clock).
 
-        ``described_only`` ranks on name, triggers and description alone (the per-turn hint).
+        One pass ranks name, triggers, description and the body's lead together; skills that
+        match only further down their body follow, ranked only when a page reaches them.
         """
         now = time.time() if now is None else now
         expression = match_expression(query)
         if not expression or limit <= 0:
             return []
-        described = "{name triggers description} : (" + expression + ")"
-        if described_only:
-            return self._ranked(described, limit, offset, now)
-        # Skills whose name, triggers or description match come first (ranking those alone is
-        # cheap); then the skills that only mention the words in their body, whose long texts
-        # hold most postings of common words, ranked only when a page reaches them.
-        found = self._ranked(described, limit, offset, now)
+        found = self._ranked(_SEARCH, expression, limit, offset, now)
         if len(found) == limit:
             return found
-        described_count = self._count(described)
-        rest = self._ranked(f"({expression}) NOT {described}", limit - len(found),
-                            max(0, offset - described_count), now)
+        rest = self._ranked(_REST, expression, limit - len(found), max(0, offset - self._count(_SEARCH, expression)),
+                            now)
         return found + rest
 
-    def _count(self, expression: str) -> int:
+    def _count(self, table: str, expression: str) -> int:
         return self.conn.execute(
-            f"SELECT count(*) FROM skills_fts JOIN files f ON f.id = skills_fts.rowid "
-            f"WHERE skills_fts MATCH ? AND {USABLE}",
+            f"SELECT count(*) FROM (SELECT rowid {_matches(table)}) m JOIN files f ON f.id = m.rowid "
+            f"WHERE {USABLE}",
             (expression,),
         ).fetchone()[0]
 
-    def _ranked(self, expression: str, limit: int, offset: int, now: float) -> list[tuple[Row, float]]:
+    def _ranked(self, table: str, expression: str, limit: int, offset: int, now: float) -> list[tuple[Row, float]]:
         # Rank inside FTS5 first and join only the best few (quarantined rows are rare, so a
         # small overfetch covers them); fall back to ranking every match when it does not.
         wanted = limit + offset
+        weights = ", ".join(map(str, WEIGHTS if table == _SEARCH else (1.0,)))
         for cap in (2 * wanted + 20, -1):
             rows = self.conn.execute(
                 f"""SELECT r.*, m.score * coalesce(q.factor, 1.0) AS ranked FROM (
-                        SELECT rowid, bm25(skills_fts, {', '.join(map(str, WEIGHTS))}) AS score
-                          FROM skills_fts WHERE skills_fts MATCH ? ORDER BY score LIMIT ?) m
+                        SELECT rowid, bm25({table}, {weights}) AS score {_matches(table)}
+                         ORDER BY score LIMIT ?2) m
                       JOIN ({_ROW_SQL} WHERE {USABLE}) r ON r.id = m.rowid
                       LEFT JOIN {usefulness_sql(now)} q ON q.rel = r.rel
-                     ORDER BY ranked, r.name LIMIT ? OFFSET ?""",
+                     ORDER BY ranked, r.name LIMIT ?3 OFFSET ?4""",
                 (expression, cap, limit, offset),
             ).fetchall()
             if len(rows) == limit or cap == -1:
                 break
-            if self.conn.execute("SELECT count(*) FROM skills_fts WHERE skills_fts MATCH ?",
+            if self.conn.execute(f"SELECT count(*) {_matches(table)}",
                                  (expression,)).fetchone()[0] <= cap:
                 break
         return [(_row(r[:-1]), r[-1]) for r in rows]
@@ -377,7 +422,7 @@ class SkillIndex:
         marks = ", ".join("?" * len(rowids))
         for word in query_words(query):
             found = self.conn.execute(
-                f"SELECT rowid FROM skills_fts WHERE skills_fts MATCH ? AND rowid IN ({marks})",
+                f"SELECT rowid FROM {_SEARCH} WHERE {_SEARCH} MATCH ? AND rowid IN ({marks})",
                 ('{name triggers description} : "' + word + '"', *rowids),
             )
             for (rowid,) in found:
@@ -386,7 +431,7 @@ class SkillIndex:
 
     def count_matches(self, query: str) -> int:
         expression = match_expression(query)
-        return self._count(expression) if expression else 0
+        return self._count(_SEARCH, expression) + self._count(_REST, expression) if expression else 0
 
     # -- bookkeeping
 

@@ -9,7 +9,9 @@ Read layouts (``<root>`` is the skills folder or a folder being imported):
 
 A folder holding a SKILL.md is a skill; its own sub-folders (``scripts/``, ``references/``,
 ``assets/``, ``versions/``) are its bundled files and are not searched for more skills. Dot
-folders and the usual dependency folders are never entered.
+folders are entered (openai/skills keeps its skills under ``.curated/``, ``.experimental/`` and
+``.system/``), except version-control, environment and cache folders; dot files are never read,
+and the usual dependency folders are never entered.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from pathlib import Path
 from hermes_tui.skills.schema import SKILL_FILE, SkillError, is_valid_name, normalize_name
 
 MAX_DEPTH = 6
-NOT_SKILLS = frozenset({"scripts", "references", "assets", "versions", "node_modules", "__pycache__", "venv"})
+NOT_SKILLS = frozenset({"scripts", "references", "assets", "versions", "node_modules", "__pycache__", "venv",
+                        ".git", ".hg", ".svn", ".venv", ".tox", ".cache", ".mypy_cache", ".pytest_cache",
+                        ".ruff_cache"})
 LEGACY_IGNORED = frozenset({"readme.md", "license.md", "changelog.md", "contributing.md"})
 
 
@@ -51,12 +55,12 @@ def _walk(folder: Path, real_root: str, prefix: str, depth: int) -> Iterator[Fou
         return
     for entry in entries:
         name = entry.name
-        if name.startswith("."):
-            continue
         rel = prefix + name
         try:
             is_dir = entry.is_dir()
         except OSError:
+            continue
+        if name.startswith(".") and not is_dir:
             continue
         if is_dir:
             if name in NOT_SKILLS:

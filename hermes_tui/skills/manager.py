@@ -215,13 +215,14 @@ class SkillManager:
             return self.index.count_matches(_clean_query(query))
 
     def hint(self, query: str, limit: int = 3) -> list[Skill]:
-        """Skills worth suggesting for this request: only strong matches on what a skill says it is for."""
+        """Skills worth suggesting for this request: the search's best few, kept only when they match
+        the request strongly on what a skill says it is for (its name, triggers or description)."""
         if not isinstance(query, str):
             return []
         with self._lock:
             self._refresh()
             query = _clean_query(query)
-            found = [row for row, _ in self.index.search(query, limit, described_only=True, now=self.clock())]
+            found = [row for row, _ in self.index.search(query, limit, now=self.clock())]
             words = self.index.described_terms(query, [row.id for row in found])
             return [self._skill(row) for row in found if words[row.id] >= HINT_WORDS]
 
