@@ -222,10 +222,12 @@ class SetupScreen(ModalScreen[Config | None]):
         values: dict[str, str | None] = {"HERMES_PROVIDER": provider}
         if variable and key:
             values[variable] = key
-        if model or provider != self.config.provider:
-            values["HERMES_MODEL"] = model  # None drops a model meant for the previous provider
-        if base or provider != self.config.provider:
-            values["HERMES_API_BASE"] = base  # None: a new provider does not inherit the old endpoint
+        # A field still showing what is in use stays where it came from (the environment or .env);
+        # one the user changed is written, and so is a new provider's (None: nothing of the old one's).
+        new_provider = provider != self.config.provider
+        for name, field_id, value in (("HERMES_MODEL", "setup-model", model), ("HERMES_API_BASE", "setup-base", base)):
+            if new_provider or (value or "") != self._filled.get(field_id, ""):
+                values[name] = value
         try:
             update_env_file(self.config.env_file, values)
             config = reload_config(self.config, provider, model)
