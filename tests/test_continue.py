@@ -147,27 +147,6 @@ def test_headless_continue_with_session_is_one_line(hermes_home: Path, workspace
 # -- the TUI -----------------------------------------------------------------------------------
 
 
-def run_continuing(scenario, *, continue_last: bool) -> HermesApp:  # type: ignore[no-untyped-def]
-    import asyncio
-
-    from hermes_tui.config import Config
-    from hermes_tui.tui.app import build_app
-    from tests.test_tui_app import SIZE
-
-    app = build_app(Config.load(), continue_last=continue_last)
-
-    async def main() -> None:
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            await scenario(app, pilot)
-
-    try:
-        asyncio.run(main())
-    finally:
-        app.memory.close()
-    return app
-
-
 def test_tui_continue_resumes_this_workspaces_last_session(server: FakeLLMServer, hermes_home: Path,
                                                            workspace: Path, tmp_path: Path) -> None:
     mine = stored(hermes_home, workspace, "the plan is apples")
@@ -182,7 +161,7 @@ def test_tui_continue_resumes_this_workspaces_last_session(server: FakeLLMServer
         await send_and_wait(app, pilot, "what was the plan?")
         assert "the plan is apples" in str(server.requests[-1].messages)
 
-    run_continuing(scenario, continue_last=True)
+    run(scenario, continue_last=True)
 
 
 def test_tui_continue_without_an_earlier_session_starts_fresh(server: FakeLLMServer, hermes_home: Path,
@@ -195,7 +174,7 @@ def test_tui_continue_without_an_earlier_session_starts_fresh(server: FakeLLMSer
         assert line.endswith("to continue: your first message starts a new one.")
         assert app.session.session_id is None
 
-    run_continuing(scenario, continue_last=True)
+    run(scenario, continue_last=True)
 
 
 def test_an_empty_start_names_this_workspaces_last_session_safely(server: FakeLLMServer, hermes_home: Path,

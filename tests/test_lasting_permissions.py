@@ -270,7 +270,8 @@ def test_permissions_command_lists_and_revokes(hermes_home: Path, workspace: Pat
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)])
 def test_six_answers_fit_and_p_works_from_raw_bytes(server: FakeLLMServer, hermes_home: Path, workspace: Path,
                                                     size: tuple[int, int]) -> None:
-    from tests.test_tui_approval_layout import run_at, screen_rows
+    from tests.test_tui_approval_layout import screen_rows
+    from tests.test_tui_app import run
     from tests.test_tui_input import type_bytes
 
     server.queue(bash("touch tested"), Reply(text="done"))
@@ -290,6 +291,6 @@ def test_six_answers_fit_and_p_works_from_raw_bytes(server: FakeLLMServer, herme
         type_bytes(app, "p")
         await wait_for(pilot, lambda: not app.chat.busy)
 
-    run_at(size, scenario)
+    run(scenario, size=size)
     assert (workspace / "tested").exists()
     assert [(r.kind, r.value) for r in LastingRules(hermes_home, workspace).rules()] == [(PROGRAM, "touch")]

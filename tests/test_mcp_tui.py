@@ -3,39 +3,21 @@ tokens; disable, approve a workspace server), and a turn whose MCP call asks for
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
 from hermes_tui.agent.mcp.config import McpState, declared
-from hermes_tui.config import Config
-from hermes_tui.tui.app import HermesApp, build_app
+from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.mcp_screen import McpScreen
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.test_mcp import declare, stdio_entry
-from tests.test_tui_app import SIZE, Scenario, notices, send, server, wait_for
+from tests.test_tui_app import notices, run, send, server, wait_for
 
 __all__ = ["server"]
-
-
-def run(scenario: Scenario) -> HermesApp:
-    app = build_app(Config.load())
-
-    async def main() -> None:
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            await scenario(app, pilot)
-
-    try:
-        asyncio.run(main())
-    finally:
-        app.memory.close()
-        app.mcp.close()
-    return app
 
 
 def rows(app: HermesApp) -> list[str]:

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dotenv import dotenv_values
@@ -59,12 +60,13 @@ def server(hermes_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) 
         yield fake
 
 
-def run(scenario: Scenario, *, session_id: int | None = None) -> HermesApp:
-    """Build the app from the environment and drive it with ``scenario``."""
-    app = build_app(Config.load(), session_id=session_id)
+def run(scenario: Scenario, *, size: tuple[int, int] = SIZE, **build: Any) -> HermesApp:
+    """Build the app from the environment (``build``: ``build_app``'s options) and drive it with
+    ``scenario`` at ``size``; its stores and MCP servers are closed after."""
+    app = build_app(Config.load(), **build)
 
     async def main() -> None:
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=size) as pilot:
             await pilot.pause()
             await scenario(app, pilot)
 
@@ -72,6 +74,8 @@ def run(scenario: Scenario, *, session_id: int | None = None) -> HermesApp:
         asyncio.run(main())
     finally:
         app.memory.close()
+        if app._mcp is not None:  # noqa: SLF001 - started after the first frame, if at all
+            app._mcp.close()  # noqa: SLF001
     return app
 
 

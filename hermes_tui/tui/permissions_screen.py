@@ -6,18 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.app import ComposeResult
-from textual.containers import Vertical
-from textual.content import Content
-from textual.screen import ModalScreen
-from textual.widgets import Footer, OptionList, Static
-from textual.widgets.option_list import Option
-
 from hermes_tui.agent.permissions import Rule
-from hermes_tui.textsafe import printable
 from hermes_tui.tui import actions
 from hermes_tui.tui.approval import ApprovalBridge
 from hermes_tui.tui.format import short_path
+from hermes_tui.tui.list_dialog import ListDialog
 
 TOOL_WORDS = {"run_bash": "shell", "write_file": "writes to", "edit_file": "edits of"}
 
@@ -41,33 +34,15 @@ def entries(bridge: ApprovalBridge) -> list[Entry]:
     return found
 
 
-class PermissionsScreen(ModalScreen[None]):
+class PermissionsScreen(ListDialog):
     DEFAULT_CSS = """
-    PermissionsScreen {
-        align: center middle;
-    }
-    PermissionsScreen > #permissions-dialog {
-        width: 96;
-        max-width: 95%;
-        height: auto;
-        max-height: 90%;
-        padding: 1 2;
-        border: thick $accent 60%;
-        background: $surface;
-    }
-    PermissionsScreen #permissions-rules {
-        height: auto;
-        max-height: 20;
-    }
-    PermissionsScreen #permissions-detail, PermissionsScreen #permissions-warning {
-        margin-top: 1;
-        color: $text-muted;
-    }
     PermissionsScreen #permissions-warning {
         color: $text-warning;
     }
     """
 
+    HEADING = "Permissions: what runs without asking"
+    NOTES = ("permissions-warning", "permissions-detail")
     BINDINGS = actions.bindings("permissions")
 
     def __init__(self, bridge: ApprovalBridge) -> None:
@@ -75,38 +50,24 @@ class PermissionsScreen(ModalScreen[None]):
         self.bridge = bridge
         self._shown: list[Entry] = []
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="permissions-dialog"):
-            yield Static("Permissions: what runs without asking", id="permissions-title")
-            yield OptionList(id="permissions-rules", markup=False)
-            yield Static("", id="permissions-warning", markup=False)
-            yield Static("", id="permissions-detail", markup=False)
-        yield Footer()
-
-    def on_mount(self) -> None:
+    def on_mount(self) -> None:  # ListDialog's own on_mount focuses the list after this
         self.refresh_rules()
-        self.query_one(OptionList).focus()
 
     def refresh_rules(self) -> None:
-        listing = self.query_one(OptionList)
-        index = listing.highlighted
         self._shown = entries(self.bridge)
-        listing.clear_options()
-        listing.add_options([Option(Content(printable(f"{e.where:<12} {e.text}"))) for e in self._shown])
-        if self._shown:
-            listing.highlighted = min(index or 0, len(self._shown) - 1)
+        self.show_options([f"{e.where:<12} {e.text}" for e in self._shown])
         lasting = self.bridge.lasting
         warning = lasting.warning() if lasting is not None else None
-        self.query_one("#permissions-warning", Static).update(Content(printable(warning or "")))
+        self.note("permissions-warning", warning or "")
         self.query_one("#permissions-warning").display = bool(warning)
         kept = f"Lasting rules are kept in {short_path(lasting.path)}, never in the workspace. " if lasting else ""
-        self.query_one("#permissions-detail", Static).update(Content(
-            ("No rules: every shell command, write and MCP call asks first. " if not self._shown else
-             "x revokes the selected rule (Hermes asks again next time). ")
-            + kept + "The approval dialog adds them: c and a for the session, w and p always here."))
+        self.note("permissions-detail",
+                  ("No rules: every shell command, write and MCP call asks first. " if not self._shown else
+                   "x revokes the selected rule (Hermes asks again next time). ")
+                  + kept + "The approval dialog adds them: c and a for the session, w and p always here.")
 
     def action_revoke(self) -> None:
-        index = self.query_one(OptionList).highlighted
+        index = self.highlighted
         if index is None or index >= len(self._shown):
             return
         rule = self._shown[index].rule
@@ -120,6 +81,3 @@ class PermissionsScreen(ModalScreen[None]):
             except OSError as exc:
                 self.notify(f"Could not revoke it: {exc}", severity="error", markup=False)
         self.refresh_rules()
-
-    def action_close(self) -> None:
-        self.dismiss(None)
