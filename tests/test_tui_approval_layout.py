@@ -3,7 +3,6 @@ four buttons stay on screen, down to 80×24. Keys go in as raw terminal bytes.""
 
 from __future__ import annotations
 
-
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Button
