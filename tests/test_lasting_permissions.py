@@ -58,6 +58,10 @@ def bash(command: str) -> Reply:
     ("env pytest", None),
     ("sudo pytest", None),
     ("xargs rm", None),
+    ("python -c 'import os'", None),  # an interpreter runs any code: never a program rule
+    ("node -e 1", None),
+    ("npx some-package", None),
+    ("uv run anything", None),
     ("pytest \x1b[8m", None),
     ("pytеst", None),  # a Cyrillic е
     ("", None),

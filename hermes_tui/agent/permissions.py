@@ -11,8 +11,8 @@ Two kinds of rule, both for ``run_bash`` only:
 * ``program``: any command that runs this program, such as ``pytest`` — but only a plain call:
   the command is ASCII, printable, free of every shell metacharacter (``; & | < > ( ) $ ` \\
   * ? [ ] { } ~ ! #`` and newlines), and its first word, as ``shlex`` splits it, is a bare
-  program name (no path, no ``VAR=value``) that is not itself a way to run other commands
-  (``sh``, ``env``, ``sudo``, ``xargs``…). So ``pytest -q tests`` matches ``pytest``, and
+  program name (no path, no ``VAR=value``) that is not itself a way to run other commands or any
+  code (``sh``, ``env``, ``sudo``, ``xargs``, ``python``, ``node``, ``npx``…). So ``pytest -q tests`` matches ``pytest``, and
   ``pytest; rm -rf ~``, ``pytest && curl x`` or ``pytest $(curl x)`` never do. A program rule
   trusts that program with any arguments (``pytest`` runs the workspace's ``conftest.py``).
 
@@ -52,6 +52,10 @@ RUNNERS = frozenset({
     "xargs", "exec", "eval", "command", "builtin", "source", "nohup", "timeout", "nice", "ionice",
     "time", "watch", "setsid", "stdbuf", "chroot", "unshare", "nsenter", "script", "ssh", "parallel",
     "flock", "strace", "ltrace", "gdb", "bwrap", "systemd-run", "runuser", "pkexec",
+    # Interpreters and package runners: ``python -c``, ``node -e``, ``npx pkg`` run any code at all.
+    "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "perl", "ruby",
+    "php", "lua", "luajit", "tclsh", "wish", "awk", "gawk", "mawk", "nawk", "osascript", "pwsh",
+    "npx", "pnpx", "bunx", "uv", "uvx", "pipx",
 })
 _PROGRAM_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
 FORMAT = 1
