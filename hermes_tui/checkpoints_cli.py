@@ -14,9 +14,8 @@ from typing import TextIO
 
 from hermes_tui.agent.checkpoints import FILES_SHOWN, CheckpointError, CheckpointStore, describe_plan, file_lines, headline
 from hermes_tui.config import Config, ConfigError
-from hermes_tui.textsafe import printable
+from hermes_tui.cli_lines import EXIT_OK, fail, say
 
-EXIT_OK, EXIT_ERROR = 0, 1
 
 
 def checkpoints_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
@@ -33,10 +32,10 @@ def checkpoints_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
     try:
         config = Config.load()
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     store = CheckpointStore(config.home, config.workspace)
     if not store.available:
-        return _fail("git is not installed, so there are no checkpoints. Install git to have them.")
+        return fail("git is not installed, so there are no checkpoints. Install git to have them.")
     if args.command == "list":
         return _list(store)
     return _restore(store, args.number, yes=args.yes, overwrite=args.overwrite, stdin=stdin or sys.stdin)
@@ -45,13 +44,13 @@ def checkpoints_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
 def _list(store: CheckpointStore) -> int:
     checkpoints = store.list()
     if not checkpoints:
-        _say(f"No checkpoints yet for {store.workspace}.")
+        say(f"No checkpoints yet for {store.workspace}.")
         return EXIT_OK
-    _say(f"Checkpoints of {store.workspace} (newest last; 'restore N' goes back to before N):")
+    say(f"Checkpoints of {store.workspace} (newest last; 'restore N' goes back to before N):")
     for checkpoint in checkpoints:
-        _say(headline(checkpoint))
+        say(headline(checkpoint))
         for line in file_lines([(c.status, c.path) for c in checkpoint.files]):
-            _say("    " + line)
+            say("    " + line)
     return EXIT_OK
 
 
@@ -59,31 +58,31 @@ def _restore(store: CheckpointStore, number: int, *, yes: bool, overwrite: bool,
     try:
         plan = store.plan(number)
     except CheckpointError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if not plan.actions:
-        _say(f"The workspace already matches how it was before checkpoint {number}: nothing to restore.")
+        say(f"The workspace already matches how it was before checkpoint {number}: nothing to restore.")
         return EXIT_OK
     for line in describe_plan(plan):
-        _say(line)
+        say(line)
     interactive = not yes and _is_tty(stdin)
     if not yes and not interactive:
-        return _fail("Nothing restored: rerun with --yes to restore (add --overwrite to overwrite the files "
+        return fail("Nothing restored: rerun with --yes to restore (add --overwrite to overwrite the files "
                      "changed since).")
     if interactive:
         if not _ask(f"Restore {len(plan.safe_actions if plan.conflicts else plan.actions)} file(s)?", stdin):
-            _say("Nothing restored.")
+            say("Nothing restored.")
             return EXIT_OK
         if plan.conflicts and not overwrite:
             overwrite = _ask(f"Overwrite the {len(plan.conflicts)} file(s) changed since too?", stdin)
     try:
         result = store.restore(plan, overwrite=overwrite)
     except CheckpointError as exc:
-        return _fail(str(exc))
-    _say(f"Restored {len(result.restored)} file(s) to how they were before checkpoint {number}.")
+        return fail(str(exc))
+    say(f"Restored {len(result.restored)} file(s) to how they were before checkpoint {number}.")
     if result.kept:
-        _say(f"Kept your version of {len(result.kept)} file(s): {', '.join(result.kept[:FILES_SHOWN])}.")
+        say(f"Kept your version of {len(result.kept)} file(s): {', '.join(result.kept[:FILES_SHOWN])}.")
     if result.checkpoint is not None:
-        _say(f"This restore is checkpoint {result.checkpoint.number}: 'hermes-tui checkpoints restore "
+        say(f"This restore is checkpoint {result.checkpoint.number}: 'hermes-tui checkpoints restore "
              f"{result.checkpoint.number}' undoes it.")
     return EXIT_OK
 
@@ -99,12 +98,3 @@ def _is_tty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def _say(line: str) -> None:
-    print(printable(line))  # paths and prompts may hold control characters
-
-
-def _fail(message: str) -> int:
-    print(f"hermes: {printable(message)}", file=sys.stderr)
-    return EXIT_ERROR

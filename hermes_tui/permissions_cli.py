@@ -7,14 +7,12 @@ rules of a session exist only inside the running app (``/permissions`` there).
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from hermes_tui.agent.permissions import LastingRules
 from hermes_tui.config import Config, ConfigError
-from hermes_tui.textsafe import printable
+from hermes_tui.cli_lines import EXIT_OK, fail, say
 
-EXIT_OK, EXIT_ERROR = 0, 1
 
 
 def permissions_main(argv: Sequence[str]) -> int:
@@ -27,30 +25,25 @@ def permissions_main(argv: Sequence[str]) -> int:
     try:
         config = Config.load()
     except ConfigError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     rules = LastingRules(config.home, config.workspace)
     if (warning := rules.warning()) is not None:
-        return _fail(warning)
+        return fail(warning)
     found = rules.rules()
     if args.command == "revoke":
         if not 1 <= args.number <= len(found):
-            return _fail(f"there is no rule {args.number}: 'hermes-tui permissions list' shows "
+            return fail(f"there is no rule {args.number}: 'hermes-tui permissions list' shows "
                          f"{len(found)} for {rules.workspace}.")
         try:
             rules.revoke(found[args.number - 1])
         except OSError as exc:
-            return _fail(f"the rule was not revoked: {exc}")
-        print(printable(f"Revoked: {found[args.number - 1].label}. Hermes asks before it again."))
+            return fail(f"the rule was not revoked: {exc}")
+        say(f"Revoked: {found[args.number - 1].label}. Hermes asks before it again.")
         return EXIT_OK
     if not found:
-        print(printable(f"No lasting rules for {rules.workspace}: the approval dialog's w and p keys add them."))
+        say(f"No lasting rules for {rules.workspace}: the approval dialog's w and p keys add them.")
         return EXIT_OK
-    print(printable(f"Allowed always in {rules.workspace} ({rules.path}):"))
+    say(f"Allowed always in {rules.workspace} ({rules.path}):")
     for number, rule in enumerate(found, start=1):
-        print(printable(f"{number:>3}  {rule.label}"))
+        say(f"{number:>3}  {rule.label}")
     return EXIT_OK
-
-
-def _fail(line: str) -> int:
-    print(f"hermes: {line}", file=sys.stderr)
-    return EXIT_ERROR
