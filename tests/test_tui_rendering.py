@@ -325,3 +325,36 @@ def test_lists_growing_in_place_end_as_a_full_render_would() -> None:
                 assert first_list in streamed.query(SimpleBulletList)  # it grew, never rebuilt
 
     asyncio.run(main())
+
+
+TABLE_ANSWER = ("Here:\n\n| model | calls | cost |\n|:--|--:|:-:|\n| gpt | 3 | $0.10 |\n"
+                "| claude-sonnet | 12 | $1.2000 |\n\nDone.\n")
+
+
+def test_a_table_keeps_its_column_alignment_and_its_natural_width(server: FakeLLMServer) -> None:
+    """Item 21 of issue 23: a streamed table was stretched across the pane and every cell was
+    left-aligned, whatever its delimiter row said. At both sizes the table is as wide as its
+    cells, numbers sit right, the centred column is centred; at 80 columns a long cell wraps."""
+    lines_at: dict[int, list[str]] = {}
+
+    for width, height in ((140, 45), (80, 24)):
+        long = "claude-sonnet " + "with a long note " * 6 if width == 80 else "claude-sonnet"
+        server.queue(Reply(text=TABLE_ANSWER.replace("| claude-sonnet |", f"| {long.strip()} |"), chunk_size=7))
+
+        async def scenario(app: HermesApp, pilot: Pilot, width: int = width) -> None:
+            await send_and_wait(app, pilot, "a table please")
+            await wait_for(pilot, lambda: "Done." in "\n".join(s.text for s in app.screen._compositor.render_strips()))
+            lines_at[width] = [strip.text for strip in app.screen._compositor.render_strips()]
+
+        run(scenario, size=(width, height))
+
+    wide = lines_at[140]
+    top = next(line for line in wide if "┌" in line)
+    assert len(top.strip()) == 35  # 13 + 5 + 7 cells, their padding and four lines; not 130
+    assert any("│ gpt           │     3 │  $0.10  │" in line for line in wide), wide
+    assert any("│ model         │ calls │  cost   │" in line for line in wide)
+    narrow = lines_at[80]
+    rows = [line for line in narrow if "│" in line]
+    assert all(len(line.rstrip()) <= 80 for line in narrow)
+    assert any(line.rstrip().endswith("│    12 │ $1.2000 │") for line in rows), rows  # wrapped, still aligned
+    assert sum("long note" in line for line in rows) >= 2

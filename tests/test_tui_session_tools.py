@@ -16,7 +16,7 @@ from hermes_tui.tui.blocks import ToolCallView, UserMessage
 from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.session_tools import code_blocks
 from hermes_tui.tui.setup_screen import SetupScreen
-from tests.fakes.server import FakeLLMServer, Fault, Reply
+from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
 from tests.test_tui_app import conversation, help_card, notices, run, send, send_and_wait, server, text_of, wait_for
 
 __all__ = ["server"]
@@ -289,5 +289,61 @@ def test_forget_also_removes_the_prompts_and_the_files_made_of_the_session(
         assert "keep this one" in history.read_text()  # another session's prompts stay
         assert not exported.exists() and not clipboard.exists()
         assert "1 prompt in the prompt history" in notices(app)[-1] and "session-" in notices(app)[-1]
+
+    run(scenario)
+
+
+def test_a_resumed_session_draws_failed_calls_failed_turns_and_its_context(
+        server: FakeLLMServer, workspace: Path) -> None:
+    """Item 18 of issue 23: a resumed session drew a failed call without ✗, no context % until
+    the next call, and no sign of a turn that failed before an answer; and that failed
+    message was sent again with the next one."""
+    (workspace / "notes.txt").write_text("kept\n")
+    server.queue(Reply(tool_calls=[ToolCall("read_file", {"path": "missing.txt"}),
+                                   ToolCall("read_file", {"path": "notes.txt"})]),
+                 Reply(text="One of them is missing."), Fault(400), Reply(text="Fresh."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "read both files")
+        live = [text_of(v.query_one(".tool-head"))[0] for v in conversation(app, ToolCallView)]
+        assert live == ["✗", "✓"]
+        await send_and_wait(app, pilot, "poisoned question")
+        session = app.session.session_id
+        await send(app, pilot, "/new")
+        await send(app, pilot, f"/resume {session}")
+        await wait_for(pilot, lambda: any("Resumed session" in n for n in notices(app)))
+        marks = [text_of(v.query_one(".tool-head"))[0] for v in conversation(app, ToolCallView)]
+        assert marks == ["✗", "•"]  # the failed call, then one that did not fail (no timing stored)
+        assert "✗ This turn failed before an answer." in notices(app)
+        assert [text_of(u) for u in conversation(app, UserMessage)] == ["read both files", "poisoned question"]
+        assert " · context " in text_of(app.query_one("#usage"))  # before any call of this run
+        assert not app.chat.busy and not app.chat.conversation.loading
+        await send_and_wait(app, pilot, "next question")
+        sent = [m["content"] for m in server.requests[-1].messages if m["role"] == "user"]
+        assert not any("poisoned" in str(content) for content in sent), sent
+        assert sent[-1].startswith("next question")
+
+    run(scenario)
+
+
+def test_a_message_typed_while_a_session_loads_is_queued_then_sent(server: FakeLLMServer, hermes_home: Path) -> None:
+    """The resume reads the store off the app thread; what is typed meanwhile is not lost."""
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    old = memory.new_session()
+    memory.bulk_add_messages(old, [{"role": "user" if n % 2 == 0 else "assistant", "content": f"# Part {n}\n\ntext {n}"}
+                                   for n in range(46)])
+    memory.close()
+    server.queue(Reply(text="Continued."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        app.chat.prompt.load(f"/resume {old}")
+        await pilot.press("enter")
+        app.chat.prompt.load("straight after")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any(isinstance(a, AnswerText) and a.source == "Continued."
+                                          for a in conversation(app, AnswerText)))
+        sent = [m["content"] for m in server.requests[-1].messages if m["role"] == "user"]
+        assert sent[-1].startswith("straight after") and "text 44" in str(sent)  # in the resumed session
+        assert app.session.session_id == old
 
     run(scenario)

@@ -42,7 +42,7 @@ from hermes_tui.learning.curator import propose_memories, propose_skill
 from hermes_tui.llm import LLMClient, LLMError, StreamResult, ToolCallRequest
 from hermes_tui.memory import facts
 from hermes_tui.memory.facts import claims_to_remember
-from hermes_tui.memory.store import MemoryStore
+from hermes_tui.memory.store import MemoryStore, Message
 from hermes_tui.secrets import Secrets
 from hermes_tui.skills.manager import SkillManager
 
@@ -101,8 +101,7 @@ class AgentLoop:
                 raise ValueError(f"There is no session {session_id}; /sessions lists them.")
             self.session_id = session_id
             # Whatever a crash or a full disk left behind, the loaded history is sendable.
-            self.history = repair([{**m.to_llm(), "_id": m.id} for m in memory.get_messages(session_id)
-                                   if m.role != "system"])
+            self.history = repair([{**m.to_llm(), "_id": m.id} for m in _sendable(memory, session_id)])
             compaction = memory.latest_compaction(session_id)
             if compaction is not None:
                 self.context.restore(self.history, compaction.summary, compaction.through_id,
@@ -134,7 +133,7 @@ class AgentLoop:
             done = yield from self._compact(focus=focus, manual=True)
         if not done:
             yield Notice("Nothing to compact yet: the conversation is short.")
-        yield self._context_usage()
+        yield self.context_usage()
 
     # -- one turn -----------------------------------------------------------------------------
 
@@ -284,8 +283,9 @@ class AgentLoop:
                      f"{self.context.limit():,}{how}.")
         return True
 
-    def _context_usage(self) -> Usage:
-        """A zero-token usage event that tells surfaces how full the window is now."""
+    def context_usage(self) -> Usage:
+        """A zero-token usage event that tells surfaces how full the window is now (after a
+        compaction, or a resume: the status line shows it before the next call)."""
         specs = self.tools.specs()
         self.context_fill = (self.context.tokens(self.history, self._fixed_tokens(specs)), self.context.limit())
         return Usage(context_tokens=self.context_fill[0], context_limit=self.context_fill[1],
@@ -341,6 +341,8 @@ class AgentLoop:
         if checked.error:  # what was stored (and is sent) as the call's arguments is {}
             output = f"{checked.note()}\n\n{output}"
         self._store({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output})
+        if not ok:  # a resumed view draws the call with its ✗ again
+            self._record_outcome(self.history[-1]["_id"], "failed")
         yield ToolCallFinished(call.id, call.name, output, ok, round(time.monotonic() - started, 3))
         if ok and receipt:
             yield Receipt(call.name, receipt)
@@ -350,9 +352,9 @@ class AgentLoop:
     def _record_outcome(self, message_id: int, reason: str) -> None:
         """A mark for exports and resumed views; losing it (a full disk) loses no message."""
         try:
-            self.memory.set_turn_outcome(message_id, reason)
+            self.memory.set_outcome(message_id, reason)
         except (sqlite3.Error, OSError) as exc:
-            log.warning("could not record that turn %s was %s: %s", message_id, reason, exc)
+            log.warning("could not record that message %s was %s: %s", message_id, reason, exc)
 
     def _store(self, message: dict[str, Any], message_id: int | None = None) -> None:
         if message_id is None:
@@ -405,3 +407,13 @@ class _PartialAnswer:
         if self.message_id is not None:
             self.memory.update_message(self.message_id, text or None, tool_calls)
         return self.message_id
+
+
+def _sendable(memory: MemoryStore, session_id: int) -> list[Message]:
+    """A stored session's messages as a resumed loop sends them: not system text, and not a
+    message whose turn failed before anything answered it (a live turn drops that one too,
+    so it is never merged into the next message nor sent again)."""
+    stored = [m for m in memory.get_messages(session_id) if m.role != "system"]
+    failed = {message_id for message_id, outcome in memory.outcomes(session_id).items() if outcome == "error"}
+    return [m for k, m in enumerate(stored)
+            if not (m.id in failed and (k + 1 == len(stored) or stored[k + 1].role == "user"))]

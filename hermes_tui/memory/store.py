@@ -755,14 +755,15 @@ class MemoryStore:
                 (content, json.dumps(tool_calls) if tool_calls is not None else None, message_id),
             )
 
-    def set_turn_outcome(self, message_id: int, outcome: str) -> None:
-        """Record how the turn of user message ``message_id`` ended (see ``_v10_turn_outcomes``)."""
+    def set_outcome(self, message_id: int, outcome: str) -> None:
+        """Record how a message's step ended when it did not succeed: a user message's turn
+        ("cancelled", "error"; see ``_v10_turn_outcomes``) or a tool result ("failed")."""
         with self._write() as conn:
             conn.execute("INSERT OR REPLACE INTO turn_outcomes (message_id, outcome) VALUES (?, ?)",
                          (message_id, outcome))
 
-    def turn_outcomes(self, session_id: int) -> dict[int, str]:
-        """The recorded outcomes of a session's turns, by user message id."""
+    def outcomes(self, session_id: int) -> dict[int, str]:
+        """The recorded outcomes of a session's turns and tool calls, by message id."""
         with self._read() as conn:
             rows = conn.execute("SELECT t.message_id, t.outcome FROM turn_outcomes t JOIN messages m"
                                 " ON m.id = t.message_id WHERE m.session_id = ?", (session_id,)).fetchall()

@@ -10,6 +10,7 @@ from textual.await_complete import AwaitComplete
 from textual.widgets import Markdown
 
 from hermes_tui.tui.lists import LIST_BLOCKS
+from hermes_tui.tui.tables import TABLE_BLOCKS
 
 
 class AnswerText(Markdown):
@@ -24,7 +25,7 @@ class AnswerText(Markdown):
     layout, many times a second while text streams). Unfolding rebuilds them from the source.
     """
 
-    BLOCKS = {**Markdown.BLOCKS, **LIST_BLOCKS}  # lists cheap to stream (lists.py)
+    BLOCKS = {**Markdown.BLOCKS, **LIST_BLOCKS, **TABLE_BLOCKS}  # lists cheap to stream (lists.py), aligned tables
     update_cost = 0.0  # seconds the last append took until it was on screen
     folded = False
 
@@ -86,3 +87,5 @@ def warm_highlighting() -> None:
 
 class HelpText(Markdown):
     """The /help card."""
+
+    BLOCKS = {**Markdown.BLOCKS, **TABLE_BLOCKS}

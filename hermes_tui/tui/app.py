@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.learning.pending import Writer
     from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.memory.store import Message as StoredMessage
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
     from hermes_tui.tui.messages import EditFile, EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
@@ -334,20 +335,29 @@ class HermesApp(App[int]):
             return
         previous = self.session.loop
         undone = self.undo_log.undone(session_id)
-        try:
-            self.session.resume(session_id, undone)
-        except ValueError as exc:
-            await self.chat.add_notice(str(exc), "error")
-            return
-        if previous is not None:
-            self._summaries.append(close_in_background(previous, SUMMARY_TIMEOUT))
-        self.approvals.reset()
-        self.usage.load(session_id)
-        await self.chat.clear()
-        await self.chat.show_messages([m for m in self.memory.get_messages(session_id) if m.id not in undone])
+        async with self.chat.holding(f"loading session {session_id}…"):
+            try:  # the store reads and the token count run off the app thread
+                messages, outcomes = await asyncio.to_thread(self._load_session, session_id, undone)
+            except ValueError as exc:
+                await self.chat.add_notice(str(exc), "error")
+                return
+            if previous is not None:
+                self._summaries.append(close_in_background(previous, SUMMARY_TIMEOUT))
+            self.approvals.reset()
+            await self.chat.clear()
+            await self.chat.show_messages(messages, outcomes)
         await self.chat.add_notice(f"Resumed session {session_id}: your next message continues it.")
         self.show_header()
         self.show_usage()
+
+    def _load_session(self, session_id: int, undone: set[int]) -> tuple[list[StoredMessage], dict[int, str]]:
+        """Switch the loop to ``session_id`` and read what the view draws (a worker thread);
+        raises ValueError when it does not exist."""
+        loop = self.session.resume(session_id, undone)
+        self.usage.load(session_id)
+        loop.context_usage()  # the status line's context % before the next call
+        messages = [m for m in self.memory.get_messages(session_id) if m.id not in undone]
+        return messages, self.memory.outcomes(session_id)
 
     # -- forgetting a session (/forget, the Sessions pane's x)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
@@ -163,6 +164,22 @@ class ChatPane(Widget):
         self._set_activity("thinking…")
         self.refresh_bindings()
         self._run_turn(loop, text)
+
+    @asynccontextmanager
+    async def holding(self, label: str) -> AsyncIterator[None]:
+        """Busy with ``label`` while the block runs (loading a resumed session): the status line
+        says so, the view shows it is loading, and messages typed meanwhile queue; they are
+        sent when it ends, as after a turn."""
+        self.busy = True
+        self.conversation.loading = True
+        self._set_activity(label)
+        try:
+            yield
+        finally:
+            self.busy = False
+            self.conversation.loading = False
+            self._set_activity(None)
+            self.post_message(self.TurnEnded(self))
 
     def _run_turn(self, loop: AgentLoop, text: str) -> None:
         """The agent runtime runs the turn on its thread; its events only go to the inbox."""
@@ -500,23 +517,30 @@ class ChatPane(Widget):
         await self.conversation.remove_children()
         self.conversation.anchor()
 
-    async def show_messages(self, messages: list[StoredMessage]) -> None:
-        """Render a stored conversation (``/resume``): text, and tool calls with their results."""
+    async def show_messages(self, messages: list[StoredMessage], outcomes: Mapping[int, str] | None = None) -> None:
+        """Render a stored conversation (``/resume``): text, and tool calls with their results.
+        ``outcomes`` (the store's, by message id) mark failed calls ✗ and cancelled or failed turns."""
         from hermes_tui.tui.answer import AnswerText
-        from hermes_tui.tui.blocks import ToolCallView, UserMessage
-
         from hermes_tui.tui.approval import refused
+        from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage
 
+        outcomes = outcomes or {}
         # Stored text is as hostile as live text: it passes the same sanitizer.
-        results = {m.tool_call_id: printable(m.content or "") for m in messages if m.role == "tool" and m.tool_call_id}
+        results = {m.tool_call_id: (printable(m.content or ""), outcomes.get(m.id) != "failed")
+                   for m in messages if m.role == "tool" and m.tool_call_id}
         shown = [m for m in messages if m.role in ("user", "assistant")]
         hidden = len(shown) - RESTORED_MESSAGES
         if hidden > 0:
             await self.add_notice(f"{hidden} earlier messages are in the Sessions pane.")
         widgets: list[Widget] = []
+        turn_end: NoticeLine | None = None
         for message in shown[-RESTORED_MESSAGES:]:
             if message.role == "user":
+                if turn_end is not None:
+                    widgets.append(turn_end)
                 widgets.append(UserMessage(printable(message.content or "")))
+                mark = TURN_END_NOTICES.get(outcomes.get(message.id, ""))
+                turn_end = NoticeLine(*mark) if mark else None
                 continue
             if message.content:
                 widgets.append(AnswerText(printable(message.content), classes="answer"))
@@ -526,12 +550,21 @@ class ChatPane(Widget):
                 view = ToolCallView(call_id, printable(str(function.get("name", "?"))),
                                     printable_data(_arguments(function.get("arguments"))),
                                     self.clock, id=self._tool_widget_id(call_id) + f"-r{len(widgets)}")
-                result = results.get(call_id, "(no result stored)")
-                view.restore(result, ok=not refused(result))
+                result, ok = results.get(call_id, ("(no result stored)", True))
+                view.restore(result, ok=ok and not refused(result))
                 widgets.append(view)
+        if turn_end is not None:
+            widgets.append(turn_end)
         await self.conversation.mount_all(widgets)
         self.conversation.anchor()
         self.call_after_refresh(self._fold_far_answers)  # answers still parsing are folded later
+
+
+TURN_END_NOTICES = {
+    "cancelled": ("Cancelled.", "cancelled"),
+    "error": ("This turn failed before an answer.", "error"),
+}
+"""How a resumed view marks a turn that did not end with an answer (the store's outcomes)."""
 
 
 def _arguments(raw: Any) -> dict[str, Any]:

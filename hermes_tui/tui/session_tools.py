@@ -62,7 +62,7 @@ def _fenced(text: str, info: str = "") -> str:
     return f"{fence}{info}\n{text.rstrip()}\n{fence}"
 
 
-OUTCOME_MARKS = {"cancelled": "cancelled", "error": "failed before an answer"}
+OUTCOME_MARKS = {"cancelled": "cancelled", "error": "failed before an answer", "failed": "failed"}
 
 
 def _demoted(markdown: str, levels: int = 2) -> str:
