@@ -41,12 +41,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, answer_challenge, deliver_challenge
 from pathlib import Path
 from typing import Any
 
+from hermes_tui.clock import Clock
 from hermes_tui import __version__
 from hermes_tui.config import Config
 from hermes_tui import fds
@@ -392,7 +393,7 @@ class Helper:
     """
 
     def __init__(self, where: Path, *, idle: float = DEFAULT_IDLE, quiet: float = QUIET,
-                 clock: Callable[[], float] = time.monotonic, owner: int | None = None,
+                 clock: Clock = time.monotonic, owner: int | None = None,
                  ident: str | None = None) -> None:
         self.where = where
         self.idle = idle

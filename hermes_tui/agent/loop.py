@@ -84,9 +84,6 @@ class AgentLoop:
         self.checkpoints = TurnCheckpoints(config.home, config.workspace)
         self._cancel = threading.Event()
         self._last_turn: list[dict[str, Any]] = []
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.cost_usd: float | None = None
         self.context = ContextWindow(self.llm, config)
         self._fixed: tuple[str, int] | None = None  # (tool names, tokens of system prompt + tools)
         self._sent_tokens = 0
@@ -262,8 +259,6 @@ class AgentLoop:
                            "tool_calls": [_sendable_call(c) for c in calls] or None}
                 self._store(message, message_id=saved.finish(text, message["tool_calls"]))
         assert result is not None
-        if result.usage:
-            self._count(result.usage)
         self.context_fill = (tokens, self.context.limit())
         yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context_fill[1],
                       context_assumed=self.context.assumed)
@@ -365,11 +360,6 @@ class AgentLoop:
             )
         self.history.append({**{k: v for k, v in message.items() if v is not None}, "_id": message_id})
 
-    def _count(self, usage: Usage) -> None:
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        if usage.cost_usd is not None:
-            self.cost_usd = (self.cost_usd or 0.0) + usage.cost_usd
 
 
 def _sendable_call(call: ToolCallRequest) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from hermes_tui.clock import Clock
 from hermes_tui.private import private_dir
 from hermes_tui.skills.guard import verdict
 
@@ -104,7 +105,7 @@ class FactStore:
     """The facts of one user and one workspace. Thread-safe; every read goes back to the files."""
 
     def __init__(self, home: Path, workspace: Path, *, scrub: Callable[[str], str] = lambda s: s,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Clock = time.time) -> None:
         self.folder = Path(home) / "memory"
         self.workspace = Path(os.path.realpath(workspace))
         self._scrub = scrub

@@ -21,15 +21,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from hermes_tui.memory.text import Highlight, highlight_for, is_cjk, pairs, split_scripts
+from hermes_tui.memory.text import WORD, Highlight, highlight_for, is_cjk, pairs, split_scripts
 
 MAX_TERMS = 16
 """Phrases kept from one query (the rest of a pasted page is dropped)."""
 MIN_PREFIX = 3
 """A shorter prefix expands to too many words to merge in milliseconds; it stays a word."""
 ROLES = ("system", "user", "assistant", "tool")
+"""The roles a message may have (the store refuses others; ``role:`` filters by them)."""
 
-_WORD = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(
     r'(?P<neg>-?)"(?P<phrase>[^"]*)"'  # a quoted phrase, maybe excluded
     r"|(?P<key>role|tool):(?P<value>[^\s\"]+)"  # a filter
@@ -146,7 +146,7 @@ def phrase_of(text: str, *, prefix: bool = False) -> Phrase | None:
     """The index tokens of ``text`` as one phrase (CJK runs as their pairs); None if no word."""
     tokens: list[str] = []
     words: list[str] = []
-    for word in _WORD.findall(text.lower()):
+    for word in WORD.findall(text.lower()):
         for part in split_scripts(word):
             words.append(part)
             tokens.extend(pairs(part) if is_cjk(part) else [part])
@@ -190,10 +190,10 @@ def _raw(b: _Builder, raw: str) -> None:
         b.pending_or = bool(b.clauses)  # "OR" first, last or doubled is simply dropped
         return
     if raw.startswith("-") and len(raw) > 1:
-        for word in _WORD.findall(raw):
+        for word in WORD.findall(raw):
             b.exclude(phrase_of(word))
         return
-    words = _WORD.findall(raw)
+    words = WORD.findall(raw)
     prefix = raw.endswith("*") and bool(words) and raw.rstrip("*").endswith(words[-1])
     for i, word in enumerate(words):
         b.add(phrase_of(word, prefix=prefix and i == len(words) - 1))

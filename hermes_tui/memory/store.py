@@ -24,7 +24,7 @@ from hermes_tui.db import connect, enable_wal, immediate, prepare
 from hermes_tui.memory import search as ranking
 from hermes_tui.memory.errors import StoreError, check_header, describe
 from hermes_tui.memory.maintenance import FTS_TABLES, Maintenance
-from hermes_tui.memory.query import parse
+from hermes_tui.memory.query import ROLES, parse
 from hermes_tui.memory.search import SearchHit, SessionHit
 from hermes_tui.memory.text import (
     ELLIPSIS,
@@ -45,7 +45,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ROLES = ("system", "user", "assistant", "tool")
 FIRST_LINE_CHARS = 120
 
 

@@ -55,8 +55,9 @@ CJK_CLASS = (
 """Hangul, kana and Han: the scripts written without spaces between words (Korean uses
 spaces, but attaches particles: 서울에서 should match 서울)."""
 _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
-_WORD = re.compile(r"[^\W_]+")
-"""Runs of letters and digits: what the unicode61 tokenizer keeps as one token."""
+WORD = re.compile(r"[^\W_]+")
+"""Runs of letters and digits: what the unicode61 tokenizer keeps as one token (the one copy:
+the memory queries and the skills index split words with it too)."""
 
 
 def clean(text: str) -> str:

@@ -19,7 +19,6 @@ so one ranker serves search, hints and the prompt index alike.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_tui.db import connect, enable_wal, immediate, prepare
+from hermes_tui.memory.text import WORD
 
 # bm25 weights, in column order: name, triggers (with tags), description, the body's lead.
 # Measured on the 1,301 published skills (bench/router_recall.py): ranking the lead in the same
@@ -38,7 +38,6 @@ WEIGHTS = (3.0, 4.0, 2.0, 0.2)
 LEAD_CHARS = 4000
 MAX_QUERY_TERMS = 32
 MAX_QUERY_CHARS = 2000
-_WORD = re.compile(r"[^\W_]+")
 # Request phrasing, and what is left of a contraction ("what's", "don't", "I'll") once the
 # apostrophe splits it: such a letter is in nearly every skill and would only add noise.
 STOP_WORDS = frozenset(
@@ -181,7 +180,7 @@ def _row(values: tuple[object, ...]) -> Row:
 
 def query_words(query: str) -> list[str]:
     """The searchable words of a request: lowercased, stop words dropped, de-duplicated, capped."""
-    words = dict.fromkeys(w for w in _WORD.findall(query[:MAX_QUERY_CHARS].lower()) if w not in STOP_WORDS)
+    words = dict.fromkeys(w for w in WORD.findall(query[:MAX_QUERY_CHARS].lower()) if w not in STOP_WORDS)
     return list(words)[:MAX_QUERY_TERMS]
 
 

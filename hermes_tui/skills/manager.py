@@ -33,12 +33,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes_tui.clock import Clock
 from hermes_tui.private import private_dir, private_file
 from hermes_tui.skills import guard
 from hermes_tui.skills.index import Entry, Row, SkillIndex
@@ -140,7 +141,7 @@ class SkillManager:
     """Create, find, rank, refine, version and count skills stored under ``skills_dir``."""
 
     def __init__(self, skills_dir: Path, index_path: Path | None = None, *, ages: Ages = Ages(),
-                 clock: Callable[[], float] = time.time, archive_dir: Path | None = None) -> None:
+                 clock: Clock = time.time, archive_dir: Path | None = None) -> None:
         self.skills_dir = Path(skills_dir)
         self.index_path = index_path or self.skills_dir.parent / f"{self.skills_dir.name}-index.sqlite3"
         self.archive_dir = archive_dir or self.skills_dir.parent / f"{self.skills_dir.name}-archive"

@@ -23,6 +23,7 @@ from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
+from hermes_tui.clock import Clock
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.tui import actions, collector, commands
 from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
 STYLESHEET = Path(__file__).parent.parent / "hermes.tcss"
 SUMMARY_TIMEOUT = 3.0  # seconds a session summary may take when leaving a session
 QUIT_GRACE = 4.0  # the most quitting waits for the summary (an unreachable provider never hangs it)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
@@ -10,12 +9,12 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Collapsible, Static
 
+from hermes_tui.clock import Clock
 from hermes_tui.tui.format import duration, elapsed, plural, short_args, spinner_frame
 
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-Clock = Callable[[], float]
 RESULT_CHARS = 8_000  # what a result view shows; the model got the full (capped) text anyway
 RESULT_LINES = 200
 

@@ -1,7 +1,7 @@
 """The chat pane: the conversation (streamed Markdown, tool calls, notices) and the prompt.
 
-The turn runs in a Textual thread worker that only ``put``s events into an ``EventInbox``;
-everything that touches widgets happens here, on the app thread. The conversation's widget
+The turn runs on the agent runtime's thread (``agent.runtime.start_turn``), which only ``put``s
+events into an ``EventInbox``; everything that touches widgets happens here, on the app thread. The conversation's widget
 modules (``blocks``, ``answer``) are imported where first used, to keep them off the start-up path.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from hermes_tui.clock import Clock
 from hermes_tui.textsafe import StreamCleaner, printable, printable_data
 from hermes_tui.tui import actions, collector
 from hermes_tui.tui.format import one_line, widget_id
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], float]
 RESTORED_MESSAGES = 200  # a resumed session shows its newest messages; Sessions has them all
 DRAIN_INTERVAL = 0.02  # seconds between inbox takes while events keep coming
 FLUSH_RATE = 10  # Markdown appends per second at most while an answer streams

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.content import Content
 from textual.widgets import Static
 
+from hermes_tui.clock import Clock
 from hermes_tui.config import Config
 from hermes_tui.tui.format import elapsed, short_path, spinner_frame, usage_text
 
-Clock = Callable[[], float]
 
 
 class HeaderBar(Static):
