@@ -152,7 +152,7 @@ def test_cancel_stops_a_search(engine: str, tree: ToolRegistry) -> None:
 def test_search_tools_need_no_approval_and_stay_on_without_shell_or_writes(tree: ToolRegistry) -> None:
     assert not tree.needs_approval("glob") and not tree.needs_approval("grep")
     assert tree.needs_approval("edit_file")
-    reg = ToolRegistry(tree.workspace, tree.memory, tree.skills, enable_shell=False, enable_write=False)
+    reg = ToolRegistry(tree.workspace, tree.memory, tree.skills, families=frozenset())
     assert {"glob", "grep"} <= set(reg.names) and "edit_file" not in reg.names
 
 

@@ -230,8 +230,7 @@ def test_run_bash_cancel(registry: ToolRegistry) -> None:
 def test_disabled_tools_are_absent(tmp_path: Path) -> None:
     ws = tmp_path / "w"
     ws.mkdir()
-    reg = ToolRegistry(ws, MemoryStore(tmp_path / "m.db"), SkillManager(tmp_path / "s"),
-                       enable_shell=False, enable_write=False)
+    reg = ToolRegistry(ws, MemoryStore(tmp_path / "m.db"), SkillManager(tmp_path / "s"), families=frozenset())
     names = [spec["function"]["name"] for spec in reg.specs()]
     assert "run_bash" not in names and "write_file" not in names
     assert {"read_file", "list_dir", "search_memory", "list_skills", "use_skill", "create_skill"} <= set(names)

@@ -22,7 +22,7 @@ from typing import Any
 
 from hermes_tui.agent.paths import PathError, WriteCancelled, display_path, open_in_workspace, replace_file
 from hermes_tui.agent.reading import numbered
-from hermes_tui.agent.toolkit import BOOL, STR, Tool, ToolContext, ToolResult, schema
+from hermes_tui.agent.toolkit import BOOL, STR, ApprovalSpec, Tool, ToolContext, ToolResult, schema
 
 EDIT_CAP = 32 * 1024 * 1024  # bytes: larger files are refused (run_bash and sed can still do it)
 DIFF_LINES = 60  # diff lines the model gets back; the approval dialog shows every line
@@ -404,5 +404,6 @@ EDIT_TOOL = Tool(
     schema({"path": STR, "old": STR, "new": STR, "replace_all": BOOL,
             "edits": {"type": "array", "items": {"type": "object", "properties": {
                 "old": STR, "new": STR, "replace_all": BOOL}, "required": ["old", "new"]}}}, ["path"]),
-    edit_file, needs_approval=True, cancellable=True, summary_arg="path", switch="write", changes_files=True,
+    edit_file, cancellable=True, summary_arg="path", family="write", changes_files=True,
+    approval=ApprovalSpec("path", "This file", "All edits", "edit"),
 )

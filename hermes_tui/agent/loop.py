@@ -21,7 +21,7 @@ from hermes_tui.agent.history import checked_arguments, repair
 from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.prompts import relevant_skills_note
 from hermes_tui.agent.sandbox import Sandbox
-from hermes_tui.agent.toolkit import Tool
+from hermes_tui.agent.toolkit import CANCELLED, FAMILIES, Tool
 from hermes_tui.agent.tools import Approver, ToolRegistry
 from hermes_tui.config import Config
 from hermes_tui.events import (
@@ -63,8 +63,7 @@ class AgentLoop:
         *,
         session_id: int | None = None,
         source: str = "tui",
-        enable_shell: bool = True,
-        enable_write: bool = True,
+        families: frozenset[str] = FAMILIES,
         approver: Approver | None = None,
         llm: LLMClient | None = None,
         extra_tools: Callable[[int], Sequence[Tool]] | None = None,
@@ -76,7 +75,7 @@ class AgentLoop:
         self.skills = skills
         self.llm = llm or LLMClient(config)
         self.tools = ToolRegistry(
-            config.workspace, memory, skills, enable_shell=enable_shell, enable_write=enable_write,
+            config.workspace, memory, skills, families=families,
             approver=None if config.approval == "always" else approver,
             home=config.home, secrets=Secrets.from_config(config), sandbox=Sandbox.from_config(config),
             extra_tools=(lambda: extra_tools(self.context.limit())) if extra_tools is not None else None,
@@ -325,7 +324,7 @@ class AgentLoop:
         started = time.monotonic()
         receipt = None
         if self._cancel.is_set():
-            ok, output = False, "Cancelled by the user before it ran."
+            ok, output = False, CANCELLED
         else:
             if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
                 yield Notice(notice)

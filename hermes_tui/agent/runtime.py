@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from hermes_tui.agent.toolkit import FAMILIES
 from hermes_tui.events import Error, Event, TurnFinished
 
 if TYPE_CHECKING:
@@ -40,8 +41,7 @@ class Surface:
     """What differs between the places Hermes runs: declared here, not tested for elsewhere."""
 
     source: str  # stored with the session ("tui", "web", "headless")
-    enable_shell: bool = True
-    enable_write: bool = True
+    enabled: frozenset[str] = FAMILIES  # the tool families offered (toolkit.FAMILIES)
     approver: Approver | None = None  # None: no one is asked (see AgentLoop / ToolRegistry)
     # Parse the model's stream in a helper process (llm_host): LiteLLM's parsing would otherwise
     # take the GIL from a thread that must stay responsive (the TUI's, to echo keys).
@@ -66,8 +66,9 @@ def web_surface(config: Config, mcp: McpManager | None = None) -> Surface:
     def offers(server: str) -> bool:
         return config.web_enable_mcp or (mcp is not None and mcp.trusted(server))
 
-    return Surface("web", enable_shell=config.web_enable_shell, enable_write=config.web_enable_write,
-                   mcp=mcp, mcp_offers=offers)
+    enabled = frozenset(family for family, on in (("shell", config.web_enable_shell),
+                                                   ("write", config.web_enable_write)) if on)
+    return Surface("web", enabled=enabled, mcp=mcp, mcp_offers=offers)
 
 
 def build_agent(
@@ -94,8 +95,7 @@ def build_agent(
 
         extra = McpTools(surface.mcp, surface.mcp_offers)
     return AgentLoop(config, memory, skills, session_id=session_id, source=surface.source,
-                     enable_shell=surface.enable_shell, enable_write=surface.enable_write,
-                     approver=surface.approver, llm=LLMClient(config, host), extra_tools=extra)
+                     families=surface.enabled, approver=surface.approver, llm=LLMClient(config, host), extra_tools=extra)
 
 
 def context_report(config: Config, memory: MemoryStore, skills: SkillManager, surface: Surface,
@@ -110,8 +110,7 @@ def context_report(config: Config, memory: MemoryStore, skills: SkillManager, su
         from hermes_tui.secrets import Secrets
 
         tools = ToolRegistry(config.workspace, memory, skills, home=config.home,
-                             secrets=Secrets.from_config(config), enable_shell=surface.enable_shell,
-                             enable_write=surface.enable_write)
+                             secrets=Secrets.from_config(config), families=surface.enabled)
         prompt = fixed_prompt.build(config.workspace, config.home, tools.names, tools.specs(), skills)
         window = ContextWindow(LLMClient(config), config)
     else:

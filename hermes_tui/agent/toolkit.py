@@ -6,6 +6,7 @@ circular import: ``tools.py`` only gathers the records and executes them.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,29 +44,75 @@ class ToolContext:
     cancel: threading.Event = field(default_factory=threading.Event)
 
 
+FAMILIES = frozenset({"shell", "write"})
+"""The tool families a surface may switch off (``Surface.enabled``); a tool in none is always on."""
+
+DENIED = "The user denied this {name} call. Do not retry it; ask the user how to proceed."
+CANCELLED = "Cancelled by the user before it ran."
+"""The two results of a call that never ran (the one copy of each)."""
+
+
+def refused(result: str) -> bool:
+    """Whether a stored result says the call was denied or cancelled: how sessions stored before
+    tool outcomes were recorded show the call ✗ on resume."""
+    return result.startswith((DENIED.split("{", 1)[0], CANCELLED))
+
+
+@dataclass(frozen=True)
+class ApprovalSpec:
+    """How a call is put to the user before it runs, declared with the tool.
+
+    ``exact``: the argument that makes "this exact call" for the session (None: all of them);
+    ``exact_label``/``every_label``: the dialog's two session answers (None: "All <tool>");
+    ``shows``: what the dialog shows: the ``command``, a ``write``'s diff, an ``edit``'s diff, or the
+    ``arguments``; ``lasting``: the call may be allowed for good in this workspace
+    (``agent/permissions.py``).
+    """
+
+    exact: str | None = None
+    exact_label: str = "This call"
+    every_label: str | None = None
+    shows: Literal["command", "write", "edit", "arguments"] = "arguments"
+    lasting: bool = False
+
+    def key(self, arguments: dict[str, Any]) -> str:
+        """What "this exact call" compares: the ``exact`` argument, else every argument."""
+        value = arguments.get(self.exact) if self.exact else None
+        return value if isinstance(value, str) else json.dumps(arguments, sort_keys=True, default=str)
+
+
+ASK = ApprovalSpec()
+"""The approval of a tool that declares nothing more (an MCP server's)."""
+
+
 @dataclass(frozen=True)
 class Tool:
     """One tool the model may call.
 
     ``run(ctx, **arguments)`` returns a ``ToolResult``; raising ``PathError`` is turned into a failed
-    result. ``needs_approval``: the approver is asked first. ``cancellable``: ``run`` watches
-    ``ctx.cancel``. ``summary_arg``: the argument a one-line display of the call shows. ``switch``:
-    the surface option (``shell``/``write``) that removes the tool when off. ``check``: how the
-    arguments are validated, ``check(parameters, arguments) -> problem or None``; None means
-    ``check_arguments`` (our own small schemas; MCP tools bring full JSON Schemas). ``changes_files``:
-    it may change files in the workspace, so a checkpoint is taken before its first call in a turn.
+    result. ``approval``: the approver is asked first, as it says (None: never asked).
+    ``cancellable``: ``run`` watches ``ctx.cancel``. ``summary_arg``: the argument a one-line
+    display of the call shows. ``family``: the family (``FAMILIES``) a surface enables it with.
+    ``check``: how the arguments are validated, ``check(parameters, arguments) -> problem or None``;
+    None means ``check_arguments`` (our own small schemas; MCP tools bring full JSON Schemas).
+    ``changes_files``: it may change files in the workspace, so a checkpoint is taken before its
+    first call in a turn.
     """
 
     name: str
     description: str
     parameters: dict[str, Any]
     run: Callable[..., ToolResult]
-    needs_approval: bool = False
+    approval: ApprovalSpec | None = None
     cancellable: bool = False
     summary_arg: str | None = None
-    switch: Literal["shell", "write"] | None = None
+    family: str | None = None
     changes_files: bool = False
     check: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None
+
+    @property
+    def needs_approval(self) -> bool:
+        return self.approval is not None
 
     def spec(self) -> dict[str, Any]:
         return {

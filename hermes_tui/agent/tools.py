@@ -26,8 +26,13 @@ from hermes_tui.agent.search import SEARCH_TOOLS
 from hermes_tui.agent.skill_tools import SKILL_TOOLS
 from hermes_tui.agent.shell import BASH_DEFAULT_TIMEOUT, BASH_MAX_TIMEOUT, OUTPUT_CAP, run_command
 from hermes_tui.agent.toolkit import (
+    ASK,
+    CANCELLED,
+    DENIED,
+    FAMILIES,
     INT,
     STR,
+    ApprovalSpec,
     Tool,
     ToolContext,
     ToolResult,
@@ -53,7 +58,7 @@ True allows the call; False denies it; a string denies it and is the reason the 
 LIST_CAP = 500  # entries list_dir returns
 
 __all__ = ["OUTPUT_CAP", "READ_CAP", "TOOLS", "APPROVAL_TOOLS", "Approver", "ToolRegistry", "ToolResult",
-           "summary_argument"]
+           "approval_spec", "summary_argument"]
 
 
 # -- handlers: run(ctx, **arguments) -> ToolResult ---------------------------------------------
@@ -119,15 +124,15 @@ FILE_TOOLS: tuple[Tool, ...] = (
         f"stdout+stderr (long output keeps its head and tail). Default timeout {BASH_DEFAULT_TIMEOUT} s, "
         f"at most {BASH_MAX_TIMEOUT} s.",
         schema({"command": STR, "timeout": INT | {"description": "seconds"}}, ["command"]),
-        run_bash, needs_approval=True, cancellable=True, summary_arg="command", switch="shell",
-        changes_files=True,
+        run_bash, cancellable=True, summary_arg="command", family="shell", changes_files=True,
+        approval=ApprovalSpec("command", "This command", "All shell", "command", lasting=True),
     ),
     READ_TOOL,
     Tool(
         "write_file", "Write a text file inside the workspace (replaces it; creates parent folders).",
         schema({"path": STR, "content": STR}, ["path", "content"]),
-        write_file, needs_approval=True, cancellable=True, summary_arg="path", switch="write",
-        changes_files=True,
+        write_file, cancellable=True, summary_arg="path", family="write", changes_files=True,
+        approval=ApprovalSpec("path", "This file", "All writes", "write"),
     ),
     EDIT_TOOL,
     *SEARCH_TOOLS,
@@ -150,6 +155,12 @@ APPROVAL_TOOLS = frozenset(tool.name for tool in TOOLS if tool.needs_approval)
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
+def approval_spec(name: str) -> ApprovalSpec:
+    """How a call to ``name`` is asked about: as its record declares (MCP tools: ``ASK``)."""
+    tool = _BY_NAME.get(name)
+    return tool.approval if tool is not None and tool.approval is not None else ASK
+
+
 def summary_argument(name: str, arguments: dict[str, Any]) -> str | None:
     """The argument a one-line display of a call to ``name`` shows (``command``, ``path``...)."""
     tool = _BY_NAME.get(name)
@@ -158,7 +169,7 @@ def summary_argument(name: str, arguments: dict[str, Any]) -> str | None:
 
 
 class ToolRegistry:
-    """Owns the tool set of one surface; ``enable_shell``/``enable_write`` remove tools entirely."""
+    """Owns the tool set of one surface; a family not in ``families`` is removed entirely."""
 
     def __init__(
         self,
@@ -169,8 +180,7 @@ class ToolRegistry:
         home: Path | None = None,
         secrets: Secrets | None = None,
         sandbox: Sandbox | None = None,
-        enable_shell: bool = True,
-        enable_write: bool = True,
+        families: frozenset[str] = FAMILIES,
         approver: Approver | None = None,
         tools: Sequence[Tool] = TOOLS,
         extra_tools: Callable[[], Sequence[Tool]] | None = None,
@@ -185,8 +195,7 @@ class ToolRegistry:
         self.facts: FactStore | None = None  # set by the agent: curated memory of its workspace
         self.session_id: int | None = None
         self.message_id: int | None = None  # the turn's user message, set by the agent
-        switches = {"shell": enable_shell, "write": enable_write}
-        self._tools = {t.name: t for t in tools if t.switch is None or switches[t.switch]}
+        self._tools = {t.name: t for t in tools if t.family is None or t.family in families}
         self._extra = extra_tools  # asked at each use: e.g. the MCP servers' tools as they come and go
 
     def _current(self) -> dict[str, Tool]:
@@ -246,10 +255,9 @@ class ToolRegistry:
         if tool.needs_approval and self.approver is not None:
             verdict = self.approver(name, args)
             if verdict is not True:
-                return ToolResult(False, verdict if isinstance(verdict, str) else
-                                  f"The user denied this {name} call. Do not retry it; ask the user how to proceed.")
+                return ToolResult(False, verdict if isinstance(verdict, str) else DENIED.format(name=name))
         if cancel.is_set():
-            return ToolResult(False, "Cancelled by the user before it ran.")
+            return ToolResult(False, CANCELLED)
         # A tool not declared cancellable is never stopped halfway (e.g. a skill file half written).
         ctx = ToolContext(self.workspace, self.memory, self.skills, home=self.home,
                           cancel=cancel if tool.cancellable else threading.Event(),

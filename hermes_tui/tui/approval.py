@@ -9,7 +9,6 @@ this exact command, or any plain call of its program, always in this workspace (
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
@@ -18,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App, ScreenStackError
 from textual.message import Message
+
+from hermes_tui.agent.toolkit import CANCELLED, DENIED
 
 if TYPE_CHECKING:
     from hermes_tui.agent.permissions import LastingRules
@@ -28,21 +29,13 @@ log = logging.getLogger(__name__)
 ONCE, EXACT, SESSION, DENY = "once", "exact", "session", "deny"
 ALWAYS, PROGRAM = "always", "program"  # lasting, for this workspace: this command; its program
 ALLOWING = (ONCE, EXACT, SESSION, ALWAYS, PROGRAM)
-DENIED = "The user denied this {name} call. Do not retry it; ask the user how to proceed."
-CANCELLED = "Cancelled by the user before it ran."
-
-
-def refused(result: str) -> bool:
-    """Whether a stored tool result says the call was denied or cancelled (shown ✗ on resume)."""
-    return result.startswith((DENIED.split("{", 1)[0], CANCELLED))
 
 
 def call_key(name: str, arguments: dict[str, Any]) -> str:
-    """What "this exact call" means: the command for run_bash, the path for write_file and edit_file."""
-    main = {"run_bash": "command", "write_file": "path", "edit_file": "path"}.get(name)
-    if main is not None and isinstance(arguments.get(main), str):
-        return arguments[main]
-    return json.dumps(arguments, sort_keys=True, default=str)
+    """What "this exact call" means, as the tool's record declares it (the command, the path...)."""
+    from hermes_tui.agent.tools import approval_spec  # loaded by then: a turn is asking
+
+    return approval_spec(name).key(arguments)
 
 
 class ApprovalRequest(Message):

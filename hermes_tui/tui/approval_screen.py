@@ -29,11 +29,6 @@ from hermes_tui.tui.approval import ALWAYS, DENY, EXACT, ONCE, PROGRAM, SESSION
 from hermes_tui.tui.format import plural
 
 DIFF_LIMIT = 2_000_000  # bytes of an existing file compared for the diff; larger ones are only named
-CHOICE_LABELS = {  # (this exact call, every call of the tool): both for the rest of the session
-    "run_bash": ("This command · session", "All shell · session"),
-    "write_file": ("This file · session", "All writes · session"),
-    "edit_file": ("This file · session", "All edits · session"),
-}
 
 
 @dataclass(frozen=True)
@@ -64,16 +59,21 @@ def hidden_controls(raw: str) -> str:
             "drawn here; they are part of the call as it would run.")
 
 
-def describe(name: str, arguments: dict[str, Any], workspace: str, root: str | None = None) -> Approval:
-    """The dialog's text for a call."""
-    if name == "run_bash":
+def describe(name: str, arguments: dict[str, Any], workspace: str, root: str | None = None,
+             shows: str | None = None) -> Approval:
+    """The dialog's text for a call; ``shows``: what to show (default: what the tool's record says)."""
+    if shows is None:
+        from hermes_tui.agent.tools import approval_spec
+
+        shows = approval_spec(name).shows
+    if shows == "command":
         command = str(arguments.get("command", ""))
         count = len(lines_of(command))
         return Approval(f"Run this command in {workspace}?", f"{plural(count, 'line')} · nothing cut: ↑ ↓ PgUp PgDn scroll",
                         Content(printable(command)), hidden_controls(command))
-    if name == "write_file":
+    if shows == "write":
         return _describe_write(str(arguments.get("path", "?")), str(arguments.get("content", "")), workspace, root)
-    if name == "edit_file" and root is not None:
+    if shows == "edit" and root is not None:
         return _describe_edit(str(arguments.get("path", "?")), arguments, workspace, root)
     listing = "\n".join(f"{key}: {value}" for key, value in arguments.items())
     return Approval(f"Allow {printable(name)}?", plural(len(arguments), "argument"), Content(printable(listing)),
@@ -242,9 +242,12 @@ class ApprovalScreen(ModalScreen[str]):
     def __init__(self, name: str, arguments: dict[str, Any], workspace: str, root: str | None = None,
                  *, lasting: bool = False) -> None:
         super().__init__(classes="approval")
+        from hermes_tui.agent.tools import approval_spec
+
         self.tool_name = name
-        self.approval = describe(name, arguments, workspace, root)
-        self.lasting = lasting and name == "run_bash"  # lasting rules exist for shell commands only
+        self.spec = approval_spec(name)
+        self.approval = describe(name, arguments, workspace, root, self.spec.shows)
+        self.lasting = lasting and self.spec.lasting  # lasting rules exist for shell commands only
         self.program: str | None = None  # the program a lasting "program" rule would allow
         if self.lasting:
             from hermes_tui.agent.permissions import program_of
@@ -252,8 +255,8 @@ class ApprovalScreen(ModalScreen[str]):
             self.program = program_of(str(arguments.get("command", "")))
 
     def compose(self) -> ComposeResult:
-        exact, every = CHOICE_LABELS.get(self.tool_name, ("This call · session",
-                                                          f"All {printable(self.tool_name)} · session"))
+        exact = f"{self.spec.exact_label} · session"
+        every = f"{self.spec.every_label or 'All ' + printable(self.tool_name)} · session"
         with Vertical(id="approval-dialog"):
             yield Static(Content.assemble(("Approval needed · ", "$text-warning bold"),
                                           (printable(self.tool_name), "bold")), id="approval-title")

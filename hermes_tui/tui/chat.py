@@ -521,7 +521,7 @@ class ChatPane(Widget):
         """Render a stored conversation (``/resume``): text, and tool calls with their results.
         ``outcomes`` (the store's, by message id) mark failed calls ✗ and cancelled or failed turns."""
         from hermes_tui.tui.answer import AnswerText
-        from hermes_tui.tui.approval import refused
+        from hermes_tui.agent.toolkit import refused
         from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage
 
         outcomes = outcomes or {}

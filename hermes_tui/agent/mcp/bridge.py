@@ -18,7 +18,7 @@ from typing import Any
 from hermes_tui.agent.mcp.client import RemoteTool
 from hermes_tui.agent.mcp.manager import McpManager, Outcome
 from hermes_tui.agent.shell import OUTPUT_CAP, BoundedOutput
-from hermes_tui.agent.toolkit import INT, STR, Tool, ToolContext, ToolResult, schema
+from hermes_tui.agent.toolkit import ASK, INT, STR, Tool, ToolContext, ToolResult, schema
 
 BRIDGE_SHARE = 0.10  # share of the context window the MCP schemas may take before the bridge is used
 SEARCH_LIMIT = 8
@@ -49,7 +49,7 @@ class McpTools:
         record = self._records.get(remote)
         if record is None:
             record = Tool(remote.qualified, _described(remote), remote.parameters, _Call(self.manager, remote),
-                          needs_approval=not self.manager.trusted(remote.server), cancellable=True,
+                          approval=None if self.manager.trusted(remote.server) else ASK, cancellable=True,
                           check=check_schema)
             self._records[remote] = record
         return record
@@ -68,7 +68,7 @@ class McpTools:
             CALL, f"Run an MCP tool found with {SEARCH}: its name and its arguments (a JSON object).",
             {"type": "object", "properties": {"name": STR, "arguments": {"type": "object"}}, "required": ["name"]},
             _BridgeCall(self.manager, remote), cancellable=True, check=check_schema, summary_arg="name",
-            needs_approval=not all(self.manager.trusted(server) for server in servers),
+            approval=None if all(self.manager.trusted(server) for server in servers) else ASK,
         )
         return [search, call]
 
