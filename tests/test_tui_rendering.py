@@ -24,6 +24,7 @@ from hermes_tui.tui.splitter import BlockSplitter
 from hermes_tui.tui.transcript import TranscriptScreen
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.test_tui_app import conversation, run, send_and_wait, server, wait_for
+from tests.test_tui_input import type_bytes
 from tests.test_tui_panes import PaneApp, SessionsPane, Stores, settle, stores
 from tests.test_tui_panes import run as run_pane
 
@@ -342,8 +343,8 @@ def test_a_table_keeps_its_column_alignment_and_its_natural_width(server: FakeLL
         server.queue(Reply(text=TABLE_ANSWER.replace("| claude-sonnet |", f"| {long.strip()} |"), chunk_size=7))
 
         async def scenario(app: HermesApp, pilot: Pilot, width: int = width) -> None:
-            await send_and_wait(app, pilot, "a table please")
-            await wait_for(pilot, lambda: "Done." in "\n".join(s.text for s in app.screen._compositor.render_strips()))
+            type_bytes(app, "a table please\r")
+            await wait_for(pilot, lambda: not app.chat.busy and "Done." in "\n".join(s.text for s in app.screen._compositor.render_strips()))
             lines_at[width] = [strip.text for strip in app.screen._compositor.render_strips()]
 
         run(scenario, size=(width, height))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
@@ -17,6 +19,7 @@ from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.session_tools import code_blocks
 from hermes_tui.tui.setup_screen import SetupScreen
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
+from tests.test_tui_input import type_bytes
 from tests.test_tui_app import conversation, help_card, notices, run, send, send_and_wait, server, text_of, wait_for
 
 __all__ = ["server"]
@@ -293,24 +296,28 @@ def test_forget_also_removes_the_prompts_and_the_files_made_of_the_session(
     run(scenario)
 
 
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
 def test_a_resumed_session_draws_failed_calls_failed_turns_and_its_context(
-        server: FakeLLMServer, workspace: Path) -> None:
+        server: FakeLLMServer, workspace: Path, size: tuple[int, int]) -> None:
     """Item 18 of issue 23: a resumed session drew a failed call without ✗, no context % until
     the next call, and no sign of a turn that failed before an answer; and that failed
-    message was sent again with the next one."""
+    message was sent again with the next one. Keys as raw terminal bytes."""
     (workspace / "notes.txt").write_text("kept\n")
     server.queue(Reply(tool_calls=[ToolCall("read_file", {"path": "missing.txt"}),
                                    ToolCall("read_file", {"path": "notes.txt"})]),
                  Reply(text="One of them is missing."), Fault(400), Reply(text="Fresh."))
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        await send_and_wait(app, pilot, "read both files")
+        type_bytes(app, "read both files\r")
+        await wait_for(pilot, lambda: len(server.requests) == 2 and not app.chat.busy)
         live = [text_of(v.query_one(".tool-head"))[0] for v in conversation(app, ToolCallView)]
         assert live == ["✗", "✓"]
-        await send_and_wait(app, pilot, "poisoned question")
+        type_bytes(app, "poisoned question\r")
+        await wait_for(pilot, lambda: len(server.requests) == 3 and not app.chat.busy)
+        await wait_for(pilot, lambda: app.chat.prompt.text == "poisoned question")  # offered back
+        app.chat.prompt.load("")
         session = app.session.session_id
-        await send(app, pilot, "/new")
-        await send(app, pilot, f"/resume {session}")
+        type_bytes(app, f"/new\r/resume {session}\r")
         await wait_for(pilot, lambda: any("Resumed session" in n for n in notices(app)))
         marks = [text_of(v.query_one(".tool-head"))[0] for v in conversation(app, ToolCallView)]
         assert marks == ["✗", "•"]  # the failed call, then one that did not fail (no timing stored)
@@ -318,16 +325,24 @@ def test_a_resumed_session_draws_failed_calls_failed_turns_and_its_context(
         assert [text_of(u) for u in conversation(app, UserMessage)] == ["read both files", "poisoned question"]
         assert " · context " in text_of(app.query_one("#usage"))  # before any call of this run
         assert not app.chat.busy and not app.chat.conversation.loading
-        await send_and_wait(app, pilot, "next question")
-        sent = [m["content"] for m in server.requests[-1].messages if m["role"] == "user"]
+        type_bytes(app, "next question\r")
+
+        def asked() -> list:
+            return [r for r in server.requests if "next question" in str(r.messages)]  # not /new's summary
+
+        await wait_for(pilot, lambda: asked() and not app.chat.busy)
+        sent = [m["content"] for m in asked()[0].messages if m["role"] == "user"]
         assert not any("poisoned" in str(content) for content in sent), sent
         assert sent[-1].startswith("next question")
 
-    run(scenario)
+    run(scenario, size=size)
 
 
-def test_a_message_typed_while_a_session_loads_is_queued_then_sent(server: FakeLLMServer, hermes_home: Path) -> None:
-    """The resume reads the store off the app thread; what is typed meanwhile is not lost."""
+@pytest.mark.parametrize("size", [(80, 24), (140, 45)])
+def test_a_message_typed_while_a_session_loads_is_queued_then_sent(
+        server: FakeLLMServer, hermes_home: Path, size: tuple[int, int]) -> None:
+    """The resume reads the store off the app thread with an indicator; a message typed in the
+    same burst as ``/resume`` waits for it and goes to the resumed session, not lost."""
     memory = MemoryStore(hermes_home / "memory.sqlite3")
     old = memory.new_session()
     memory.bulk_add_messages(old, [{"role": "user" if n % 2 == 0 else "assistant", "content": f"# Part {n}\n\ntext {n}"}
@@ -336,14 +351,21 @@ def test_a_message_typed_while_a_session_loads_is_queued_then_sent(server: FakeL
     server.queue(Reply(text="Continued."))
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        app.chat.prompt.load(f"/resume {old}")
-        await pilot.press("enter")
-        app.chat.prompt.load("straight after")
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: any(isinstance(a, AnswerText) and a.source == "Continued."
-                                          for a in conversation(app, AnswerText)))
+        type_bytes(app, f"/resume {old}\rstraight after\r")
+        await wait_for(pilot, lambda: any(a.source == "Continued." for a in conversation(app, AnswerText)))
         sent = [m["content"] for m in server.requests[-1].messages if m["role"] == "user"]
         assert sent[-1].startswith("straight after") and "text 44" in str(sent)  # in the resumed session
-        assert app.session.session_id == old
+        assert app.session.session_id == old and len(server.requests) == 1
+        # While a session loads, the status line and the view say so, and what is typed queues.
+        server.queue(Reply(text="After the load."))
+        await wait_for(pilot, lambda: not app.chat.busy)  # the turn above has ended
+        async with app.chat.holding("loading session 99…"):
+            type_bytes(app, "held message\r")
+            await wait_for(pilot, lambda: app.chat.queued == ["held message"])
+            await pilot.pause()
+            assert "loading session 99…" in text_of(app.query_one("#activity"))
+            assert app.chat.conversation.loading and len(server.requests) == 1
+        await wait_for(pilot, lambda: any(a.source == "After the load." for a in conversation(app, AnswerText)))
+        assert not app.chat.conversation.loading
 
-    run(scenario)
+    run(scenario, size=size)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App, ScreenStackError
 from textual.message import Message
 
-from hermes_tui.agent.toolkit import CANCELLED, DENIED
 
 if TYPE_CHECKING:
     from hermes_tui.agent.permissions import LastingRules
@@ -80,6 +79,8 @@ class ApprovalBridge:
         return self._lasting
 
     def __call__(self, name: str, arguments: dict[str, Any]) -> bool | str:
+        from hermes_tui.agent.toolkit import CANCELLED, DENIED  # loaded by then (not at start-up)
+
         if name in self.allowed or (name, call_key(name, arguments)) in self.allowed_calls:
             return True
         lasting = self.lasting
