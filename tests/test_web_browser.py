@@ -29,7 +29,7 @@ import pytest
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import wire_env
-from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply, ToolCall
+from tests.fakes.server import Fault, FakeLLMServer, RecordedRequest, Reply, ToolCall
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -74,6 +74,8 @@ def _respond(request: RecordedRequest) -> Reply:
     if "fix the todo" in prompt:
         return Reply(text="Fixed.") if after_tool else Reply(tool_calls=[ToolCall("edit_file", {
             "path": "todo.txt", "old": "buy milk", "new": "buy oat milk <script>window.__xss=1</script>"})])
+    if "fail this one" in prompt:
+        return Fault(500)  # on every retry: the turn fails before any answer
     if "show me markdown" in prompt:
         return Reply(text=MARKDOWN)
     if "a long answer" in prompt:
@@ -526,21 +528,24 @@ def test_after_a_reload_the_streamed_answer_stays_on_screen(
 
 
 @SIZES
-def test_enter_during_a_turn_queues_the_message(page: tuple[Page, Watch], server: Server, size: dict[str, int]) -> None:
+def test_enter_during_a_turn_queues_the_message(
+    page: tuple[Page, Watch], server: Server, size: dict[str, int], tmp_path: Path
+) -> None:
     page, _ = page
     page.set_viewport_size(size)
     log_in(page, server)
     send(page, "talk slowly please")
     expect(page.locator(".msg.assistant.streaming")).to_contain_text("slow slow")
     send(page, f"queued hello {size['width']}")
-    queued = page.locator("#messages .msg.user.queued")
+    queued = page.locator("#queued .msg.user.queued")
     expect(queued).to_have_count(1)
     expect(queued.locator(".queued-label")).to_have_text("queued")
     expect(queued.locator(".queued-text")).to_have_text(f"queued hello {size['width']}")
     expect(page.locator("#chat-input")).to_have_value("")
+    screenshot(page, f"dashboard-queued-{size['width']}.png", tmp_path)
 
     send(page, "take me back")  # queued too, then taken back into the box with its Edit button
-    page.locator("#messages .msg.user.queued", has_text="take me back").locator(".take-back").click()
+    page.locator("#queued .msg.user.queued", has_text="take me back").locator(".take-back").click()
     expect(page.locator("#chat-input")).to_have_value("take me back")
     expect(queued).to_have_count(1)
 
@@ -551,6 +556,23 @@ def test_enter_during_a_turn_queues_the_message(page: tuple[Page, Watch], server
     assert f"queued hello {size['width']}" in _user_prompts(server)
     assert "take me back" not in _user_prompts(server)
     expect(page.locator("#chat-input")).to_have_value("take me back")  # still there, unsent
+
+
+def test_what_was_queued_behind_a_failed_turn_comes_back_to_the_box(page: tuple[Page, Watch], server: Server) -> None:
+    page, watch = page
+    log_in(page, server)
+    send(page, "talk slowly please")
+    expect(page.locator(".msg.assistant.streaming")).to_contain_text("slow slow")
+    send(page, "fail this one")
+    send(page, "queued behind the failure")
+    expect(page.locator("#queued .msg.user.queued")).to_have_count(2)
+    page.click("#stop")
+    expect(page.locator("#messages .note").last).to_have_text(
+        "The queued messages were not sent after the failure: they are in the box.", timeout=60_000)
+    expect(page.locator("#chat-input")).to_have_value("fail this one\n\nqueued behind the failure")
+    expect(page.locator("#queued .msg.user.queued")).to_have_count(0)
+    assert "queued behind the failure" not in _user_prompts(server)
+    watch.errors.clear()
 
 
 def test_help_and_unknown_slash_words_stay_in_the_page(page: tuple[Page, Watch], server: Server, tmp_path: Path) -> None:

@@ -251,6 +251,7 @@
     $("transcript-bar").hidden = !on;
     $("messages").hidden = on;
     $("chat-form").hidden = on;
+    $("queued").hidden = on;
     if (!on) $("delete-confirm").hidden = true;
   }
 
@@ -470,10 +471,7 @@
       giveBack(text);
     });
     queued.push(entry);
-    const container = $("messages");
-    const follow = nearBottom(container);
-    container.append(node);
-    if (follow) toBottom(container);
+    $("queued").append(node); // above the box, where it stays put while the answer streams
   }
 
   // Run ``text``, then what was queued meanwhile, in order. When one fails, the rest go back
