@@ -317,6 +317,7 @@
   });
 
   $("delete-yes").addEventListener("click", async () => {
+    if (!shown) return;
     const id = shown.session.id;
     try {
       await apiJson("DELETE", `/api/sessions/${encodeURIComponent(id)}`);
@@ -332,12 +333,11 @@
 
   // ---------------------------------------------------------------- chat
 
-  let running = false; // a turn (or a compaction) is running
   let busy = false; // a message and those queued behind it are being worked through
   const queued = []; // {text, node}: typed while busy, sent in order when the turn ends
 
+  // A turn (or a compaction) runs: Stop shows, what cannot wait for it is off.
   function setRunning(on) {
-    running = on;
     $("stop").hidden = !on;
     $("new-session").disabled = on;
     $("compact").disabled = on;
@@ -449,7 +449,11 @@
   // One message or page command; false when it failed (and what was typed is back in the box).
   async function run(text) {
     const command = pageCommand(text);
-    if (command && command.name === "compact") return compactConversation(command.argument);
+    if (command && command.name === "compact") {
+      const ok = await compactConversation(command.argument);
+      if (!ok) giveBack(text);
+      return ok;
+    }
     if (command && command.name === "new") {
       await newSession();
       return true;
