@@ -36,7 +36,7 @@ from hermes_tui.web.api import MAX_MESSAGE_CHARS
 from hermes_tui.web.auth import PUBLIC_ENDPOINTS
 from hermes_tui.web.context import EXTENSION
 from hermes_tui.web.lockout import GLOBAL_MAX_FAILURES
-from hermes_tui.web.render import markdown_html, sanitize, snippet_html
+from hermes_tui.web.render import TOKEN_CLASSES, markdown_html, sanitize, snippet_html
 from hermes_tui.web.security import CSP
 from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
@@ -90,6 +90,8 @@ class _Inspector(HTMLParser):
         if tag not in SAFE_TAGS:
             self.problems.append(f"tag <{tag}>")
         for name, value in attrs:
+            if tag == "span" and name == "class" and set((value or "").split()) <= TOKEN_CLASSES:
+                continue  # Pygments' token classes, for highlighted code
             if name not in SAFE_ATTRIBUTES:
                 self.problems.append(f"attribute {name} on <{tag}>")
             if name == "href" and not re.match(r"(https?:|mailto:|/|#)", value or "", re.IGNORECASE):
@@ -561,6 +563,7 @@ def test_chat_streams_ndjson_with_a_tool_call(make_app: Any, fake_llm_env: FakeL
     assert sequence[-2:] == ["text_html", "turn_finished"]
     started = next(e for e in events if e["type"] == "tool_call_started")
     assert started["name"] == "list_dir" and started["arguments"] == {"path": "."}
+    assert started["summary"] == "."  # the argument the collapsed header shows (Tool.summary_arg)
     finished = next(e for e in events if e["type"] == "tool_call_finished")
     assert finished["ok"] is True
     assert events[-1] == {"type": "turn_finished", "text": "Let me *look*.\n\nFound **nothing** <script>alert(1)</script>.",
@@ -574,7 +577,7 @@ def test_chat_streams_ndjson_with_a_tool_call(make_app: Any, fake_llm_env: FakeL
     assert listing["sessions"][0]["first_user_line"] == "what is here?"
     transcript = client.get(f"/api/sessions/{session_id}").get_json()
     assert [m["role"] for m in transcript["messages"]] == ["user", "assistant", "tool", "assistant"]
-    assert transcript["messages"][0] == {"role": "user", "text": "what is here?"}
+    assert transcript["messages"][0] == {"id": 1, "role": "user", "text": "what is here?"}
     assert transcript["messages"][1]["tool_calls"][0]["name"] == "list_dir"
     assert transcript["messages"][3]["html"] == html_blocks[1]
 
@@ -721,9 +724,9 @@ def test_transcript_of_a_past_session_is_sanitized(app: Flask, web_env: Path) ->
     login(client)
     data = client.get(f"/api/sessions/{session_id}").get_json()
     user, assistant, tool = data["messages"]
-    assert user == {"role": "user", "text": "<b>hi</b>"}  # plain text: the page uses textContent
+    assert user == {"id": user["id"], "role": "user", "text": "<b>hi</b>"}  # plain text: the page uses textContent
     assert_inert(assistant["html"])
-    assert assistant["tool_calls"] == [{"id": "c1", "name": "read_file", "arguments": '{"path": "a"}'}]
+    assert assistant["tool_calls"] == [{"id": "c1", "name": "read_file", "arguments": '{"path": "a"}', "summary": "a"}]
     assert tool["text"] == "<script>alert(1)</script>" and "html" not in tool
     assert client.get("/api/sessions/999999").status_code == 404
 

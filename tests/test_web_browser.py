@@ -29,7 +29,7 @@ import pytest
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import wire_env
-from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply, ToolCall
+from tests.fakes.server import Fault, FakeLLMServer, RecordedRequest, Reply, ToolCall
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -50,6 +50,9 @@ XSS = ("<script>window.__xss=1;alert('{src}')</script> <img src=x onerror=\"wind
        "<a href=\"javascript:alert('{src}')\">a</a>")
 MODEL_XSS = "Here you go: " + XSS.format(src="model")
 FILE_XSS = "<img src=x onerror=\"window.__xss=1\">.txt"  # a file name the model chose
+CODE = 'def greet(name):\n    return "<b>hi</b> " + name'
+MARKDOWN = f"# Big title\n\n## Medium title\n\n### Small title\n\nBody text.\n\n```python\n{CODE}\n```"
+LONG_ANSWER = "\n\n".join(f"Paragraph {n} of a long answer." for n in range(60))
 
 
 def _respond(request: RecordedRequest) -> Reply:
@@ -71,6 +74,14 @@ def _respond(request: RecordedRequest) -> Reply:
     if "fix the todo" in prompt:
         return Reply(text="Fixed.") if after_tool else Reply(tool_calls=[ToolCall("edit_file", {
             "path": "todo.txt", "old": "buy milk", "new": "buy oat milk <script>window.__xss=1</script>"})])
+    if "fail this one" in prompt:
+        return Fault(500)  # on every retry: the turn fails before any answer
+    if "show me markdown" in prompt:
+        return Reply(text=MARKDOWN)
+    if "a long answer" in prompt:
+        return Reply(text=LONG_ANSWER, chunk_size=40, chunk_delay=0.005)
+    if "read the notes" in prompt:
+        return Reply(text="Read.") if after_tool else Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"})])
     if "talk slowly" in prompt:
         return Reply(text="slow " * 400, chunk_size=5, chunk_delay=0.02)  # ~8 s unless stopped
     return Reply(text="ok")
@@ -258,10 +269,10 @@ def test_wrong_password_then_login_and_chat_with_a_tool_call(
     screenshot(page, "dashboard-desktop.png", tmp_path)
 
     page.set_viewport_size({"width": 390, "height": 844})
-    columns = page.evaluate("""() => ['.chat', '.sessions', '.side'].map(s => {
+    columns = page.evaluate("""() => ['.memory', '.chat', '.sessions', '.skills'].map(s => {
         const r = document.querySelector(s).getBoundingClientRect(); return [r.x, r.y, r.width]; })""")
     assert all(x == 0 and width == 390 for x, _, width in columns), columns  # stacked, full width
-    assert columns[0][1] < columns[1][1] < columns[2][1]  # chat first, then sessions, then skills
+    assert columns[0][1] < columns[1][1] < columns[2][1] < columns[3][1]  # search, chat, sessions, skills
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing sticks out sideways
     screenshot(page, "dashboard-phone.png", tmp_path)
 
@@ -383,9 +394,11 @@ def test_the_files_a_turn_changed_are_shown_as_text(page: tuple[Page, Watch], se
     files = page.locator("#messages .msg.files")
     expect(files.locator(".note")).to_contain_text("Changed 1 file · checkpoint")
     expect(files.locator("li.file.added")).to_have_text(f"added {FILE_XSS}")
+    expect(page.locator("#messages .tool-arg").last).to_have_text(FILE_XSS)  # the path, as text
     expect(page.locator("#send")).to_be_enabled()
     page.locator("#session-list .current").click()  # the transcript shows each turn's files too
     expect(page.locator("#transcript .msg.files li")).to_have_text(f"added {FILE_XSS}")
+    expect(page.locator("#transcript .tool-arg").last).to_have_text(FILE_XSS)
     _assert_nothing_loads_or_runs(page)
 
 
@@ -452,3 +465,262 @@ def test_context_share_and_compact(page: tuple[Page, Watch], server: Server) -> 
     expect(page.locator("#compact")).to_be_enabled()
     page.click("#compact")  # nothing older than the last turn is left to fold
     expect(page.locator(".note").last).to_have_text("Nothing to compact yet: the conversation is short.")
+
+
+# --------------------------------------------------------------------------- the daily driver (issue 23, item 10)
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 800}
+SIZES = pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+
+AT_BOTTOM = "(s) => { const e = document.querySelector(s); return e.scrollHeight - e.scrollTop - e.clientHeight < 40; }"
+
+
+def _seed_session(server: Server, texts: list[str], source: str = "tui") -> tuple[int, list[int]]:
+    """A stored session written beside the running server (SQLite WAL: both may write)."""
+    memory = MemoryStore(server.home / "memory.sqlite3")
+    try:
+        session = memory.new_session(source=source)
+        ids = [memory.add_message(session, "user" if n % 2 == 0 else "assistant", text) for n, text in enumerate(texts)]
+    finally:
+        memory.close()
+    return session, ids
+
+
+def _user_prompts(server: Server) -> list[str]:
+    return [m["content"] for r in server.llm.requests for m in r.messages if m["role"] == "user"]
+
+
+@SIZES
+def test_after_a_reload_the_streamed_answer_stays_on_screen(
+    page: tuple[Page, Watch], server: Server, size: dict[str, int]
+) -> None:
+    page, _ = page
+    page.set_viewport_size(size)
+    log_in(page, server)
+    page.click("#new-session")
+    send(page, "a long answer please")
+    expect(page.locator("#messages .rendered").last).to_contain_text("Paragraph 59")
+    page.reload()
+    expect(page.locator("#messages .rendered").last).to_contain_text("Paragraph 59")
+    assert page.evaluate(AT_BOTTOM, "#messages")  # the reloaded conversation opens at its end
+
+    page.evaluate("document.querySelector('#messages').scrollTop = 0")  # read from the top, then send
+    send(page, "a long answer again")
+    expect(page.locator("#messages .msg.user").last).to_have_text("a long answer again")
+    expect(page.locator("#messages .rendered").last).to_contain_text("Paragraph 59")
+    assert page.evaluate(AT_BOTTOM, "#messages")
+    last = page.evaluate("""() => { const m = document.querySelector('#messages').getBoundingClientRect();
+        const a = [...document.querySelectorAll('#messages .msg.assistant')].pop().getBoundingClientRect();
+        return a.bottom <= m.bottom + 1 && a.bottom > m.top; }""")
+    assert last  # the answer's end is inside the visible part of the chat
+
+    # Scrolled up while it streams: the reader is left where they are.
+    send(page, "talk slowly please")
+    streaming = page.locator("#messages .msg.assistant.streaming")
+    expect(streaming).to_contain_text("slow slow")
+    page.evaluate("document.querySelector('#messages').scrollTop = 0")
+    seen = len(streaming.inner_text())
+    page.wait_for_function("(n) => document.querySelector('#messages .streaming').textContent.length > n + 100", arg=seen)
+    assert page.evaluate("document.querySelector('#messages').scrollTop") == 0
+    page.click("#stop")
+    expect(page.locator(".stopped")).to_have_text("Stopped.")
+
+
+@SIZES
+def test_enter_during_a_turn_queues_the_message(
+    page: tuple[Page, Watch], server: Server, size: dict[str, int], tmp_path: Path
+) -> None:
+    page, _ = page
+    page.set_viewport_size(size)
+    log_in(page, server)
+    send(page, "talk slowly please")
+    expect(page.locator(".msg.assistant.streaming")).to_contain_text("slow slow")
+    send(page, f"queued hello {size['width']}")
+    queued = page.locator("#queued .msg.user.queued")
+    expect(queued).to_have_count(1)
+    expect(queued.locator(".queued-label")).to_have_text("queued")
+    expect(queued.locator(".queued-text")).to_have_text(f"queued hello {size['width']}")
+    expect(page.locator("#chat-input")).to_have_value("")
+    screenshot(page, f"dashboard-queued-{size['width']}.png", tmp_path)
+
+    send(page, "take me back")  # queued too, then taken back into the box with its Edit button
+    page.locator("#queued .msg.user.queued", has_text="take me back").locator(".take-back").click()
+    expect(page.locator("#chat-input")).to_have_value("take me back")
+    expect(queued).to_have_count(1)
+
+    page.click("#stop")  # the turn ends: the queued message is sent
+    expect(queued).to_have_count(0)
+    expect(page.locator("#messages .msg.user").last).to_have_text(f"queued hello {size['width']}")
+    expect(page.locator("#messages .rendered").last).to_have_text("ok")
+    assert f"queued hello {size['width']}" in _user_prompts(server)
+    assert "take me back" not in _user_prompts(server)
+    expect(page.locator("#chat-input")).to_have_value("take me back")  # still there, unsent
+
+
+def test_what_was_queued_behind_a_failed_turn_comes_back_to_the_box(page: tuple[Page, Watch], server: Server) -> None:
+    page, watch = page
+    log_in(page, server)
+    send(page, "talk slowly please")
+    expect(page.locator(".msg.assistant.streaming")).to_contain_text("slow slow")
+    send(page, "fail this one")
+    send(page, "queued behind the failure")
+    expect(page.locator("#queued .msg.user.queued")).to_have_count(2)
+    page.click("#stop")
+    expect(page.locator("#messages .note").last).to_have_text(
+        "The queued messages were not sent after the failure: they are in the box.", timeout=60_000)
+    expect(page.locator("#chat-input")).to_have_value("fail this one\n\nqueued behind the failure")
+    expect(page.locator("#queued .msg.user.queued")).to_have_count(0)
+    assert "queued behind the failure" not in _user_prompts(server)
+    watch.errors.clear()
+
+
+def test_help_and_unknown_slash_words_stay_in_the_page(page: tuple[Page, Watch], server: Server, tmp_path: Path) -> None:
+    page, watch = page
+    log_in(page, server)
+    before = len(server.llm.requests)
+    send(page, "/help")
+    card = page.locator("#help-card")
+    expect(card).to_be_visible()
+    expect(card).to_contain_text("/compact [focus]")
+    expect(card).to_contain_text("Shift+Enter")
+    expect(page.locator("#chat-input")).to_have_value("")
+    expect(page.locator("#messages .msg.user")).to_have_count(0)
+
+    send(page, "/frobnicate the widgets")
+    expect(page.locator("#messages .error").last).to_have_text(
+        "Unknown command /frobnicate: not sent. /help lists the commands of the web; "
+        "start with // to send a line that begins with / as a message.")
+    expect(page.locator("#chat-input")).to_have_value("/frobnicate the widgets")  # nothing typed is lost
+    expect(page.locator("#messages .msg.user")).to_have_count(0)
+    assert len(server.llm.requests) == before  # neither reached the model
+    page.set_viewport_size(PHONE)
+    expect(card).to_be_visible()
+    screenshot(page, "dashboard-help-phone.png", tmp_path)
+    page.click("#help-close")
+    expect(card).to_be_hidden()
+    watch.errors.clear()  # Chromium logs the refused /api/chat (400) as a console error
+
+
+@SIZES
+def test_a_tool_header_shows_its_summary_argument(page: tuple[Page, Watch], server: Server, size: dict[str, int]) -> None:
+    page, _ = page
+    page.set_viewport_size(size)
+    log_in(page, server)
+    send(page, "read the notes please")
+    expect(page.locator("#messages .rendered").last).to_have_text("Read.")
+    tool = page.locator("#messages details.tool").last
+    assert tool.get_attribute("open") is None  # collapsed, and still shows what it read
+    expect(tool.locator("summary .tool-arg")).to_have_text("notes.txt")
+    expect(tool.locator("summary .tool-arg")).to_be_visible()
+    page.reload()  # stored calls show it too
+    expect(page.locator("#messages details.tool summary .tool-arg").last).to_have_text("notes.txt")
+
+
+@SIZES
+def test_headings_outrank_the_text_and_code_has_colours_and_a_copy_button(
+    page: tuple[Page, Watch], server: Server, size: dict[str, int], tmp_path: Path
+) -> None:
+    page, _ = page
+    page.set_viewport_size(size)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    log_in(page, server)
+    send(page, "show me markdown")
+    rendered = page.locator("#messages .rendered").last
+    expect(rendered.locator("h1")).to_have_text("Big title")
+    sizes = rendered.evaluate("""(r) => ['h1', 'h2', 'h3', 'p'].map(
+        t => parseFloat(getComputedStyle(r.querySelector(t)).fontSize))""")
+    assert sizes[0] > sizes[1] > sizes[2] > sizes[3], sizes
+    expect(rendered.locator("pre span.k").first).to_have_text("def")
+    keyword, text = rendered.evaluate("""(r) => [getComputedStyle(r.querySelector('pre .k')).color,
+        getComputedStyle(r.querySelector('pre .n, pre .nf')).color]""")
+    assert keyword != text  # highlighted: the keyword has a colour of its own
+    screenshot(page, f"dashboard-markdown-{size['width']}.png", tmp_path)
+
+    copy = rendered.locator(".code-block .copy")
+    copy.click()
+    expect(copy).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == CODE + "\n"
+
+    # Without the clipboard API (plain http from another host) the button still copies.
+    page.evaluate("""() => { window.__clipboard = navigator.clipboard;
+        Object.defineProperty(navigator, 'clipboard', { get: () => undefined }); }""")
+    page.evaluate("window.__clipboard.writeText('something else')")
+    expect(copy).to_have_text("Copy", timeout=5_000)
+    copy.click()
+    expect(copy).to_have_text("Copied")
+    assert page.evaluate("window.__clipboard.readText()") == CODE + "\n"
+
+
+def test_a_memory_hit_opens_the_transcript_at_it(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    texts = [f"filler message number {n} about nothing much" for n in range(40)]
+    texts[33] = "the kumquatzest recipe is here"
+    _, ids = _seed_session(server, texts)
+    log_in(page, server)
+    page.fill("#memory-q", "kumquatzest")
+    page.press("#memory-q", "Enter")
+    page.locator("#memory-results .hit").first.click()
+    hit = page.locator(f'#transcript [data-message-id="{ids[33]}"]')
+    expect(hit).to_have_class(re.compile(r"\bhit\b"))
+    expect(hit).to_contain_text("kumquatzest")
+    expect(hit).to_be_in_viewport()
+    inside = page.evaluate("""(id) => { const t = document.querySelector('#transcript').getBoundingClientRect();
+        const h = document.querySelector(`#transcript [data-message-id="${id}"]`).getBoundingClientRect();
+        return h.top >= t.top && h.bottom <= t.bottom; }""", ids[33])
+    assert inside  # scrolled to it, not left at the top
+    assert page.evaluate("document.querySelector('#transcript').scrollTop") > 0
+
+
+def test_resume_a_session_continue_the_live_one_and_delete_another(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    resumed, _ = _seed_session(server, ["durian diary entry", "Noted, the durian diary."])
+    doomed, _ = _seed_session(server, ["a doomed wombat session", "ok"])
+    log_in(page, server)
+    page.locator("#session-list button", has_text="durian diary entry").click()
+    expect(page.locator("#transcript-kind")).to_have_text("read-only")
+    page.click("#resume-session")
+    expect(page.locator("#chat-form")).to_be_visible()
+    expect(page.locator("#messages .msg.user").first).to_have_text("durian diary entry")
+    expect(page.locator("#session-list .current")).to_contain_text("durian diary entry")
+    send(page, "and the mango diary?")
+    expect(page.locator("#messages .rendered").last).to_have_text("ok")
+    last = server.llm.requests[-1] if server.llm.requests[-1].body.get("stream") else server.llm.requests[-2]
+    assert [m["content"] for m in last.messages if m["role"] == "user"][-2:] == ["durian diary entry", "and the mango diary?"]
+
+    page.locator("#session-list .current").click()  # the live one opens ready to go on
+    expect(page.locator("#transcript-kind")).to_have_text("your live conversation")
+    expect(page.locator("#delete-session")).to_be_hidden()
+    page.click("#resume-session")  # "Continue"
+    expect(page.locator("#chat-form")).to_be_visible()
+
+    page.locator("#session-list button", has_text="a doomed wombat session").click()
+    page.click("#delete-session")
+    expect(page.locator("#delete-confirm")).to_be_visible()
+    page.click("#delete-no")  # asked first: keeping it keeps it
+    expect(page.locator("#delete-confirm")).to_be_hidden()
+    expect(page.locator("#session-list")).to_contain_text("a doomed wombat session")
+    page.click("#delete-session")
+    page.click("#delete-yes")
+    expect(page.locator("#status")).to_have_text(f"Deleted session #{doomed}.")
+    expect(page.locator("#session-list")).not_to_contain_text("a doomed wombat session")
+    memory = MemoryStore(server.home / "memory.sqlite3")
+    try:
+        assert memory.get_session(doomed) is None and memory.get_session(resumed) is not None
+    finally:
+        memory.close()
+
+
+def test_at_phone_width_the_memory_search_is_in_the_first_viewport(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    for n in range(40):
+        _seed_session(server, [f"one of many sessions, number {n}", "ok"])
+    page.set_viewport_size(PHONE)
+    log_in(page, server)
+    assert page.locator("#session-list li").count() >= 40
+    box = page.locator("#memory-q").bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= PHONE["height"], box
+    expect(page.locator("#memory-q")).to_be_in_viewport()
+    page.fill("#memory-q", "papaya")
+    page.press("#memory-q", "Enter")
+    expect(page.locator("#memory-results .hit").first).to_be_in_viewport()

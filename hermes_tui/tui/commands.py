@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hermes_tui.slash import as_message, split_command  # noqa: F401 - as_message: the app sends with it
+
 
 @dataclass(frozen=True)
 class SlashCommand:
@@ -59,25 +61,10 @@ class Invocation:
 
 
 def parse(text: str) -> Invocation | None:
-    """A command line (``/name rest``), or None for a chat message.
-
-    ``//x`` sends ``/x`` as text, and so does a line whose first word looks like a path
-    (``/var/log/syslog shows errors, why?``): a command name never holds ``/``, ``.`` or ``~``.
-    An unknown name that is not a path is still an invocation: the runner keeps it in the prompt.
-    """
-    stripped = text.strip()
-    if not stripped.startswith("/") or stripped.startswith("//"):
-        return None
-    name, argument = ([*stripped[1:].split(None, 1), ""])[:2] if stripped[1:] else ("", "")
-    if name.lower() not in BY_NAME and any(mark in name for mark in "/.~"):
-        return None
-    return Invocation(name.lower(), argument.strip())
-
-
-def as_message(text: str) -> str:
-    """The text to send for a chat message: a leading ``//`` escapes a literal slash."""
-    stripped = text.lstrip()
-    return stripped[1:] if stripped.startswith("//") else text
+    """A command line (``/name rest``), or None for a chat message (the rule: ``slash.split_command``).
+    An unknown name that is not a path is still an invocation: the runner keeps it in the prompt."""
+    found = split_command(text, BY_NAME)
+    return Invocation(*found) if found is not None else None
 
 
 def completions(text: str) -> list[SlashCommand]:

@@ -18,10 +18,12 @@ from hermes_tui.agent.checkpoints import CheckpointStore
 from hermes_tui.memory.store import Message, SessionInfo
 from hermes_tui.skills.manager import SkillError, SkillManager, SkillNotFoundError
 from hermes_tui.skills.schema import Skill
-from hermes_tui.web.chat import TurnStream
+from hermes_tui.slash import as_message
+from hermes_tui.web.chat import TurnStream, tool_summary
+from hermes_tui.web.commands import unknown_command
 from hermes_tui.web.context import session_key, web
 from hermes_tui.web.render import markdown_html, snippet_html
-from hermes_tui.web.state import Busy, Saturated
+from hermes_tui.web.state import Busy, InUse, Saturated
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -40,17 +42,19 @@ def _session(info: SessionInfo) -> dict[str, Any]:
 
 
 def _message(message: Message) -> dict[str, Any] | None:
+    """A stored message for the page; ``id`` lets a memory hit open the transcript at it."""
     if message.role == "user":
-        return {"role": "user", "text": message.content or ""}
+        return {"id": message.id, "role": "user", "text": message.content or ""}
     if message.role == "assistant":
-        calls = [
-            {"id": c.get("id"), "name": (c.get("function") or {}).get("name"),
-             "arguments": (c.get("function") or {}).get("arguments")}
-            for c in message.tool_calls or []
-        ]
-        return {"role": "assistant", "html": markdown_html(message.content), "tool_calls": calls}
+        calls = []
+        for c in message.tool_calls or []:
+            function = c.get("function") or {}
+            name, arguments = function.get("name"), function.get("arguments")
+            calls.append({"id": c.get("id"), "name": name, "arguments": arguments,
+                          "summary": tool_summary(name, arguments)})
+        return {"id": message.id, "role": "assistant", "html": markdown_html(message.content), "tool_calls": calls}
     if message.role == "tool":
-        return {"role": "tool", "name": message.name, "tool_call_id": message.tool_call_id,
+        return {"id": message.id, "role": "tool", "name": message.name, "tool_call_id": message.tool_call_id,
                 "text": message.content or ""}
     return None  # system messages are the agent's own business
 
@@ -122,6 +126,20 @@ def new_session() -> tuple[Response, int]:
     return jsonify(id=session_id), 201
 
 
+@bp.post("/sessions/<int:session_id>/resume")
+def resume_session(session_id: int) -> Response:
+    """Make a stored session this browser's conversation (the previous one is retired)."""
+    try:
+        web().state.resume(session_key(), session_id)
+    except Busy:
+        abort(409, "a turn is running in this session; stop it first")
+    except InUse:
+        abort(409, f"session {session_id} is open in another browser; start a new session there first")
+    except KeyError:
+        abort(404, f"there is no session {session_id}")
+    return jsonify(id=session_id)
+
+
 @bp.post("/chat")
 def chat() -> Response:
     body = request.get_json(silent=True)
@@ -130,6 +148,10 @@ def chat() -> Response:
         abort(400, 'send JSON {"message": "..."} with some text')
     if len(text) > MAX_MESSAGE_CHARS:
         abort(413, f"the message is longer than {MAX_MESSAGE_CHARS:,} characters")
+    refusal = unknown_command(text)
+    if refusal:  # a slash word is never sent to the model
+        abort(400, refusal)
+    text = as_message(text)
     ctx = web()
     try:
         turn = ctx.state.start_turn(session_key())

@@ -2,6 +2,8 @@
 
 * ``{"type": "keepalive"}`` after ``keepalive`` seconds without an event (long tool runs), so
   proxies and browsers do not time the stream out.
+* ``tool_call_started`` carries ``summary`` too: the argument its collapsed header shows (the
+  command, the path...), as the terminal app's one-line display of the call.
 * ``{"type": "text_html", "html": ...}`` when a block of streamed text ends (before a tool call
   starts, and before ``turn_finished``): the block rendered and sanitized on the server, for the
   page to swap in for the plain text it showed while streaming.
@@ -18,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from hermes_tui.agent.runtime import EventQueue, start_turn
+from hermes_tui.agent.tools import summary_argument
 from hermes_tui.events import Notice
 from hermes_tui.web.render import markdown_html
 from hermes_tui.web.state import Turn
@@ -26,6 +29,19 @@ KEEPALIVE = {"type": "keepalive"}
 # Events that end a streamed block of text: it is sent rendered before them (files_changed and the
 # receipt come between the answer's last words and turn_finished, and start lines of their own).
 _BLOCK_ENDS = frozenset({"tool_call_started", "files_changed", "receipt", "notice", "turn_finished"})
+
+
+def tool_summary(name: object, arguments: object) -> str | None:
+    """The argument a tool call's header shows (declared per tool, ``Tool.summary_arg``); ``arguments``
+    as the model sent them (a JSON string) or parsed."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return None
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return None
+    return summary_argument(name, arguments)
 
 
 def _line(item: dict[str, Any]) -> bytes:
@@ -70,7 +86,9 @@ class TurnStream:
             item = event.to_dict()
             if item["type"] == "text_delta":
                 block.append(item["text"])
-            elif item["type"] in _BLOCK_ENDS and block:
+            elif item["type"] == "tool_call_started":
+                item["summary"] = tool_summary(item["name"], item["arguments"])
+            if item["type"] in _BLOCK_ENDS and block:
                 yield _line({"type": "text_html", "html": markdown_html("".join(block))})
                 block.clear()
             yield _line(item)

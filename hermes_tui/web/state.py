@@ -41,6 +41,10 @@ class Busy(Exception):
     """This browser session already has a turn running."""
 
 
+class InUse(Exception):
+    """Another browser's live conversation is that session (two loops would interleave one history)."""
+
+
 class Saturated(Exception):
     """Every chat stream slot of the process is in use."""
 
@@ -122,6 +126,26 @@ class AppState:
         if old is not None:
             self._retire(old)
         return slot.loop.session_id
+
+    def resume(self, key: str, session_id: int) -> None:
+        """Make stored session ``session_id`` this browser's conversation; the previous one is
+        retired. Raises KeyError for an unknown session, ``Busy``, or ``InUse``."""
+        if self.memory.get_session(session_id) is None:
+            raise KeyError(session_id)
+        with self._lock:
+            old = self._slots.get(key)
+            if old is not None and old.running.locked():
+                raise Busy
+            if old is not None and old.loop.session_id == session_id:
+                return
+            if any(k != key and s.loop.session_id == session_id for k, s in self._slots.items()):
+                raise InUse
+            try:
+                self._add(key, session_id)
+            except ValueError:  # forgotten meanwhile
+                raise KeyError(session_id) from None
+        if old is not None:
+            self._retire(old)
 
     def start_turn(self, key: str) -> Turn:
         """Reserve a stream slot and this browser's loop (created on first use) for one turn."""
@@ -207,14 +231,15 @@ class AppState:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _add(self, key: str) -> _Slot:
-        """Create and register a loop for ``key``; call with ``self._lock`` held."""
+    def _add(self, key: str, session_id: int | None = None) -> _Slot:
+        """Create and register a loop for ``key`` (a new session, or ``session_id`` resumed); call
+        with ``self._lock`` held."""
         while len(self._slots) >= self.max_loops:
             victim = next((k for k, s in self._slots.items() if not s.running.locked()), None)
             if victim is None:
                 break
             self._retire(self._slots.pop(victim))
-        slot = _Slot(build_agent(self.config, self.memory, self.skills, self.surface))
+        slot = _Slot(build_agent(self.config, self.memory, self.skills, self.surface, session_id=session_id))
         self._slots[key] = slot
         return slot
 

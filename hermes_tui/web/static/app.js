@@ -20,6 +20,60 @@
 
   const when = (epoch) => new Date(epoch * 1000).toLocaleString();
 
+  // A scrolled list follows new content only while its reader is at the bottom.
+  const nearBottom = (node) => node.scrollHeight - node.scrollTop - node.clientHeight < 40;
+  const toBottom = (node) => {
+    node.scrollTop = node.scrollHeight;
+  };
+
+  // Markdown rendered by the server, with a copy button on each code block (the button is ours).
+  function setRendered(node, html) {
+    setSanitizedHtml(node, html);
+    for (const pre of node.querySelectorAll("pre")) {
+      const box = el("div", "code-block");
+      const button = el("button", "copy quiet", "Copy");
+      button.type = "button";
+      button.title = "copy this code block";
+      pre.replaceWith(box);
+      box.append(button, pre);
+      button.addEventListener("click", () => copyText(pre.textContent, button));
+    }
+  }
+
+  async function copyText(text, button) {
+    let ok = false;
+    if (navigator.clipboard && window.isSecureContext) {
+      try {
+        await navigator.clipboard.writeText(text);
+        ok = true;
+      } catch (e) {
+        ok = false; // denied: try the old way
+      }
+    }
+    if (!ok) ok = legacyCopy(text);
+    button.textContent = ok ? "Copied" : "Select and copy by hand";
+    setTimeout(() => {
+      button.textContent = "Copy";
+    }, 2000);
+  }
+
+  // Without the clipboard API (plain http from another host): a selected, off-screen textarea.
+  function legacyCopy(text) {
+    const area = el("textarea", "offscreen");
+    area.value = text;
+    area.readOnly = true;
+    document.body.append(area);
+    area.select();
+    let ok = false;
+    try {
+      ok = document.execCommand("copy");
+    } catch (e) {
+      ok = false;
+    }
+    area.remove();
+    return ok;
+  }
+
   function setStatus(text) {
     $("status").textContent = text || "";
   }
@@ -73,7 +127,10 @@
     const details = el("details", "tool");
     details.dataset.tool = call.name;
     const summary = el("summary");
-    summary.append(el("span", "tool-name", call.name), el("span", "tool-state", "running…"));
+    summary.append(el("span", "tool-name", call.name));
+    // The argument the server picked for a one-line view (the command, the path...), as text.
+    if (call.summary) summary.append(el("span", "tool-arg", call.summary));
+    summary.append(el("span", "tool-state", "running…"));
     details.append(summary, el("pre", "tool-args", formatArgs(call.arguments)));
     container.append(details);
     return details;
@@ -138,32 +195,55 @@
       if (m.role === "user") {
         endTurn();
         turn += 1;
-        view.append(el("div", "msg user", m.text));
+        const msg = el("div", "msg user", m.text);
+        msg.dataset.messageId = m.id;
+        view.append(msg);
       } else if (m.role === "assistant") {
         const msg = el("div", "msg assistant");
+        msg.dataset.messageId = m.id;
         if (m.html) {
           const body = el("div", "rendered");
-          setSanitizedHtml(body, m.html);
+          setRendered(body, m.html);
           msg.append(body);
         }
         for (const call of m.tool_calls) calls.set(call.id, renderToolCall(msg, call));
         view.append(msg);
       } else if (m.role === "tool") {
         const details = calls.get(m.tool_call_id);
-        if (details) finishToolCall(details, { text: m.text });
+        if (details) {
+          details.dataset.messageId = m.id;
+          finishToolCall(details, { text: m.text });
+        }
       }
     }
     endTurn();
   }
 
-  async function openTranscript(id) {
+  let shown = null; // the session open in the transcript view: its id and messages
+
+  // ``messageId``: a memory hit; the transcript opens at that message, marked.
+  async function openTranscript(id, messageId) {
     const data = await apiJson("GET", `/api/sessions/${encodeURIComponent(id)}`);
+    shown = data;
     const view = $("transcript");
     view.replaceChildren();
     renderTranscript(view, data.messages, data.checkpoints);
     if (!data.messages.length) view.append(el("p", "empty", "This session has no messages."));
     $("transcript-id").textContent = `#${data.session.id}`;
+    const live = data.session.id === currentSession;
+    $("transcript-kind").textContent = live ? "your live conversation" : "read-only";
+    $("resume-session").textContent = live ? "Continue" : "Resume";
+    $("delete-session").hidden = live; // the open conversation cannot be deleted
+    $("delete-confirm").hidden = true;
     showTranscript(true);
+    const hit = messageId ? view.querySelector(`[data-message-id="${Number(messageId)}"]`) : null;
+    if (hit) {
+      hit.classList.add("hit");
+      if (hit.tagName === "DETAILS") hit.open = true;
+      hit.scrollIntoView({ block: "center" });
+    } else {
+      view.scrollTop = 0;
+    }
   }
 
   function showTranscript(on) {
@@ -171,11 +251,22 @@
     $("transcript-bar").hidden = !on;
     $("messages").hidden = on;
     $("chat-form").hidden = on;
+    $("queued").hidden = on;
+    if (!on) $("delete-confirm").hidden = true;
+  }
+
+  // The chat shows ``messages`` as the live conversation (after a reload, a resume).
+  function showConversation(messages) {
+    const container = $("messages");
+    container.replaceChildren();
+    renderTranscript(container, messages);
+    showTranscript(false);
+    toBottom(container);
   }
 
   $("back-to-chat").addEventListener("click", () => showTranscript(false));
 
-  $("new-session").addEventListener("click", async () => {
+  async function newSession() {
     try {
       const data = await apiJson("POST", "/api/sessions");
       currentSession = data.id;
@@ -185,15 +276,68 @@
     } catch (e) {
       setStatus(e.message);
     }
+  }
+
+  $("new-session").addEventListener("click", () => {
+    if (!busy) newSession();
+  });
+
+  $("resume-session").addEventListener("click", async () => {
+    if (!shown) return;
+    const id = shown.session.id;
+    if (id === currentSession) {
+      showTranscript(false); // it is the chat's already: go on there
+      toBottom($("messages"));
+      return;
+    }
+    if (busy) {
+      setStatus("A turn is running: wait for it or stop it, then resume.");
+      return;
+    }
+    try {
+      await apiJson("POST", `/api/sessions/${encodeURIComponent(id)}/resume`);
+      currentSession = id;
+      showConversation(shown.messages);
+      setStatus(`Resumed session #${id}.`);
+      await loadSessions();
+    } catch (e) {
+      setStatus(e.message);
+    }
+  });
+
+  $("delete-session").addEventListener("click", () => {
+    if (!shown) return;
+    $("delete-id").textContent = `#${shown.session.id}`;
+    $("delete-confirm").hidden = false;
+    $("delete-no").focus();
+  });
+
+  $("delete-no").addEventListener("click", () => {
+    $("delete-confirm").hidden = true;
+  });
+
+  $("delete-yes").addEventListener("click", async () => {
+    if (!shown) return;
+    const id = shown.session.id;
+    try {
+      await apiJson("DELETE", `/api/sessions/${encodeURIComponent(id)}`);
+      shown = null;
+      showTranscript(false);
+      setStatus(`Deleted session #${id}.`);
+    } catch (e) {
+      setStatus(e.message);
+    }
+    $("delete-confirm").hidden = true;
+    await loadSessions();
   });
 
   // ---------------------------------------------------------------- chat
 
-  let running = false;
+  let busy = false; // a message and those queued behind it are being worked through
+  const queued = []; // {text, node}: typed while busy, sent in order when the turn ends
 
+  // A turn (or a compaction) runs: Stop shows, what cannot wait for it is off.
   function setRunning(on) {
-    running = on;
-    $("send").disabled = on;
     $("stop").hidden = !on;
     $("new-session").disabled = on;
     $("compact").disabled = on;
@@ -204,6 +348,7 @@
       this.container = container;
       this.block = null; // the assistant text block being streamed
       this.tools = new Map();
+      this.unsent = false; // the turn failed before any answer: the message is back in the box
     }
 
     text(delta) {
@@ -219,7 +364,7 @@
       this.block.replaceChildren();
       this.block.classList.remove("streaming");
       const body = el("div", "rendered");
-      setSanitizedHtml(body, html);
+      setRendered(body, html);
       this.block.append(body);
       this.block = null;
     }
@@ -241,10 +386,19 @@
     }
   }
 
+  // Put ``text`` back in the message box, before what is typed there now: nothing typed is lost.
+  function giveBack(text) {
+    const input = $("chat-input");
+    input.value = input.value.trim() ? `${text}\n${input.value}` : text;
+  }
+
+  // Returns false when the message did not go through (it is back in the box).
   async function sendMessage(text) {
     const container = $("messages");
     container.querySelectorAll(":scope > .empty").forEach((node) => node.remove());
-    container.append(el("div", "msg user", text));
+    const bubble = el("div", "msg user", text);
+    container.append(bubble);
+    toBottom(container); // the reader just sent it: show it, and follow the answer from here
     const view = new TurnView(container);
     setRunning(true);
     setStatus("thinking…");
@@ -252,19 +406,110 @@
       const response = await api("POST", "/api/chat", { message: text });
       if (!response.ok) {
         const data = await response.json().catch(() => ({}));
+        bubble.remove();
+        giveBack(text);
         view.note(data.error || `Error ${response.status}`, "error");
-        return;
+        return false;
       }
       await readLines(response, (event) => handleEvent(view, event));
+      return !view.unsent;
     } catch (e) {
       if (e.message !== "logged out") view.note(`Connection lost: ${e.message}`, "error");
+      return false;
     } finally {
       setRunning(false);
       setStatus("");
-      container.scrollTop = container.scrollHeight;
       loadSessions().catch(() => {});
       loadMcp().catch(() => {});
     }
+  }
+
+  // ---------------------------------------------------------------- commands and the queue
+
+  // The commands the page runs itself: their names are in the help card (web/commands.py).
+  const pageCommands = new Set([...document.querySelectorAll("#help-card [data-command]")]
+    .map((node) => node.dataset.command));
+
+  function pageCommand(text) {
+    const match = /^\/(\S+)(?:\s+([\s\S]*))?$/.exec(text.trim());
+    const name = match ? match[1].toLowerCase() : "";
+    return pageCommands.has(name) ? { name, argument: (match[2] || "").trim() } : null;
+  }
+
+  function showHelp() {
+    const card = $("help-card");
+    card.hidden = false;
+    card.scrollIntoView({ block: "nearest" });
+  }
+
+  $("help-close").addEventListener("click", () => {
+    $("help-card").hidden = true;
+  });
+
+  // One message or page command; false when it failed (and what was typed is back in the box).
+  async function run(text) {
+    const command = pageCommand(text);
+    if (command && command.name === "compact") {
+      const ok = await compactConversation(command.argument);
+      if (!ok) giveBack(text);
+      return ok;
+    }
+    if (command && command.name === "new") {
+      await newSession();
+      return true;
+    }
+    return sendMessage(text); // other slash words: the server refuses them with one line
+  }
+
+  function enqueue(text) {
+    const node = el("div", "msg user queued");
+    const takeBack = el("button", "quiet take-back", "Edit");
+    takeBack.type = "button";
+    takeBack.title = "take this message back into the box";
+    node.append(el("span", "queued-label", "queued"), el("span", "queued-text", text), takeBack);
+    const entry = { text, node };
+    takeBack.addEventListener("click", () => {
+      const at = queued.indexOf(entry);
+      if (at >= 0) queued.splice(at, 1);
+      node.remove();
+      giveBack(text);
+    });
+    queued.push(entry);
+    $("queued").append(node); // above the box, where it stays put while the answer streams
+  }
+
+  // Run ``text``, then what was queued meanwhile, in order. When one fails, the rest go back
+  // into the box after it rather than being sent into a conversation that just failed.
+  async function work(text) {
+    busy = true;
+    try {
+      let next = text;
+      while (next !== undefined) {
+        const ok = await run(next);
+        const entry = queued.shift();
+        if (!entry) break;
+        entry.node.remove();
+        if (ok) {
+          next = entry.text;
+          continue;
+        }
+        for (const rest of [entry, ...queued.splice(0)]) {
+          rest.node.remove();
+          const input = $("chat-input");
+          input.value = input.value.trim() ? `${input.value}\n\n${rest.text}` : rest.text;
+        }
+        new TurnView($("messages")).note("The queued messages were not sent after the failure: they are in the box.");
+        break;
+      }
+    } finally {
+      busy = false;
+    }
+  }
+
+  function submit(text) {
+    if (pageCommand(text)?.name === "help") showHelp();
+    else if (busy) enqueue(text);
+    else work(text);
   }
 
   function showContext(usage) {
@@ -273,6 +518,7 @@
     $("context").textContent = `context ${share}%`;
   }
 
+  // Returns false when it could not run (the reason is shown).
   async function compactConversation(focus) {
     const container = $("messages");
     const view = new TurnView(container);
@@ -283,12 +529,14 @@
       const data = await response.json().catch(() => ({}));
       if (!response.ok) {
         view.note(data.error || `Error ${response.status}`, "error");
-        return;
+        return false;
       }
       data.notices.forEach((text) => view.note(text));
       showContext(data);
+      return true;
     } catch (e) {
       if (e.message !== "logged out") view.note(`Connection lost: ${e.message}`, "error");
+      return false;
     } finally {
       setRunning(false);
       setStatus("");
@@ -314,7 +562,7 @@
 
   function handleEvent(view, event) {
     const container = view.container;
-    const atBottom = container.scrollHeight - container.scrollTop - container.clientHeight < 40;
+    const atBottom = nearBottom(container); // before this event adds anything
     switch (event.type) {
       case "turn_started":
         currentSession = event.session_id;
@@ -348,8 +596,8 @@
         view.note(event.message, "error");
         break;
       case "unsent": {
-        const input = $("chat-input");
-        input.value = input.value.trim() ? `${event.text}\n${input.value}` : event.text;
+        view.unsent = true;
+        giveBack(event.text);
         view.note("Not sent: the turn failed before any answer, so your message is back in the box and "
           + "out of the conversation. Send it again, or edit it first if it caused the error.");
         break;
@@ -376,11 +624,9 @@
     event.preventDefault();
     const input = $("chat-input");
     const text = input.value.trim();
-    if (!text || running) return;
+    if (!text) return;
     input.value = "";
-    const command = /^\/compact(?:\s+([\s\S]*))?$/.exec(text);
-    if (command) compactConversation(command[1]);
-    else sendMessage(text);
+    submit(text);
   });
 
   $("chat-input").addEventListener("keydown", (event) => {
@@ -391,7 +637,7 @@
   });
 
   $("compact").addEventListener("click", () => {
-    if (!running) compactConversation(null);
+    if (!busy) work("/compact");
   });
 
   $("stop").addEventListener("click", async () => {
@@ -457,7 +703,7 @@
     $("skill-name").textContent = s.name;
     $("skill-meta").textContent = `v${s.version} · used ${s.use_count}× · ${s.triggers.join(", ")}`;
     $("skill-description").textContent = s.description;
-    setSanitizedHtml($("skill-body"), s.html);
+    setRendered($("skill-body"), s.html);
     const v = await apiJson("GET", skillUrl(name, "/versions"));
     const actions = $("skill-actions");
     actions.replaceChildren(el("span", "", `versions: ${v.versions.map((x) => x.label).join(", ")}`));
@@ -493,7 +739,7 @@
         const snippet = el("span", "snippet");
         setSanitizedHtml(snippet, hit.html); // escaped on the server; only <mark> added
         button.append(snippet, el("span", "meta", `#${hit.session_id} · ${hit.role} · ${when(hit.created)}`));
-        button.addEventListener("click", () => openTranscript(hit.session_id));
+        button.addEventListener("click", () => openTranscript(hit.session_id, hit.message_id));
         item.append(button);
         list.append(item);
       }
@@ -550,10 +796,7 @@
     if (currentSession !== null) {
       // After a reload, show this browser's live conversation where the chat goes on.
       const data = await apiJson("GET", `/api/sessions/${currentSession}`);
-      if (data.messages.length) {
-        $("messages").replaceChildren();
-        renderTranscript($("messages"), data.messages);
-      }
+      if (data.messages.length) showConversation(data.messages);
     }
   }
 
