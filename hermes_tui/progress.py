@@ -131,10 +131,13 @@ class TerminalProgress:
         self._width, self._drawn = len(line), now
 
 
-def for_stderr(stream: TextIO, clock: Clock = time.monotonic) -> Progress:
-    """A terminal line on a terminal; nothing on a pipe or a file."""
+def is_terminal(stream: TextIO) -> bool:
     try:
-        tty = stream.isatty()
+        return stream.isatty()
     except (AttributeError, ValueError):
-        tty = False
-    return TerminalProgress(stream, clock) if tty else NO_PROGRESS
+        return False
+
+
+def for_stderr(stream: TextIO, clock: Clock = time.monotonic) -> Progress:
+    """A terminal line on a terminal; nothing on a pipe or a file (logs and scripts stay clean)."""
+    return TerminalProgress(stream, clock) if is_terminal(stream) else NO_PROGRESS

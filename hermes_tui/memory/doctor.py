@@ -20,10 +20,15 @@ from hermes_tui.db import connect
 from hermes_tui.memory.errors import StoreError, check_header
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.memory.text import index_text
+from hermes_tui.progress import NO_PROGRESS, Progress
 
 log = logging.getLogger(__name__)
 
 CHUNK = 500
+CHECK_CHUNK = 2_000
+"""Texts the index checks read between two reports to the progress."""
+INDEX_SOURCES = (("messages_fts_source", "messages"), ("sessions_fts_source", "sessions"))
+"""The views the index checks read, and the table each reads a row of per indexed row."""
 DERIVED = ("messages_fts", "sessions_fts", "long_messages", "frequent_top", "frequent_terms")
 """Tables the new store fills itself from the copied rows (index, excerpts, ranking cache)."""
 
@@ -56,8 +61,11 @@ class Checkup:
         return out
 
 
-def check(path: Path) -> Checkup:
-    """Integrity of the file, the tables and both search indexes; counts when healthy."""
+def check(path: Path, progress: Progress = NO_PROGRESS) -> Checkup:
+    """Integrity of the file, the tables and both search indexes; counts when healthy.
+
+    ``progress`` counts the texts the index checks read (most of the time a check takes: they
+    clean every message again), as the source views name ``hermes_index_text`` per row."""
     report = Checkup(path)
     if not path.exists():
         return report
@@ -67,6 +75,9 @@ def check(path: Path) -> Checkup:
     except (StoreError, sqlite3.Error) as exc:
         report.problems.append(str(exc))
         return report
+    counted = _CountedIndexText(progress)
+    conn.create_function("hermes_index_text", 1, counted, deterministic=True)
+    progress.start("Checking the memory store", _index_texts(conn))
     try:
         rows = [r[0] for r in conn.execute("PRAGMA integrity_check(20)")]
         if rows != ["ok"]:
@@ -80,13 +91,48 @@ def check(path: Path) -> Checkup:
     except sqlite3.Error as exc:
         report.problems.append(str(exc))
     finally:
+        progress.done()
         conn.close()
     return report
 
 
-def repair(path: Path) -> Checkup:
-    """Check; when damaged, move the file aside and rebuild a store from its readable rows."""
-    report = check(path)
+class _CountedIndexText:
+    """``index_text`` that tells the progress every ``CHECK_CHUNK`` texts. A progress that fails
+    is logged, never raised: SQLite would turn it into an error the check reads as damage."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.calls = 0
+
+    def __call__(self, text: str | None) -> str | None:
+        self.calls += 1
+        if self.calls % CHECK_CHUNK == 0:
+            try:
+                self.progress.advance(CHECK_CHUNK)
+            except Exception:  # noqa: BLE001 - see the class's docstring
+                log.warning("doctor: the progress display failed", exc_info=True)
+                self.progress = NO_PROGRESS
+        return index_text(text)
+
+
+def _index_texts(conn: sqlite3.Connection) -> int:
+    """How many texts the two index checks will clean (0 when the file cannot say)."""
+    total = 0
+    try:
+        for view, table in INDEX_SOURCES:
+            row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = ?", (view,)).fetchone()
+            if row is not None:
+                (count,) = conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()
+                total += row[0].count("hermes_index_text(") * count
+    except sqlite3.Error:
+        return 0
+    return total
+
+
+def repair(path: Path, progress: Progress = NO_PROGRESS) -> Checkup:
+    """Check; when damaged, move the file aside and rebuild a store from its readable rows;
+    ``progress`` is told how far the check, then the copy of the readable rows, got."""
+    report = check(path, progress)
     if report.healthy:
         return report
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -102,7 +148,7 @@ def repair(path: Path) -> Checkup:
             report.problems.append(f"nothing could be read from the damaged file ({exc})")
             return report
         try:
-            report.saved_sessions, report.saved_messages = _copy(source, store)
+            report.saved_sessions, report.saved_messages = _copy(source, store, progress)
         finally:
             source.close()
     return report
@@ -114,7 +160,7 @@ def _open(path: Path, *, read_only: bool) -> sqlite3.Connection:
     return conn
 
 
-def _copy(source: sqlite3.Connection, store: MemoryStore) -> tuple[int, int]:
+def _copy(source: sqlite3.Connection, store: MemoryStore, progress: Progress) -> tuple[int, int]:
     """Copy every readable row of every table; returns (sessions, messages) saved."""
     try:
         schema = source.execute(
@@ -133,10 +179,13 @@ def _copy(source: sqlite3.Connection, store: MemoryStore) -> tuple[int, int]:
         for name, sql in schema:
             if name not in existing and not _derived(name, names):
                 target.execute(sql)
-        for name in order:
-            if _derived(name, names):
-                continue
-            counts[name] = _copy_table(source, target, name)
+        copied = [name for name in order if not _derived(name, names)]
+        progress.start("Rebuilding the memory store", sum(_high(source, name) for name in copied))
+        try:
+            for name in copied:
+                counts[name] = _copy_table(source, target, name, progress)
+        finally:
+            progress.done()
         _add_missing_sessions(target)
         _drop_orphans(target)
     return counts.get("sessions", 0), counts.get("messages", 0)
@@ -149,7 +198,7 @@ def _derived(name: str, names: list[str]) -> bool:
     )
 
 
-def _copy_table(source: sqlite3.Connection, target: sqlite3.Connection, table: str) -> int:
+def _copy_table(source: sqlite3.Connection, target: sqlite3.Connection, table: str, progress: Progress) -> int:
     copied = 0
     # By name: a store of an older schema may lack columns a later step added (sessions.workspace).
     try:
@@ -157,7 +206,7 @@ def _copy_table(source: sqlite3.Connection, target: sqlite3.Connection, table: s
     except sqlite3.Error:
         names = ""
     columns = f" ({names})" if names else ""
-    for row in _readable_rows(source, table):
+    for row in _readable_rows(source, table, progress):
         marks = ",".join("?" * len(row))
         try:
             target.execute(f'INSERT OR IGNORE INTO "{table}"{columns} VALUES ({marks})', row)
@@ -167,14 +216,19 @@ def _copy_table(source: sqlite3.Connection, target: sqlite3.Connection, table: s
     return copied
 
 
-def _readable_rows(conn: sqlite3.Connection, table: str) -> Iterator[tuple[Any, ...]]:
-    """Every row that can be read, by rowid ranges; a range that fails is read row by row."""
+def _high(conn: sqlite3.Connection, table: str) -> int:
+    """The highest rowid that may be readable (0 for an empty or unreadable table)."""
     try:
         (high,) = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()
     except sqlite3.Error:
         high = None
-    if high is None:
-        high = _probe_high(conn, table)
+    return _probe_high(conn, table) if high is None else high
+
+
+def _readable_rows(conn: sqlite3.Connection, table: str, progress: Progress) -> Iterator[tuple[Any, ...]]:
+    """Every row that can be read, by rowid ranges; a range that fails is read row by row.
+    ``progress`` is told of each range, as rowids (``_high`` counted them so)."""
+    high = _high(conn, table)
     low = 0
     while low <= high:
         try:
@@ -190,6 +244,7 @@ def _readable_rows(conn: sqlite3.Connection, table: str) -> Iterator[tuple[Any, 
                 except sqlite3.Error:
                     continue
         yield from rows
+        progress.advance(min(CHUNK, high - low))
         low += CHUNK
 
 
