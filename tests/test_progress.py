@@ -228,11 +228,13 @@ def test_doctor_on_a_terminal_shows_progress(tmp_path: Path, hermes_home: Path, 
 # --------------------------------------------------------------------------- the TUI
 
 
-def test_the_tui_shows_a_bar_while_a_first_skills_index_runs(
-        hermes_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What the app drew after each report, recorded as it handled them: no timing involved."""
-    library(hermes_home / "skills", 300)
-    drawn: list[tuple[str, float | None, float | None, str]] = []
+Drawn = tuple[str, "float | None", "float | None", str]  # label, the bar's total and progress, the text
+
+
+def run_recording(monkeypatch: pytest.MonkeyPatch) -> list[Drawn]:
+    """Run the app until its stores are open and its last report is handled; what it drew after
+    each report, recorded as it handled them (no timing involved)."""
+    drawn: list[Drawn] = []
     handle = HermesApp.on_progress_report
 
     async def recorded(app: HermesApp, message: ProgressReport) -> None:
@@ -247,15 +249,34 @@ def test_the_tui_shows_a_bar_while_a_first_skills_index_runs(
     async def scenario(app: HermesApp, pilot) -> None:  # type: ignore[no-untyped-def]
         await wait_for(pilot, lambda: app.stores.opened and drawn and drawn[-1][1] is None, timeout=120)
         await pilot.pause()
-        assert not app.query(ProgressPanel)
-        assert app.skills.count() == 300
+        assert not app.query(ProgressPanel)  # gone when done
 
     run(scenario)
-    labels = {label for label, *_ in drawn}
-    assert labels == {"Indexing the skills library"}
-    during = [d for d in drawn[:-1]]
-    assert during and all(total == 300 for _, total, _, _ in during)
-    assert [progress for _, _, progress, _ in during] == sorted(progress for _, _, progress, _ in during)
-    assert any(0 < progress < 300 for _, _, progress, _ in during)  # type: ignore[operator]
+    return drawn
+
+
+def assert_shown(drawn: list[Drawn], label: str, total: int) -> None:
+    """While the work ran, a bar of ``total`` moved forward with the percentage and the time left."""
+    during = [d for d in drawn if d[0] == label and d[1] is not None]
+    assert during and all(bar_total == total for _, bar_total, _, _ in during), drawn
+    progress = [p for _, _, p, _ in during]
+    assert progress == sorted(progress) and any(0 < p < total for p in progress)  # type: ignore[operator]
     assert any("% · about" in text and "left" in text for *_, text in during)
-    assert drawn[-1][1] is None  # gone when done
+
+
+def test_the_tui_shows_a_bar_while_a_first_skills_index_runs(
+        hermes_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    library(hermes_home / "skills", 300)
+    drawn = run_recording(monkeypatch)
+    assert {label for label, *_ in drawn} == {"Indexing the skills library"}
+    assert_shown(drawn, "Indexing the skills library", 300)
+
+
+def test_the_tui_shows_a_bar_while_an_old_store_is_reindexed(
+        hermes_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hermes_home.mkdir()
+    count = 3 * REINDEX_CHUNK
+    write_version_6_store(Config.load().db_path, count)
+    drawn = run_recording(monkeypatch)
+    assert {label for label, *_ in drawn} == {"Reindexing the memory store"}
+    assert_shown(drawn, "Reindexing the memory store", count)
