@@ -205,9 +205,10 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         events.put(Notice(f"{name} denied: rerun with --yes to allow shell commands and file writes."))
         return HEADLESS_DENIAL.format(name=name)
 
+    progress = for_stderr(sys.stderr)  # the reindex of an upgrade, a first skills index
     try:
         memory = MemoryStore(config.db_path, on_upgrade=lambda line: print(f"hermes: {line}", file=sys.stderr),
-                             progress=for_stderr(sys.stderr))
+                             progress=progress)
     except StoreError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -228,7 +229,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
                                  on_warning=lambda line: print(f"hermes: {line}", file=sys.stderr))
     mcp = _start_mcp(config, out)
     try:
-        agent = build_agent(config, memory, SkillManager.for_config(config, for_stderr(sys.stderr)),
+        agent = build_agent(config, memory, SkillManager.for_config(config, progress),
                             headless_surface(approver, mcp), session_id=session_id,
                             host=host)
     except ValueError as exc:

@@ -273,16 +273,19 @@ class HermesApp(App[int]):
         """A bar above the status line while the work runs; gone when it is done."""
         from hermes_tui.tui.progress_bar import ProgressPanel
 
-        panels = self.query(ProgressPanel)
+        if not self.screen_stack:  # the app shuts down
+            return
+        base = self.screen_stack[0]  # the status line's screen, also under a dialog (setup)
+        panels = base.query(ProgressPanel)
         if message.finished:
             await panels.remove()
             return
         if not panels:
-            statuses = self.query(StatusLine)
-            if not statuses:  # the app shuts down
+            statuses = base.query(StatusLine)
+            if not statuses:
                 return
-            await self.mount(ProgressPanel(self.clock, id="progress"), before=statuses.first())
-        self.query_one(ProgressPanel).show(message)
+            await base.mount(ProgressPanel(self.clock, id="progress"), before=statuses.first())
+        base.query_one(ProgressPanel).show(message)
 
     # -- chat pane reports
 
