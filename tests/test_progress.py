@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -26,10 +27,11 @@ from hermes_tui.memory.text import index_text
 from hermes_tui.progress import TerminalProgress, Tally, time_left
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.progress_bar import ProgressPanel, ProgressReport
+from tests.fakes.server import FakeLLMServer, Reply
 from tests.helpers import HERMES_TUI, run_cli
 from tests.test_tui_app import run, wait_for
 from tests.test_memory_damage import pages_of, seeded, smash
-from tests.test_tui_pty import Terminal
+from tests.test_tui_pty import Terminal, terminal_env  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 
@@ -223,6 +225,32 @@ def test_doctor_on_a_terminal_shows_progress(tmp_path: Path, hermes_home: Path, 
     assert "Checking the memory store  100% · took" in term.seen().decode("utf-8", "replace")
     piped = run_cli("doctor")
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_headless_on_a_terminal_shows_the_reindex_and_on_a_pipe_only_the_notice(
+        terminal_env: tuple[FakeLLMServer, dict[str, str]], hermes_home: Path, tmp_path: Path) -> None:
+    server, env = terminal_env
+    write_version_6_store(Config.load().db_path, 2 * REINDEX_CHUNK)
+    server.queue(Reply(text="done-marker"))
+    term = Terminal([HERMES_TUI, "-p", "hello"], env)
+    try:
+        assert term.process.wait(120) == 0
+        term.wait_for(lambda out: b"done-marker" in out, timeout=5)
+    finally:
+        term.close()
+    text = term.seen().decode("utf-8", "replace")
+    assert "Upgrading the memory store" in text and "\rReindexing the memory store    0%" in text
+    assert "\rReindexing the memory store  100% · took" in text
+
+    old = tmp_path / "old.sqlite3"
+    write_version_6_store(old, 2 * REINDEX_CHUNK)
+    shutil.copy(old, Config.load().db_path)  # the same upgrade again, stderr a pipe
+    server.queue(Reply(text="done-marker"))
+    piped = subprocess.run([HERMES_TUI, "-p", "hello"], capture_output=True, text=True, env=env, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    assert piped.returncode == 0 and "done-marker" in piped.stdout
+    assert "Upgrading the memory store" in piped.stderr  # the one line announcing it
+    assert "Reindexing" not in piped.stderr and "\r" not in piped.stderr and "%" not in piped.stderr
 
 
 # --------------------------------------------------------------------------- the TUI
