@@ -57,10 +57,11 @@ class ProgressPanel(Horizontal):
         background: $panel;
     }
     ProgressPanel #progress-text {
-        width: 1fr;
-    }
-    ProgressPanel ProgressBar {
         width: auto;
+        margin-right: 2;
+    }
+    ProgressPanel ProgressBar, ProgressPanel Bar {
+        width: 1fr;  /* the text whole, the bar in what is left */
     }
     """
 
