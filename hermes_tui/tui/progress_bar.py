@@ -14,9 +14,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
-from hermes_tui.progress import Tally
-
-Clock = Callable[[], float]
+from hermes_tui.progress import Clock, Tally
 
 
 class ProgressReport(Message):
