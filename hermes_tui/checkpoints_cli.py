@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from hermes_tui.agent.checkpoints import FILES_SHOWN, CheckpointError, CheckpointStore, describe_plan, file_lines, headline
-from hermes_tui.config import Config, ConfigError
 from hermes_tui.cli_lines import EXIT_OK, fail, say
-
+from hermes_tui.config import Config, ConfigError
+from hermes_tui.progress import is_terminal
 
 
 def checkpoints_main(argv: Sequence[str], stdin: TextIO | None = None) -> int:
@@ -64,7 +64,7 @@ def _restore(store: CheckpointStore, number: int, *, yes: bool, overwrite: bool,
         return EXIT_OK
     for line in describe_plan(plan):
         say(line)
-    interactive = not yes and _is_tty(stdin)
+    interactive = not yes and is_terminal(stdin)
     if not yes and not interactive:
         return fail("Nothing restored: rerun with --yes to restore (add --overwrite to overwrite the files "
                      "changed since).")
@@ -91,10 +91,3 @@ def _ask(question: str, stdin: TextIO) -> bool:
     sys.stderr.write(f"{question} [y/N] ")
     sys.stderr.flush()
     return stdin.readline().strip().lower() in ("y", "yes")
-
-
-def _is_tty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False

@@ -28,6 +28,7 @@ from hermes_tui.events import (
     TurnStarted,
     Unsent,
 )
+from hermes_tui.progress import for_stderr, is_terminal
 from hermes_tui.secrets import withhold_from_environment
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ def _needs_headless(args: argparse.Namespace) -> str | None:
     """
     if flags := [flag for flag, on in (("--json", args.json), ("--yes", args.yes)) if on]:
         return f"{' and '.join(flags)} only work with -p; add -p \"TEXT\" to run one headless turn."
-    if not (_is_tty(sys.stdin) and _is_tty(sys.stdout)):
+    if not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
         return "the full-screen app needs a terminal; use -p \"TEXT\" (or -p - to read stdin) to run one turn."
     return None
 
@@ -204,8 +205,10 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         events.put(Notice(f"{name} denied: rerun with --yes to allow shell commands and file writes."))
         return HEADLESS_DENIAL.format(name=name)
 
+    progress = for_stderr(sys.stderr)  # the reindex of an upgrade, a first skills index
     try:
-        memory = MemoryStore(config.db_path, on_upgrade=lambda line: print(f"hermes: {line}", file=sys.stderr))
+        memory = MemoryStore(config.db_path, on_upgrade=lambda line: print(f"hermes: {line}", file=sys.stderr),
+                             progress=progress)
     except StoreError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -226,7 +229,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
                                  on_warning=lambda line: print(f"hermes: {line}", file=sys.stderr))
     mcp = _start_mcp(config, out)
     try:
-        agent = build_agent(config, memory, SkillManager.for_config(config),
+        agent = build_agent(config, memory, SkillManager.for_config(config, progress),
                             headless_surface(approver, mcp), session_id=session_id,
                             host=host)
     except ValueError as exc:
@@ -396,8 +399,8 @@ class _Output:
 
         self.stdout, self.stderr, self.as_json = stdout, stderr, as_json
         # On a terminal, untrusted text is made inert (hermes_tui.textsafe); a pipe gets it verbatim.
-        self._clean_text = StreamCleaner() if _is_tty(stdout) else None
-        self._clean_err = _is_tty(stderr)
+        self._clean_text = StreamCleaner() if is_terminal(stdout) else None
+        self._clean_err = is_terminal(stderr)
         self._tail = ""  # the last two characters written to stdout
         self._block_ended = False  # something other than text happened since the last text
         self._lock = threading.RLock()  # the approver reports from the turn's thread
@@ -502,7 +505,7 @@ def skills_main(argv: Sequence[str]) -> int:
 
     try:
         config = Config.load()
-        lines = run_skill_command(SkillManager.for_config(config), args.command, vars(args))
+        lines = run_skill_command(SkillManager.for_config(config, for_stderr(sys.stderr)), args.command, vars(args))
     except (ConfigError, SkillError, OSError) as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -624,7 +627,7 @@ def doctor_main(argv: Sequence[str]) -> int:
     from hermes_tui.memory.errors import StoreError
 
     try:
-        report = repair(config.db_path)
+        report = repair(config.db_path, for_stderr(sys.stderr))
     except (StoreError, OSError) as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -644,7 +647,7 @@ def _write_pending(config: Config) -> None:
     from hermes_tui.memory.store import MemoryStore
 
     try:
-        with MemoryStore(config.db_path) as memory:
+        with MemoryStore(config.db_path, progress=for_stderr(sys.stderr)) as memory:
             waiting = [] if memory.read_only else pending.pending(memory)
             if not waiting:
                 return
@@ -660,13 +663,6 @@ def _write_pending(config: Config) -> None:
     left = outcomes.count(pending.Outcome.LEFT)
     print(f"pending session summaries: wrote {written} of {len(waiting)}"
           + (f"; {left} still pending (the model did not answer: see the log)" if left else ""))
-
-
-def _is_tty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def web_main(argv: Sequence[str] | None = None) -> int:

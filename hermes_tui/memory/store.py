@@ -34,6 +34,7 @@ from hermes_tui.memory.text import (
     SNIPPET_SCAN,
     index_text,
 )
+from hermes_tui.progress import NO_PROGRESS, Progress
 
 if TYPE_CHECKING:  # sqlite-utils (and click, pluggy) load only for a schema upgrade
     from sqlite_utils import Database
@@ -203,9 +204,7 @@ _V2_INDEX = (
       FROM messages
     """,
     *_FTS_SCHEMA[1:],
-    # (FTS5's 'rebuild' fails with "SQL logic error" on this view; a plain copy does the same.)
-    "INSERT INTO messages_fts (rowid, content, tool_names)"
-    " SELECT id, content, tool_names FROM messages_fts_source",
+    # (the stored messages are copied into the new index after the last step: see REINDEXING)
     # Session titles and summaries, searchable the same way (search_sessions).
     """
     CREATE VIEW sessions_fts_source AS
@@ -403,8 +402,7 @@ _V7_TOOL_ARGS = (
         SELECT id, content, tool_names, tool_args FROM messages_fts_source WHERE id = new.id;
     END
     """,
-    "INSERT INTO messages_fts (rowid, content, tool_names, tool_args)"
-    " SELECT id, content, tool_names, tool_args FROM messages_fts_source",
+    # (the stored messages are copied into the new index after the last step: see REINDEXING)
     # the new table's merge settings, as v4 set them for the old one
     "INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 0)",
     "INSERT INTO messages_fts (messages_fts, rank) VALUES ('crisismerge', 64)",
@@ -464,6 +462,15 @@ Append only: a new table (e.g. for the web dashboard) is a new function at the e
 runs inside the same ``BEGIN IMMEDIATE`` transaction as the version bump, so processes that
 open a fresh file at the same moment cannot both apply it.
 """
+
+REINDEXING = (_v2_clean_cjk_index, _v7_tool_arguments)
+"""Steps that replace the message index with an empty one. The stored messages are copied into
+the final index once, after the last step (``_reindex``), in chunks that report progress: a store
+two such steps behind is indexed once, not twice. So no step may read ``messages_fts``."""
+
+REINDEX_CHUNK = 5_000
+"""Messages indexed per statement while reindexing (a report to the progress after each)."""
+
 
 
 # --------------------------------------------------------------------------- connections
@@ -544,15 +551,18 @@ class MemoryStore:
     ``_ConnectionPool``). Other processes may use the same file at the same time.
     """
 
-    def __init__(self, path: str | Path, on_upgrade: Callable[[str], None] | None = None) -> None:
+    def __init__(self, path: str | Path, on_upgrade: Callable[[str], None] | None = None,
+                 progress: Progress = NO_PROGRESS) -> None:
         """Open (or create) the store; raises ``StoreError`` (one readable line) when the file
         is damaged, truncated or cannot be created. A file this process may not write opens
         read-only for browsing: ``read_only`` is True, ``notice`` says so, writes raise.
 
         ``on_upgrade`` gets one line before a stored file is brought to this version's schema,
-        which reindexes every message (minutes for a million): the user should know why."""
+        which reindexes every message (minutes for a million): the user should know why; and
+        ``progress`` is told how far the reindex got."""
         self.path = Path(path)
         self._on_upgrade = on_upgrade
+        self._progress = progress
         self.read_only = not _writable(self.path)
         self.notice: str | None = None
         if self.read_only:
@@ -632,6 +642,8 @@ class MemoryStore:
                 log.info("memory schema: applying step %d (%s)", number, step.__name__)
                 step(db)
                 conn.execute(f"PRAGMA user_version = {number}")
+            if version and any(step in REINDEXING for step in MIGRATIONS[version:]):
+                _reindex(conn, self._progress)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -948,6 +960,29 @@ def _referrers(conn: sqlite3.Connection, table: str) -> list[tuple[str, str, str
             if fk[2] == table and name != table:
                 found.append((name, fk[3], fk[4] or "rowid"))
     return found
+
+
+def _reindex(conn: sqlite3.Connection, progress: Progress) -> None:
+    """Copy every stored message into the (new, empty) index, ``REINDEX_CHUNK`` at a time.
+
+    (FTS5's 'rebuild' fails with "SQL logic error" on the source view; a plain copy does the
+    same.) The columns are the index's own, so this stays right whatever a later step adds."""
+    columns = ", ".join(row[1] for row in conn.execute("PRAGMA table_info(messages_fts)"))
+    copy = (f"INSERT INTO messages_fts (rowid, {columns}) SELECT id, {columns}"
+            " FROM messages_fts_source WHERE id > ? AND id <= ?")
+    total, first, last = conn.execute("SELECT count(*), min(id), max(id) FROM messages").fetchone()
+    progress.start("Reindexing the memory store", total)
+    try:
+        low, left = (first or 0) - 1, total
+        while left > 0:
+            bound = conn.execute("SELECT id FROM messages WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?",
+                                 (low, REINDEX_CHUNK - 1)).fetchone()
+            high = last if bound is None else bound[0]
+            conn.execute(copy, (low, high))
+            progress.advance(min(REINDEX_CHUNK, left))
+            low, left = high, left - REINDEX_CHUNK
+    finally:
+        progress.done()
 
 
 def _optimize_index(conn: sqlite3.Connection) -> None:

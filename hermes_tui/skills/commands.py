@@ -22,7 +22,7 @@ def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, obj
     if command == "import":
         from hermes_tui.skills.importer import import_library
 
-        lines = import_library(args["folder"], skills).lines()  # type: ignore[arg-type]
+        lines = import_library(args["folder"], skills, skills.progress).lines()  # type: ignore[arg-type]
     elif command == "list":
         lines = list_lines(skills)
     elif command == "show":

@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_tui.private import private_dir
-from hermes_tui.skills.layout import base_name, namespace, normalize_part, walk
+from hermes_tui.progress import NO_PROGRESS, Progress
+from hermes_tui.skills.layout import Found, base_name, namespace, normalize_part, walk
 from hermes_tui.skills.manager import MAX_FILE_BYTES, SkillManager
 from hermes_tui.skills.schema import SKILL_FILE, SkillError, load_frontmatter, parse_skill, split_text
+
+IMPORT_CHUNK = 20  # skills copied between two reports to the progress
 
 
 @dataclass
@@ -31,43 +34,58 @@ class ImportReport:
         return out
 
 
-def import_library(source: Path, manager: SkillManager) -> ImportReport:
-    """Copy every usable skill under ``source`` into ``manager``'s library."""
+def import_library(source: Path, manager: SkillManager, progress: Progress = NO_PROGRESS) -> ImportReport:
+    """Copy every usable skill under ``source`` into ``manager``'s library; ``progress`` is told
+    how many were copied, ``IMPORT_CHUNK`` at a time (the manager's own progress then tells how
+    the new skills are indexed)."""
     report = ImportReport()
     source = Path(source)
     if not source.is_dir():
         raise SkillError(f"{source} is not a folder")
     with manager._locked():  # noqa: SLF001 - one writer at a time, like every library change
         manager.reload()
-        for found in walk(source):
-            path = source / found.rel
-            try:
-                if found.problem:
-                    raise SkillError(found.problem)
-                if found.size > MAX_FILE_BYTES:
-                    raise SkillError(f"it is larger than {MAX_FILE_BYTES:,} bytes")
-                text = path.read_bytes().decode("utf-8")
-                frontmatter = load_frontmatter(split_text(text).frontmatter)
-                name, notice = base_name(found, frontmatter.get("name"))
-                parse_skill(text, name)
-            except (SkillError, UnicodeDecodeError, OSError) as exc:
-                reason = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc)
-                report.skipped.append((found.rel, reason))
-                continue
-            target, why = _free_name(manager, name, found.rel, found.depth, source.name)
-            why = "; ".join(filter(None, [notice, why]))
-            private_dir(manager.skills_dir)
-            if found.depth:
-                shutil.copytree(path.parent, manager.skills_dir / target, symlinks=True, ignore=_ignored)
-            else:
-                private_dir(manager.skills_dir / target)
-                shutil.copyfile(path, manager.skills_dir / target / SKILL_FILE)
-            if why:
-                report.renamed.append((found.rel, target, why))
-            else:
-                report.imported.append((found.rel, target))
+        found_all = list(walk(source))
+        progress.start(f"Importing skills from {source.name}", len(found_all))
+        try:
+            for start in range(0, len(found_all), IMPORT_CHUNK):
+                chunk = found_all[start:start + IMPORT_CHUNK]
+                for found in chunk:
+                    _import_one(source, found, manager, report)
+                progress.advance(len(chunk))
+        finally:
+            progress.done()
         manager.reload()
     return report
+
+
+def _import_one(source: Path, found: Found, manager: SkillManager, report: ImportReport) -> None:
+    """Copy one skill folder (or legacy file), or say in ``report`` why it was skipped or renamed."""
+    path = source / found.rel
+    try:
+        if found.problem:
+            raise SkillError(found.problem)
+        if found.size > MAX_FILE_BYTES:
+            raise SkillError(f"it is larger than {MAX_FILE_BYTES:,} bytes")
+        text = path.read_bytes().decode("utf-8")
+        frontmatter = load_frontmatter(split_text(text).frontmatter)
+        name, notice = base_name(found, frontmatter.get("name"))
+        parse_skill(text, name)
+    except (SkillError, UnicodeDecodeError, OSError) as exc:
+        reason = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc)
+        report.skipped.append((found.rel, reason))
+        return
+    target, why = _free_name(manager, name, found.rel, found.depth, source.name)
+    why = "; ".join(filter(None, [notice, why]))
+    private_dir(manager.skills_dir)
+    if found.depth:
+        shutil.copytree(path.parent, manager.skills_dir / target, symlinks=True, ignore=_ignored)
+    else:
+        private_dir(manager.skills_dir / target)
+        shutil.copyfile(path, manager.skills_dir / target / SKILL_FILE)
+    if why:
+        report.renamed.append((found.rel, target, why))
+    else:
+        report.imported.append((found.rel, target))
 
 
 def _free_name(manager: SkillManager, name: str, rel: str, depth: int, source: str) -> tuple[str, str]:

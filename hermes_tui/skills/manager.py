@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_tui.clock import Clock
+from hermes_tui.progress import NO_PROGRESS, Progress
 from hermes_tui.private import private_dir, private_file
 from hermes_tui.skills import guard
 from hermes_tui.skills.index import Entry, Row, SkillIndex
@@ -80,6 +81,8 @@ LOCK_FILE = ".lock"
 # through Hermes are in the shared index at once either way).
 REFRESH_SECONDS = 2.0
 FREE_WALK_FILES = 100
+PROGRESS_FROM = 50  # changed files from which a refresh reports its progress (a first index, an import)
+PROGRESS_CHUNK = 25  # files read between two reports
 # The per-turn hint names a skill only when at least HINT_WORDS distinct words of the request occur
 # in its name, triggers or description (measured in tests/test_skills.py: unrelated requests
 # rarely reach it, paraphrases written against curator-style triggers do).
@@ -141,8 +144,10 @@ class SkillManager:
     """Create, find, rank, refine, version and count skills stored under ``skills_dir``."""
 
     def __init__(self, skills_dir: Path, index_path: Path | None = None, *, ages: Ages = Ages(),
-                 clock: Clock = time.time, archive_dir: Path | None = None) -> None:
+                 clock: Clock = time.time, archive_dir: Path | None = None,
+                 progress: Progress = NO_PROGRESS) -> None:
         self.skills_dir = Path(skills_dir)
+        self.progress = progress  # told while a big refresh reads files (a first index: seconds)
         self.index_path = index_path or self.skills_dir.parent / f"{self.skills_dir.name}-index.sqlite3"
         self.archive_dir = archive_dir or self.skills_dir.parent / f"{self.skills_dir.name}-archive"
         self.ages = ages
@@ -153,9 +158,10 @@ class SkillManager:
         self._lock_depth = 0
 
     @classmethod
-    def for_config(cls, config: Config) -> SkillManager:
+    def for_config(cls, config: Config, progress: Progress = NO_PROGRESS) -> SkillManager:
         """The library of ``config``, with its ageing settings."""
-        return cls(config.skills_dir, ages=Ages(config.skill_stale_days, config.skill_archive_days))
+        return cls(config.skills_dir, ages=Ages(config.skill_stale_days, config.skill_archive_days),
+                   progress=progress)
 
     @property
     def index(self) -> SkillIndex:
@@ -562,12 +568,28 @@ class SkillManager:
         gone = set(known) - {f.rel for f in found}
         if not changed and not gone:
             return
-        entries = [self._entry(f) for f in changed]
+        entries = self._entries(changed)
         with self.index.write() as conn:
             self.index.remove(conn, gone)
             for entry in entries:
                 self.index.upsert(conn, entry)
             self.index.assign_names(conn, namespace)
+
+    def _entries(self, changed: list[Found]) -> list[Entry]:
+        """Read and judge the changed files (the slow part of a refresh: writing the index takes
+        a fortieth of it); many files, as in a first index, report how far the reading got."""
+        if len(changed) < PROGRESS_FROM:
+            return [self._entry(f) for f in changed]
+        entries: list[Entry] = []
+        self.progress.start("Indexing the skills library", len(changed))
+        try:
+            for start in range(0, len(changed), PROGRESS_CHUNK):
+                chunk = changed[start:start + PROGRESS_CHUNK]
+                entries += [self._entry(f) for f in chunk]
+                self.progress.advance(len(chunk))
+        finally:
+            self.progress.done()
+        return entries
 
     def _entry(self, found: Found) -> Entry:
         """Read and judge one file; problems become a skipped entry with the reason (and a warning)."""

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
     from hermes_tui.tui.messages import EditFile, EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
+    from hermes_tui.tui.progress_bar import ProgressReport
     from hermes_tui.tui.traces import Trace
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,9 @@ class HermesApp(App[int]):
         loop = asyncio.get_running_loop()
         self.stores.on_upgrade = lambda line: loop.call_soon_threadsafe(
             lambda: self.notify(line, timeout=30, markup=False))
+        from hermes_tui.tui.progress_bar import PostedProgress
+
+        self.stores.progress = PostedProgress(self.post_message)  # the reindex, a first skills index
         try:
             await asyncio.to_thread(self.stores.open)  # never on the event loop: it may upgrade the schema
         except Exception as exc:  # noqa: BLE001 - a readable line; the panes will say it again
@@ -263,6 +267,26 @@ class HermesApp(App[int]):
         chat = message.control
         if chat.is_attached and not chat.busy and not self._quitting and (text := chat.next_queued()) is not None:
             await self.send(text)
+
+    # -- long work on worker threads (progress_bar.py)
+
+    async def on_progress_report(self, message: ProgressReport) -> None:
+        """A bar above the status line while the work runs; gone when it is done."""
+        from hermes_tui.tui.progress_bar import ProgressPanel
+
+        if not self.screen_stack:  # the app shuts down
+            return
+        base = self.screen_stack[0]  # the status line's screen, also under a dialog (setup)
+        panels = base.query(ProgressPanel)
+        if message.finished:
+            await panels.remove()
+            return
+        if not panels:
+            statuses = base.query(StatusLine)
+            if not statuses:
+                return
+            await base.mount(ProgressPanel(self.clock, id="progress"), before=statuses.first())
+        base.query_one(ProgressPanel).show(message)
 
     # -- chat pane reports
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import Config
+from hermes_tui.progress import NO_PROGRESS, Progress
 
 if TYPE_CHECKING:
     from hermes_tui.memory.store import MemoryStore
@@ -25,6 +26,7 @@ class Stores:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.on_upgrade: Callable[[str], None] | None = None  # told before a schema upgrade
+        self.progress: Progress = NO_PROGRESS  # told how far a reindex or a first skills index got
         self._lock = threading.Lock()
         self._memory: MemoryStore | None = None
         self._skills: SkillManager | None = None
@@ -35,7 +37,7 @@ class Stores:
             if self._memory is None:
                 from hermes_tui.memory.store import MemoryStore
 
-                self._memory = MemoryStore(self.config.db_path, on_upgrade=self.on_upgrade)
+                self._memory = MemoryStore(self.config.db_path, on_upgrade=self.on_upgrade, progress=self.progress)
             return self._memory
 
     @property
@@ -44,7 +46,7 @@ class Stores:
             if self._skills is None:
                 from hermes_tui.skills.manager import SkillManager
 
-                self._skills = SkillManager.for_config(self.config)
+                self._skills = SkillManager.for_config(self.config, self.progress)
             return self._skills
 
     @property
@@ -54,9 +56,10 @@ class Stores:
             return self._memory is not None and self._skills is not None
 
     def open(self) -> None:
-        """Open both now."""
+        """Open both now, and bring the skills index up to date: a first index of a big library
+        takes seconds, better here (a worker thread, with a progress bar) than at the first turn."""
         self.memory  # noqa: B018 - the access opens it
-        self.skills  # noqa: B018
+        self.skills.reload()
 
     def close(self) -> None:
         with self._lock:
