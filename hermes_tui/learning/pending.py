@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_tui.learning.curator import split_title, summarize_session
 from hermes_tui.llm import LLMError, StreamResult
+from hermes_tui.memory.store import INDEX_COLUMN
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
@@ -64,8 +65,10 @@ def finish(store: MemoryStore, session_id: int, summary: str | None, title: str 
     names the session unless it has a title already."""
     with store._write() as conn:  # noqa: SLF001
         if summary:
-            conn.execute("UPDATE sessions SET summary = ?, title = coalesce(title, ?) WHERE id = ?",
-                         (summary, title, session_id))
+            conn.execute(  # the index columns as the store fills them (store.INDEX_COLUMN)
+                f"UPDATE sessions SET summary = ?1, index_summary = {INDEX_COLUMN}(?1),"
+                f" index_title = CASE WHEN title IS NULL THEN {INDEX_COLUMN}(?2) ELSE index_title END,"
+                " title = coalesce(title, ?2) WHERE id = ?3", (summary, title, session_id))
         conn.execute("DELETE FROM pending_summaries WHERE session_id = ?", (session_id,))
 
 

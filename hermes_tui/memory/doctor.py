@@ -18,7 +18,7 @@ from typing import Any
 
 from hermes_tui.db import connect
 from hermes_tui.memory.errors import StoreError, check_header
-from hermes_tui.memory.store import MemoryStore
+from hermes_tui.memory.store import MemoryStore, refresh_index_columns
 from hermes_tui.memory.text import index_text
 from hermes_tui.progress import NO_PROGRESS, Progress
 
@@ -153,6 +153,7 @@ def _copy(source: sqlite3.Connection, store: MemoryStore, progress: Progress) ->
             progress.done()
         _add_missing_sessions(target)
         _drop_orphans(target)
+        refresh_index_columns(target)  # rows of an older file, or of another client, come without them
     return counts.get("sessions", 0), counts.get("messages", 0)
 
 

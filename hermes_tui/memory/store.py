@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -343,11 +343,16 @@ def _v6_frequent_top(db: Database) -> None:
     db.execute("CREATE TABLE frequent_terms (term TEXT PRIMARY KEY, upto INTEGER NOT NULL)")
 
 
-_TOOL_ARGS = """
+def _tool_args_sql(calls: str) -> str:
+    """The argument values of the tool calls in the JSON ``calls`` (a column, or a parameter)."""
+    return f"""
     (SELECT group_concat(CASE WHEN json_valid(args) THEN (SELECT group_concat(a.value, ' ') FROM json_each(args) a)
                               ELSE args END, ' ')
        FROM (SELECT json_extract(value, '$.function.arguments') AS args
-               FROM json_each(tool_calls) WHERE type = 'object'))"""
+               FROM json_each({calls}) WHERE type = 'object'))"""
+
+
+_TOOL_ARGS = _tool_args_sql("tool_calls")
 
 _V7_TOOL_ARGS = (
     # What the agent did becomes searchable: a third column holds the argument values of the
@@ -444,6 +449,104 @@ def _v10_turn_outcomes(db: Database) -> None:
     )
 
 
+def fts_triggers(table: str, fts: str, columns: Sequence[str], watched: Sequence[str]) -> list[str]:
+    """The four triggers that keep the external-content FTS5 table ``fts`` in step with ``table``
+    through its source view ``{fts}_source``. FTS5 must be told the exact old values to remove,
+    hence the BEFORE triggers, which read them while the row is still there."""
+    cols, source, of = ", ".join(columns), f"{fts}_source", ", ".join(watched)
+    add = f"INSERT INTO {fts} (rowid, {cols}) SELECT id, {cols} FROM {source} WHERE id = new.id;"
+    remove = f"INSERT INTO {fts} ({fts}, rowid, {cols}) SELECT 'delete', id, {cols} FROM {source} WHERE id = old.id;"
+    return [
+        f"CREATE TRIGGER {fts}_insert AFTER INSERT ON {table} BEGIN {add} END",
+        f"CREATE TRIGGER {fts}_delete BEFORE DELETE ON {table} BEGIN {remove} END",
+        f"CREATE TRIGGER {fts}_update_old BEFORE UPDATE OF {of} ON {table} BEGIN {remove} END",
+        f"CREATE TRIGGER {fts}_update_new AFTER UPDATE OF {of} ON {table} BEGIN {add} END",
+    ]
+
+
+MESSAGE_INDEX_COLUMNS = ("content", "tool_names", "tool_args")
+MESSAGE_WATCHED = ("content", "name", "tool_calls", "index_content", "index_tool_args")
+SESSION_INDEX_COLUMNS = ("title", "summary")
+SESSION_WATCHED = ("title", "summary", "index_title", "index_summary")
+INDEX_COLUMN = "hermes_index_column"
+"""The SQL function Hermes' own writes fill the index columns with (never used by the schema)."""
+
+
+def index_column(text: str | None) -> str | None:
+    """What an index column holds: what the index sees of ``text`` when that is not ``text``
+    itself (escapes, CJK, huge texts), else NULL, so most rows store nothing twice."""
+    indexed = index_text(text)
+    return None if indexed == text else indexed
+
+
+_V11_PLAIN_INDEX = (
+    # The index no longer calls a Python function from the schema: what it sees of a row is in
+    # plain columns, filled by Hermes when it writes (``index_column``; NULL: the text as it is).
+    # So the file stays an ordinary SQLite file: the sqlite3 shell, Datasette or a backup script
+    # can read it, search it with MATCH and snippet(), and insert a message (indexed as it is).
+    "DROP TRIGGER messages_fts_insert",
+    "DROP TRIGGER messages_fts_delete",
+    "DROP TRIGGER messages_fts_update_old",
+    "DROP TRIGGER messages_fts_update_new",
+    "DROP TABLE messages_fts",
+    "DROP VIEW messages_fts_source",
+    "DROP TRIGGER sessions_fts_insert",
+    "DROP TRIGGER sessions_fts_delete",
+    "DROP TRIGGER sessions_fts_update_old",
+    "DROP TRIGGER sessions_fts_update_new",
+    "DROP TABLE sessions_fts",
+    "DROP VIEW sessions_fts_source",
+    "ALTER TABLE messages ADD COLUMN index_content TEXT",
+    "ALTER TABLE messages ADD COLUMN index_tool_args TEXT",
+    "ALTER TABLE sessions ADD COLUMN index_title TEXT",
+    "ALTER TABLE sessions ADD COLUMN index_summary TEXT",
+    f"""
+    CREATE VIEW messages_fts_source AS
+    SELECT id,
+           coalesce(index_content, content) AS content,
+           trim(coalesce(name, '') || ' ' || coalesce(
+               (SELECT group_concat(json_extract(value, '$.function.name'), ' ')
+                  FROM json_each(tool_calls) WHERE type = 'object'), '')) AS tool_names,
+           coalesce(index_tool_args, {_TOOL_ARGS}) AS tool_args
+      FROM messages
+    """,
+    """
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        content, tool_names, tool_args,
+        content = 'messages_fts_source', content_rowid = 'id',
+        tokenize = 'porter unicode61'
+    )
+    """,
+    *fts_triggers("messages", "messages_fts", MESSAGE_INDEX_COLUMNS, MESSAGE_WATCHED),
+    # (the stored messages are filled and copied into the new index after the last step: REINDEXING)
+    "INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 0)",
+    "INSERT INTO messages_fts (messages_fts, rank) VALUES ('crisismerge', 64)",
+    # Sessions are few: filled and indexed here.
+    f"UPDATE sessions SET index_title = {INDEX_COLUMN}(title), index_summary = {INDEX_COLUMN}(summary)",
+    """
+    CREATE VIEW sessions_fts_source AS
+    SELECT id, coalesce(index_title, title) AS title, coalesce(index_summary, summary) AS summary
+      FROM sessions
+    """,
+    """
+    CREATE VIRTUAL TABLE sessions_fts USING fts5(
+        title, summary,
+        content = 'sessions_fts_source', content_rowid = 'id',
+        tokenize = 'porter unicode61'
+    )
+    """,
+    *fts_triggers("sessions", "sessions_fts", SESSION_INDEX_COLUMNS, SESSION_WATCHED),
+    "INSERT INTO sessions_fts (rowid, title, summary) SELECT id, title, summary FROM sessions_fts_source",
+)
+
+
+def _v11_plain_index(db: Database) -> None:
+    """What the index sees in plain columns instead of a function in the schema (see
+    ``_V11_PLAIN_INDEX``): other SQLite clients can read, search and add to the file."""
+    for sql in _V11_PLAIN_INDEX:
+        db.execute(sql)
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _v1_core,
     _v2_clean_cjk_index,
@@ -455,6 +558,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _v8_pending_summaries,
     _v9_session_workspace,
     _v10_turn_outcomes,
+    _v11_plain_index,
 ]
 """Ordered schema steps; step i brings ``PRAGMA user_version`` from i to i + 1.
 
@@ -463,7 +567,7 @@ runs inside the same ``BEGIN IMMEDIATE`` transaction as the version bump, so pro
 open a fresh file at the same moment cannot both apply it.
 """
 
-REINDEXING = (_v2_clean_cjk_index, _v7_tool_arguments)
+REINDEXING = (_v2_clean_cjk_index, _v7_tool_arguments, _v11_plain_index)
 """Steps that replace the message index with an empty one. The stored messages are copied into
 the final index once, after the last step (``_reindex``), in chunks that report progress: a store
 two such steps behind is indexed once, not twice. So no step may read ``messages_fts``."""
@@ -616,8 +720,10 @@ class MemoryStore:
         conn.execute("PRAGMA wal_autocheckpoint = 0")
         # NORMAL in WAL mode: commits survive an application crash without an fsync per message.
         conn.execute("PRAGMA synchronous = NORMAL")
-        # The index's view calls it; deterministic, so SQLite may use it in triggers and views.
+        # Schema steps 2 to 10 call hermes_index_text in views (an old file upgrades through
+        # them); Hermes' own writes fill the index columns with hermes_index_column (step 11).
         conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
+        conn.create_function(INDEX_COLUMN, 1, index_column, deterministic=True)
         # Freed pages are zeroed, so forgotten text cannot be read back from the file.
         conn.execute("PRAGMA secure_delete = ON")
         return conn
@@ -673,7 +779,8 @@ class MemoryStore:
         now = time.time()
         with self._write() as conn:
             cur = conn.execute(
-                "INSERT INTO sessions (source, title, started, last_activity, workspace) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO sessions (source, title, started, last_activity, workspace, index_title)"
+                f" VALUES (?1, ?2, ?3, ?4, ?5, {INDEX_COLUMN}(?2))",
                 (source, title, now, now, workspace),
             )
             return int(cur.lastrowid)
@@ -686,7 +793,7 @@ class MemoryStore:
 
     def _update_session(self, session_id: int, column: str, value: str | None) -> None:
         with self._write() as conn:
-            sql = f"UPDATE sessions SET {column} = ? WHERE id = ?"
+            sql = f"UPDATE sessions SET {column} = ?1, index_{column} = {INDEX_COLUMN}(?1) WHERE id = ?2"
             cur = conn.execute(sql, (value, session_id))
             if cur.rowcount == 0:
                 raise KeyError(f"no session {session_id}")
@@ -762,7 +869,8 @@ class MemoryStore:
         (kill -9) loses at most the last moments of it."""
         with self._write() as conn:
             conn.execute(
-                "UPDATE messages SET content = ?, tool_calls = ? WHERE id = ?",
+                f"UPDATE messages SET content = ?1, tool_calls = ?2, index_content = {INDEX_COLUMN}(?1),"
+                f" index_tool_args = {INDEX_COLUMN}({_tool_args_sql('?2')}) WHERE id = ?3",
                 (content, json.dumps(tool_calls) if tool_calls is not None else None, message_id),
             )
 
@@ -907,8 +1015,9 @@ class MemoryStore:
 RECALL_SESSIONS = 3  # session summaries listed before the messages by recall()
 
 _INSERT_MESSAGE_SQL = (
-    "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, created)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, created,"
+    " index_content, index_tool_args)"
+    f" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, {INDEX_COLUMN}(?3), {INDEX_COLUMN}({_tool_args_sql('?4')}))"
 )
 
 _SESSIONS_SQL = """
@@ -963,11 +1072,20 @@ def _referrers(conn: sqlite3.Connection, table: str) -> list[tuple[str, str, str
 
 
 def _reindex(conn: sqlite3.Connection, progress: Progress) -> None:
-    """Copy every stored message into the (new, empty) index, ``REINDEX_CHUNK`` at a time.
+    """Fill the index columns of every stored message and copy it into the (new, empty) index,
+    ``REINDEX_CHUNK`` at a time.
 
-    (FTS5's 'rebuild' fails with "SQL logic error" on the source view; a plain copy does the
-    same.) The columns are the index's own, so this stays right whatever a later step adds."""
+    The index's triggers are set aside meanwhile: filling a column they watch would otherwise
+    ask FTS5 to remove rows it never held. (FTS5's 'rebuild' fails with "SQL logic error" on the
+    source view; a plain copy does the same.) The columns are the index's own, so this stays
+    right whatever a later step adds."""
+    triggers = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
+                            " AND name LIKE 'messages_fts_%'").fetchall()
+    for name, _sql in triggers:
+        conn.execute(f'DROP TRIGGER "{name}"')
     columns = ", ".join(row[1] for row in conn.execute("PRAGMA table_info(messages_fts)"))
+    fill = (f"UPDATE messages SET index_content = {INDEX_COLUMN}(content),"
+            f" index_tool_args = {INDEX_COLUMN}({_TOOL_ARGS}) WHERE id > ? AND id <= ?")
     copy = (f"INSERT INTO messages_fts (rowid, {columns}) SELECT id, {columns}"
             " FROM messages_fts_source WHERE id > ? AND id <= ?")
     total, first, last = conn.execute("SELECT count(*), min(id), max(id) FROM messages").fetchone()
@@ -978,11 +1096,31 @@ def _reindex(conn: sqlite3.Connection, progress: Progress) -> None:
             bound = conn.execute("SELECT id FROM messages WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?",
                                  (low, REINDEX_CHUNK - 1)).fetchone()
             high = last if bound is None else bound[0]
+            conn.execute(fill, (low, high))
             conn.execute(copy, (low, high))
             progress.advance(min(REINDEX_CHUNK, left))
             low, left = high, left - REINDEX_CHUNK
     finally:
         progress.done()
+    for _name, sql in triggers:
+        conn.execute(sql)
+
+
+def refresh_index_columns(conn: sqlite3.Connection) -> int:
+    """Bring every index column in line with its text; returns how many rows changed.
+
+    For rows another SQLite client wrote: a message it added is indexed as it is (its columns
+    are NULL), and one whose text it changed without clearing the column is still indexed by
+    the old column (never inconsistently: the triggers read the same view on both sides). A
+    full scan through Python, so it is for ``doctor``, not for every start. The triggers move
+    each changed row's index entry."""
+    column, args = INDEX_COLUMN, _TOOL_ARGS
+    changed = conn.execute(
+        f"UPDATE messages SET index_content = {column}(content), index_tool_args = {column}({args})"
+        f" WHERE index_content IS NOT {column}(content) OR index_tool_args IS NOT {column}({args})").rowcount
+    return changed + conn.execute(
+        f"UPDATE sessions SET index_title = {column}(title), index_summary = {column}(summary)"
+        f" WHERE index_title IS NOT {column}(title) OR index_summary IS NOT {column}(summary)").rowcount
 
 
 def _optimize_index(conn: sqlite3.Connection) -> None:
