@@ -10,19 +10,27 @@ file, nothing here opens it again outside SQLite; modes are set before, or by pa
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import stat
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_tui.private import FILE_MODE, private_dir
 
-__all__ = ["BUSY_TIMEOUT_MS", "connect", "enable_wal", "immediate", "opened_here", "prepare"]
+if TYPE_CHECKING:  # sqlite-utils (and click, pluggy) load only for a schema change
+    from sqlite_utils import Database
+
+__all__ = ["BUSY_TIMEOUT_MS", "Migrations", "connect", "enable_wal", "immediate", "opened_here", "prepare"]
+
+log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
 COMPANIONS = ("-wal", "-shm", "-journal")
@@ -141,3 +149,51 @@ def enable_wal(conn: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)
+
+
+MIGRATIONS_TABLE = "_hermes_migrations"
+
+
+@dataclass
+class Migrations:
+    """One store's schema steps by name, in the style of simonw/llm's ``migrations.py``: append
+    only, each applied once and in order, the names applied recorded per store in the file's
+    ``_hermes_migrations`` table (memory.sqlite3 holds the memory's, the web's and the TUI's
+    tables). A step is a function of a sqlite-utils ``Database``; its name is its identity, so a
+    step is never renamed, edited or removed once released: a change is a new step at the end.
+    """
+
+    store: str
+    steps: list[Callable[[Database], None]] = field(default_factory=list)
+
+    def __call__(self, step: Callable[[Database], None]) -> Callable[[Database], None]:
+        """Register ``step`` as the next one (a decorator)."""
+        self.steps.append(step)
+        return step
+
+    def apply(self, conn: sqlite3.Connection, legacy: int = 0) -> list[str]:
+        """Run, inside the caller's write transaction, the steps not recorded yet; return their
+        names. ``legacy``: how many steps a file made before names were recorded had applied
+        (the memory store counted them in ``PRAGMA user_version``)."""
+        from sqlite_utils import Database
+
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (store TEXT NOT NULL, name TEXT NOT NULL,"
+                     " applied REAL NOT NULL, PRIMARY KEY (store, name))")
+        done = {name for (name,) in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} WHERE store = ?",
+                                                 (self.store,))}
+        if not done and legacy:
+            self._record(conn, [step.__name__ for step in self.steps[:legacy]])
+            done = {step.__name__ for step in self.steps[:legacy]}
+        db = Database(conn, recursive_triggers=False, execute_plugins=False)
+        ran = []
+        for step in self.steps:
+            if step.__name__ not in done:
+                log.info("%s schema: applying %s", self.store, step.__name__)
+                step(db)
+                self._record(conn, [step.__name__])
+                ran.append(step.__name__)
+        return ran
+
+    def _record(self, conn: sqlite3.Connection, names: list[str]) -> None:
+        conn.executemany(f"INSERT OR IGNORE INTO {MIGRATIONS_TABLE} (store, name, applied) VALUES (?, ?, ?)",
+                         [(self.store, name, time.time()) for name in names])

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tui.db import Migrations
 from hermes_tui.memory import search as search_module
 from hermes_tui.memory import store as store_module
 from hermes_tui.memory.store import (
@@ -423,7 +424,7 @@ def test_a_new_migration_step_is_applied_once_on_open(
         applied.append(1)
         db["web_tokens"].create({"id": int, "token": str}, pk="id")
 
-    monkeypatch.setattr(store_module, "MIGRATIONS", [*MIGRATIONS, add_web_table])
+    monkeypatch.setattr(store_module, "SCHEMA", Migrations("memory", [*MIGRATIONS, add_web_table]))
     with MemoryStore(path) as s:
         assert len(s.get_messages(sid)) == 1
     with MemoryStore(path):

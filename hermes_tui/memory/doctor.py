@@ -18,6 +18,7 @@ from typing import Any
 
 from hermes_tui.db import connect
 from hermes_tui.memory.errors import StoreError, check_header
+from hermes_tui.db import MIGRATIONS_TABLE
 from hermes_tui.memory.store import MemoryStore, refresh_index_columns
 from hermes_tui.memory.text import index_text
 from hermes_tui.progress import NO_PROGRESS, Progress
@@ -29,8 +30,9 @@ INDEX_CHECKS = (("messages_fts", 3), ("sessions_fts", 0))
 """The search indexes a check reads, each with its share of the time against the whole-file check
 (1): measured at 200,000 messages, the message index takes about three times as long (1.2 s
 against 0.45 s). SQLite says nothing while one check runs, so the progress moves per check."""
-DERIVED = ("messages_fts", "sessions_fts", "long_messages", "frequent_top", "frequent_terms")
-"""Tables the new store fills itself from the copied rows (index, excerpts, ranking cache)."""
+DERIVED = ("messages_fts", "sessions_fts", "long_messages", "frequent_top", "frequent_terms", MIGRATIONS_TABLE)
+"""Tables the new store fills itself from the copied rows (index, excerpts, ranking cache), and
+the record of schema steps (each store records its own when it opens the new file)."""
 
 
 @dataclass

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tui.db import connect, enable_wal, immediate, prepare
+from hermes_tui.db import Migrations, connect, enable_wal, immediate, prepare
 from hermes_tui.memory import search as ranking
 from hermes_tui.memory.errors import StoreError, check_header, describe
 from hermes_tui.memory.maintenance import FTS_TABLES, Maintenance
@@ -547,7 +547,7 @@ def _v11_plain_index(db: Database) -> None:
         db.execute(sql)
 
 
-MIGRATIONS: list[Callable[[Database], None]] = [
+SCHEMA = Migrations("memory", [
     _v1_core,
     _v2_clean_cjk_index,
     _v3_long_messages,
@@ -559,13 +559,15 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _v9_session_workspace,
     _v10_turn_outcomes,
     _v11_plain_index,
-]
-"""Ordered schema steps; step i brings ``PRAGMA user_version`` from i to i + 1.
+])
+"""The memory's schema steps, by name (``db.Migrations``); ``PRAGMA user_version`` still counts
+them, as files made before the names were recorded did.
 
-Append only: a new table (e.g. for the web dashboard) is a new function at the end. Each step
-runs inside the same ``BEGIN IMMEDIATE`` transaction as the version bump, so processes that
-open a fresh file at the same moment cannot both apply it.
+Append only: a new table (e.g. for the web dashboard) is a new function at the end. The steps
+run inside one ``BEGIN IMMEDIATE`` transaction with their records, so processes that open a
+fresh file at the same moment cannot both apply one.
 """
+MIGRATIONS = SCHEMA.steps
 
 REINDEXING = (_v2_clean_cjk_index, _v7_tool_arguments, _v11_plain_index)
 """Steps that replace the message index with an empty one. The stored messages are copied into
@@ -729,26 +731,23 @@ class MemoryStore:
         return conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        if _user_version(conn) >= len(MIGRATIONS):
+        if _user_version(conn) >= len(SCHEMA.steps):
             return
         if self.read_only:
             raise StoreError(self.path, "the file is read-only and needs an upgrade to this version",
                              "make it writable and open it once")
         with immediate(conn):
-            version = _user_version(conn)  # another process may have migrated meanwhile
+            version = _user_version(conn)
+            if version >= len(SCHEMA.steps):
+                return  # another process upgraded it meanwhile
             if version and self._on_upgrade is not None:
                 (count,) = conn.execute("SELECT count(*) FROM messages").fetchone()
                 messages = f"{count:,} message" + ("" if count == 1 else "s")
                 self._on_upgrade(f"Upgrading the memory store {self.path} to this version: reindexing "
                                  f"{messages}, once (a large store takes minutes).")
-            from sqlite_utils import Database
-
-            db = Database(conn, recursive_triggers=False, execute_plugins=False)
-            for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
-                log.info("memory schema: applying step %d (%s)", number, step.__name__)
-                step(db)
-                conn.execute(f"PRAGMA user_version = {number}")
-            if version and any(step in REINDEXING for step in MIGRATIONS[version:]):
+            ran = SCHEMA.apply(conn, legacy=version)
+            conn.execute(f"PRAGMA user_version = {len(SCHEMA.steps)}")
+            if version and any(step.__name__ in ran for step in REINDEXING):
                 _reindex(conn, self._progress)
 
     @contextmanager

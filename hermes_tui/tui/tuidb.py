@@ -1,8 +1,9 @@
 """The terminal app's own small tables in memory.sqlite3: usage per session and model (/cost),
 the messages /undo and /retry took out of a conversation, and the files /export and /copy wrote.
 
-Created here with ``IF NOT EXISTS`` (like the web's own tables), so the core schema does not know
-the terminal app. Their foreign keys point at ``sessions`` and ``messages``: forgetting a session
+Their schema steps are the TUI's own (``db.Migrations("tui")``), so the core schema does not know
+the terminal app; the first keeps ``IF NOT EXISTS``, as files made before steps were recorded have
+these tables already. Their foreign keys point at ``sessions`` and ``messages``: forgetting a session
 or purging a message removes these rows too (the store deletes every referring row).
 """
 
@@ -10,8 +11,12 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_tui import db
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS tui_session_usage (
@@ -35,14 +40,22 @@ SCHEMA = (
         PRIMARY KEY (session_id, path)
     )""",
 )
+TUI_SCHEMA = db.Migrations("tui")
 _created: set[Path] = set()
+
+
+@TUI_SCHEMA
+def tui_tables(database: Database) -> None:
+    """Usage per session and model, undone messages, the files /export and /copy wrote."""
+    for statement in SCHEMA:
+        database.execute(statement)
 
 
 def connect(path: Path) -> sqlite3.Connection:
     """A short-lived connection (autocommit; ``immediate`` for writes) with the tables in place."""
     conn = db.connect(path)
     if path not in _created:
-        for statement in SCHEMA:
-            conn.execute(statement)
+        with db.immediate(conn):
+            TUI_SCHEMA.apply(conn)
         _created.add(path)
     return conn

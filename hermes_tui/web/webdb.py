@@ -2,9 +2,10 @@
 
 Why the shared database rather than memory or a second file: login lockouts and server-side
 sessions must hold across gunicorn workers, restarts and several app instances, and the memory
-database already lives on the persistent volume in WAL mode. The tables are created here (with
-sqlite-utils, ``IF NOT EXISTS``) rather than as a core schema migration, so the core never knows
-about the web; ``PRAGMA user_version`` is left alone.
+database already lives on the persistent volume in WAL mode. The tables are the web's own schema
+steps (``db.Migrations("web")``) rather than core ones, so the core never knows about the web;
+``PRAGMA user_version`` is left alone. The first steps keep ``IF NOT EXISTS`` and the column
+check, as files made before steps were recorded have them already.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlite_utils import Database
+from hermes_tui.db import Migrations, connect, enable_wal, immediate, prepare
 
-from hermes_tui.db import connect, enable_wal, immediate, prepare
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 
 class WebDB:
@@ -31,7 +34,7 @@ class WebDB:
         finally:
             conn.close()
         with self.write() as conn:
-            _create_tables(Database(conn, execute_plugins=False))
+            WEB_SCHEMA.apply(conn)
 
     def _connect(self) -> sqlite3.Connection:
         return connect(self.path)
@@ -55,15 +58,25 @@ class WebDB:
             conn.close()
 
 
-def _create_tables(db: Database) -> None:
+WEB_SCHEMA = Migrations("web")
+
+
+@WEB_SCHEMA
+def web_tables(db: Database) -> None:
+    """Login attempts (the lockout) and server-side sessions."""
     db["web_login_attempts"].create(
         {"id": int, "client": str, "at": float}, pk="id", not_null={"client", "at"}, if_not_exists=True
     )
     db["web_login_attempts"].create_index(["client", "at"], if_not_exists=True)
     # id is the SHA-256 of the token the cookie carries: a copy of the database holds no usable cookie.
     db["web_sessions"].create(
-        {"id": str, "created": float, "last_seen": float, "fingerprint": str},
-        pk="id", not_null={"created", "last_seen"}, if_not_exists=True,
+        {"id": str, "created": float, "last_seen": float}, pk="id", not_null={"created", "last_seen"},
+        if_not_exists=True,
     )
-    if "fingerprint" not in db["web_sessions"].columns_dict:  # tables made before sessions were bound
+
+
+@WEB_SCHEMA
+def web_session_fingerprint(db: Database) -> None:
+    """A session is bound to the password and settings it was made under (``session_store``)."""
+    if "fingerprint" not in db["web_sessions"].columns_dict:
         db["web_sessions"].add_column("fingerprint", str)

@@ -1,0 +1,91 @@
+"""The named, append-only schema steps (``db.Migrations``): each store's names are recorded in the
+file, a file made before names were recorded (counted by ``user_version``) is taken over, and a
+step added at the end runs once on an existing file, alone."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from hermes_tui.db import MIGRATIONS_TABLE, Migrations, connect, immediate
+from hermes_tui.memory.store import MIGRATIONS, MemoryStore
+from hermes_tui.memory.text import index_text
+from hermes_tui.tui import tuidb
+from hermes_tui.web.webdb import WEB_SCHEMA, WebDB
+
+
+def recorded(path: Path) -> dict[str, list[str]]:
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute(f"SELECT store, name FROM {MIGRATIONS_TABLE} ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    found: dict[str, list[str]] = {}
+    for store, name in rows:
+        found.setdefault(store, []).append(name)
+    return found
+
+
+def test_each_store_in_the_shared_file_records_its_own_steps(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    MemoryStore(path).close()
+    WebDB(path)
+    tuidb.connect(path).close()
+    names = recorded(path)
+    assert names["memory"] == [step.__name__ for step in MIGRATIONS]
+    assert names["web"] == [step.__name__ for step in WEB_SCHEMA.steps]
+    assert names["tui"] == ["tui_tables"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+    conn.close()
+
+
+def test_a_file_counted_by_user_version_is_taken_over_and_finished(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
+    db = Database(conn)
+    for step in MIGRATIONS[:8]:
+        step(db)
+    conn.execute("PRAGMA user_version = 8")
+    conn.execute("INSERT INTO sessions (source, started, last_activity) VALUES ('tui', 1, 1)")
+    conn.execute("INSERT INTO messages (session_id, role, content, created) VALUES (1, 'user', 'kept wombats', 1)")
+    conn.close()
+    with MemoryStore(path) as store:
+        assert [hit.message_id for hit in store.search("wombats")] == [1]
+    assert recorded(path)["memory"] == [step.__name__ for step in MIGRATIONS]
+    with MemoryStore(path) as store:  # nothing runs twice
+        assert len(store.get_messages(1)) == 1
+
+
+def test_a_step_added_at_the_end_runs_once_on_an_existing_file(tmp_path: Path) -> None:
+    path = tmp_path / "app.sqlite3"
+    schema = Migrations("example")
+    calls: list[str] = []
+
+    @schema
+    def example_table(db: Database) -> None:
+        calls.append("table")
+        db["things"].create({"id": int, "name": str}, pk="id")
+
+    def apply() -> list[str]:
+        conn = connect(path)
+        try:
+            with immediate(conn):
+                return schema.apply(conn)
+        finally:
+            conn.close()
+
+    assert apply() == ["example_table"]
+    assert apply() == []
+
+    @schema
+    def example_colour(db: Database) -> None:
+        calls.append("colour")
+        db["things"].add_column("colour", str)
+
+    assert apply() == ["example_colour"] and apply() == []
+    assert calls == ["table", "colour"]
+    assert recorded(path) == {"example": ["example_table", "example_colour"]}
