@@ -13,7 +13,8 @@ from textual.pilot import Pilot
 from hermes_tui.cli import session_line
 from hermes_tui.db import connect
 from hermes_tui.memory.doctor import repair
-from hermes_tui.memory.store import MIGRATIONS, MemoryStore
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.memory.schema import MIGRATIONS
 from hermes_tui.memory.text import index_text
 from hermes_tui.tui.app import HermesApp
 from tests.fakes.server import FakeLLMServer, Reply

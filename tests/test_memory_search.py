@@ -257,11 +257,11 @@ def write_version_1_store(path: Path) -> None:
     """A file as the first schema wrote it: one session, one message."""
     from sqlite_utils import Database
 
-    from hermes_tui.memory import store as store_module
+    from hermes_tui.memory import schema as schema_module
 
     conn = sqlite3.connect(path, isolation_level=None)
     conn.create_function("hermes_index_text", 1, index_text)
-    store_module._v1_core(Database(conn))  # noqa: SLF001
+    schema_module._v1_core(Database(conn))  # noqa: SLF001
     conn.execute("PRAGMA user_version = 1")
     conn.execute("INSERT INTO sessions (source, summary, started, last_activity) VALUES ('tui', 'about 東京', 1, 1)")
     conn.execute("INSERT INTO messages (session_id, role, content, created) VALUES (1, 'user', ?, 1)",

@@ -13,7 +13,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from hermes_tui.agent.tools import ToolRegistry
-from hermes_tui.memory import store as store_module
+from hermes_tui.memory import schema as schema_module
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.memory.text import index_text
 from hermes_tui.skills.manager import SkillManager
@@ -33,7 +33,7 @@ def write_version_6_store(path: Path) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
     db = Database(conn)
-    for step in store_module.MIGRATIONS[:6]:
+    for step in schema_module.MIGRATIONS[:6]:
         step(db)
     conn.execute("PRAGMA user_version = 6")
     conn.execute("INSERT INTO sessions (source, title, summary, started, last_activity)"

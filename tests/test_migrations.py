@@ -10,7 +10,8 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from hermes_tui.db import MIGRATIONS_TABLE, Migrations, connect, immediate
-from hermes_tui.memory.store import MIGRATIONS, MemoryStore
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.memory.schema import MIGRATIONS
 from hermes_tui.memory.text import index_text
 from hermes_tui.tui import tuidb
 from hermes_tui.web.webdb import WEB_SCHEMA, WebDB

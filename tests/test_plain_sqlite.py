@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.memory.store import MIGRATIONS, MemoryStore, refresh_index_columns
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.memory.schema import MIGRATIONS, refresh_index_columns
 from hermes_tui.memory.text import index_text
 
 needs_shell = pytest.mark.skipif(shutil.which("sqlite3") is None, reason="the sqlite3 shell is not installed")

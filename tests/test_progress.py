@@ -20,9 +20,10 @@ from sqlite_utils import Database
 from textual.widgets import ProgressBar
 
 from hermes_tui.config import Config
-from hermes_tui.memory import store as store_module
+from hermes_tui.memory import schema as schema_module
 from hermes_tui.memory.doctor import check, repair
-from hermes_tui.memory.store import REINDEX_CHUNK, MemoryStore
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.memory.schema import REINDEX_CHUNK
 from hermes_tui.memory.text import index_text
 from hermes_tui.progress import TerminalProgress, Tally, time_left
 from hermes_tui.tui.app import HermesApp
@@ -139,7 +140,7 @@ def write_version_6_store(path: Path, messages: int) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
     db = Database(conn)
-    for step in store_module.MIGRATIONS[:6]:
+    for step in schema_module.MIGRATIONS[:6]:
         step(db)
     conn.execute("PRAGMA user_version = 6")
     conn.execute("INSERT INTO sessions (source, started, last_activity) VALUES ('tui', 1, 1)")

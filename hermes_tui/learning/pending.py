@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_tui.learning.curator import split_title, summarize_session
 from hermes_tui.llm import LLMError, StreamResult
-from hermes_tui.memory.store import INDEX_COLUMN
+from hermes_tui.memory.schema import INDEX_COLUMN
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
