@@ -29,7 +29,7 @@ from hermes_tui.events import (
     Unsent,
 )
 from hermes_tui.progress import for_stderr, is_terminal
-from hermes_tui.secrets import withhold_from_environment
+from hermes_tui.redaction import withhold_from_environment
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop

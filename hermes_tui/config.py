@@ -21,7 +21,7 @@ from dotenv import dotenv_values
 
 from hermes_tui.private import private_dir
 from hermes_tui.providers import KEY_ENV_VARS, PROVIDER_TABLE, PROVIDERS, Provider
-from hermes_tui.secrets import is_secret_variable, process_environment
+from hermes_tui.redaction import is_secret_variable, process_environment
 
 # Derived from the provider table (hermes_tui.providers), kept here for the code that reads them.
 DEFAULT_MODELS = {name: p.default_model for name, p in PROVIDER_TABLE.items()}

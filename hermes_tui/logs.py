@@ -9,7 +9,7 @@ from platformdirs import user_log_dir
 
 from hermes_tui.config import Config
 from hermes_tui.private import private_file
-from hermes_tui.secrets import Secrets
+from hermes_tui.redaction import Secrets
 
 
 class _Scrubbing(logging.Formatter):

@@ -28,7 +28,7 @@ from hermes_tui.agent.shell import NO_NETWORK_HINT
 from hermes_tui.agent.tools import ToolRegistry
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.memory.store import MemoryStore
-from hermes_tui.secrets import Secrets
+from hermes_tui.redaction import Secrets
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall

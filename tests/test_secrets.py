@@ -25,7 +25,7 @@ from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.config import Config
 from hermes_tui.events import ToolCallFinished
 from hermes_tui.memory.store import MemoryStore
-from hermes_tui.secrets import Secrets
+from hermes_tui.redaction import Secrets
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 
@@ -236,7 +236,7 @@ _WITHHOLD = r"""
 import json, os, subprocess, sys
 from pathlib import Path
 from hermes_tui.config import Config
-from hermes_tui.secrets import withhold_from_environment
+from hermes_tui.redaction import withhold_from_environment
 names = withhold_from_environment()
 child = subprocess.run(["bash", "-c", "env; tr '\\0' '\\n' < /proc/$PPID/environ"], capture_output=True, text=True).stdout
 config = Config.load()

@@ -18,7 +18,7 @@ from hermes_tui.agent import reading, tools
 from hermes_tui.agent.toolkit import ToolContext
 from hermes_tui.agent.tools import OUTPUT_CAP, READ_CAP, ToolRegistry
 from hermes_tui.memory.store import MemoryStore
-from hermes_tui.secrets import Secrets
+from hermes_tui.redaction import Secrets
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import Reply, ToolCall
 from tests.helpers import HERMES_TUI

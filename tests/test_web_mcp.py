@@ -20,7 +20,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from hermes_tui import secrets
+from hermes_tui import redaction
 from hermes_tui.agent.mcp.manager import McpManager
 from hermes_tui.config import Config
 from hermes_tui.web import create_app
@@ -255,7 +255,7 @@ def test_create_app_starts_the_declared_servers_and_stops_them_with_the_app(
     value = f"{os.getpid()}-{tmp_path.name}"
     marker = f"HERMES_WEB_MCP_TEST={value}"
     # hermes-web takes secret-named variables out of os.environ at start; a server that names one gets it.
-    monkeypatch.setitem(secrets._withheld, "WEB_MCP_TEST_API_KEY", "sk-withheld-0123456789")
+    monkeypatch.setitem(redaction._withheld, "WEB_MCP_TEST_API_KEY", "sk-withheld-0123456789")
     own = stdio_entry(trust=True, env={"HERMES_WEB_MCP_TEST": value, "GIVEN": "${WEB_MCP_TEST_API_KEY}"})
     declare(web_env / "mcp.json", {"own": own,
                                    "gone": {"command": str(tmp_path / "no-such-server")}})

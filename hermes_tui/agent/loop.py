@@ -43,7 +43,7 @@ from hermes_tui.llm import LLMClient, LLMError, StreamResult, ToolCallRequest
 from hermes_tui.memory import facts
 from hermes_tui.memory.facts import claims_to_remember
 from hermes_tui.memory.store import MemoryStore, Message
-from hermes_tui.secrets import Secrets
+from hermes_tui.redaction import Secrets
 from hermes_tui.skills.manager import SkillManager
 
 log = logging.getLogger(__name__)

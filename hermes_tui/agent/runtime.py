@@ -107,7 +107,7 @@ def context_report(config: Config, memory: MemoryStore, skills: SkillManager, su
     if loop is None:
         from hermes_tui.agent.tools import ToolRegistry
         from hermes_tui.llm import LLMClient
-        from hermes_tui.secrets import Secrets
+        from hermes_tui.redaction import Secrets
 
         tools = ToolRegistry(config.workspace, memory, skills, home=config.home,
                              secrets=Secrets.from_config(config), families=surface.enabled)

@@ -40,7 +40,7 @@ from hermes_tui.agent.toolkit import (
     schema,
 )
 from hermes_tui.memory.framing import framed, screened
-from hermes_tui.secrets import Secrets
+from hermes_tui.redaction import Secrets
 
 if TYPE_CHECKING:
     from hermes_tui.memory.facts import FactStore

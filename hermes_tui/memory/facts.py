@@ -273,7 +273,7 @@ class FactStore:
 
 def for_config(config: Config) -> FactStore:
     """The facts of ``config``'s home and workspace, scrubbed with its secrets (the one way to open them)."""
-    from hermes_tui.secrets import Secrets
+    from hermes_tui.redaction import Secrets
 
     return FactStore(config.home, config.workspace, scrub=Secrets.from_config(config).scrub)
 

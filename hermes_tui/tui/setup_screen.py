@@ -22,7 +22,7 @@ from textual.widgets.option_list import Option
 
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.providers import PROVIDER_TABLE, PROVIDERS
-from hermes_tui.secrets import process_environment
+from hermes_tui.redaction import process_environment
 from hermes_tui.tui.envfile import update_env_file
 from hermes_tui.tui.format import short_path
 

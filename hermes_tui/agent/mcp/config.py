@@ -24,7 +24,7 @@ from typing import Any, Literal
 from dotenv import dotenv_values
 
 from hermes_tui.private import private_file
-from hermes_tui.secrets import process_environment
+from hermes_tui.redaction import process_environment
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from hermes_tui.agent.mcp.config import McpState, ResolveError, ServerSpec, declared, lookup, resolve
-from hermes_tui.secrets import Secrets
+from hermes_tui.redaction import Secrets
 
 if TYPE_CHECKING:  # the SDK takes seconds to import: only the loop thread imports it (``client``)
     from hermes_tui.agent.mcp.client import Connection, RemoteTool
