@@ -430,7 +430,15 @@ class HermesApp(App[int]):
         if skill is None or skill.path is None:
             self.notify(f"The skill {message.name} no longer exists.", severity="error", markup=False)
             return
+        from hermes_tui.skills.manager import SkillError
+
+        before = self.skills.version_text(skill.name, "current")
         self._edit(skill.path)
+        try:  # the version before the edit is archived, as a refinement does (F9 restores it)
+            self.skills.book_edit(skill.name, before)
+        except (SkillError, OSError) as exc:  # e.g. the edit broke the frontmatter: the pane says why
+            self.notify(f"The edit of {skill.name} was not kept as a version: {exc}", severity="warning",
+                        markup=False)
         self.skills.reload()
         if pane := self.mounted_pane("skills"):
             pane.refresh_data()

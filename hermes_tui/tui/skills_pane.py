@@ -285,8 +285,9 @@ class SkillsPane(Widget):
                 lines.append(f"- `{v.label}` ({v.kind}, {when})")
             diff = ""
             if pending:
-                diff = self._manager.diff(skill.name, "current", pending[-1].label)
-                lines += ["", f"**F8 accepts `{pending[-1].label}`** (the current file is archived first):"]
+                diff = self._manager.accept_diff(skill.name, pending[-1].label)
+                lines += ["", f"**F8 accepts `{pending[-1].label}`**, merged into the file as it is now "
+                          "(your changes stay; the current file is archived first):"]
             elif archived:
                 diff = self._manager.diff(skill.name, archived[-1].label, "current")
                 lines += ["", f"**Last change** (F9 restores `{archived[-1].label}` as a new version):"]
@@ -444,20 +445,25 @@ class SkillsPane(Widget):
     @work(thread=True, group="skills-change")
     def _change(self, name: str, what: str, argument: object) -> None:
         error: str | None = None
+        overlaps = 0
         try:
             if what == "accept":
-                self._manager.accept(name, str(argument))
+                overlaps = self._manager.accept(name, str(argument)).overlaps
             elif what == "restore":
                 self._manager.restore(name, int(str(argument)))
             else:
                 self._manager.approve(name)
         except (SkillError, OSError) as exc:
             error = str(exc)
-        self.app.call_from_thread(self._changed, name, what, error)
+        self.app.call_from_thread(self._changed, name, what, error, overlaps)
 
-    def _changed(self, name: str, what: str, error: str | None) -> None:
+    def _changed(self, name: str, what: str, error: str | None, overlaps: int = 0) -> None:
         done = {"accept": "Accepted the proposal for", "restore": "Restored", "approve": "Approved"}[what]
-        if error is None:
+        if error is None and overlaps:
+            self.app.notify(f"{done} {name}. It and your edits changed the same lines in {overlaps} "
+                            f"place{'s' if overlaps != 1 else ''}: both were kept (F7 shows them, F6 edits).",
+                            markup=False, timeout=10)
+        elif error is None:
             self.app.notify(f"{done} {name}.", markup=False)
         else:
             self.app.notify(f"Could not change {name}: {error}", severity="error", markup=False)
