@@ -211,14 +211,11 @@ class HermesApp(App[int]):
             await self.query_one("#panes", ContentSwitcher).mount(pane)
         self.query_one("#panes", ContentSwitcher).current = f"{name}-pane"
         self.query_one("#pane-bar", PaneBar).show_active(name)
+        # Focus at once: keys typed right behind the pane key (F3 then F7) are already queued,
+        # and a deferred focus would land after them, sending them to the hidden pane's widget.
+        pane.focus_main()
         if name in BROWSING_PANES:
             pane.refresh_data()
-
-        def focus() -> None:
-            if self.active_pane == name:  # the user may have moved on meanwhile
-                pane.focus_main()
-
-        self.call_after_refresh(focus)
         return pane
 
     async def action_show_pane(self, name: str) -> None:

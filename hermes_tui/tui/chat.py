@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
@@ -145,7 +146,16 @@ class ChatPane(Widget):
         return self.query_one("#prompt", PromptArea)
 
     def focus_main(self) -> None:
-        self.prompt.focus()
+        self.screen.set_focus(self.prompt)  # at once: keys already queued behind the pane key land here
+
+    def on_key(self, event: events.Key) -> None:
+        """Letters typed while the focus is elsewhere in the chat (shift+Tab went to a tool output,
+        a click to the conversation) go to the prompt: typing always types."""
+        prompt = self.prompt
+        if event.is_printable and event.character and not prompt.has_focus:
+            self.focus_main()
+            prompt.insert(event.character)
+            event.stop()
 
     # -- turns
 

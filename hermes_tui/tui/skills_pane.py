@@ -45,6 +45,7 @@ DESCRIPTION_WIDTH_MIN = 12
 EMPTY_PREVIEW = "*No skill selected.*"
 HELD_ROWS = 5  # rows of the held-back table shown before it scrolls
 FENCE = "`" * 3
+WAITING_ACTIONS = ("use", "edit", "versions", "accept", "restore", "delete")  # kept while the list loads
 
 
 def skill_markdown(skill: Skill) -> str:
@@ -103,10 +104,12 @@ class SkillsPane(Widget):
         self._manager = skills
         self._skills: list[Skill] = []
         self._held: list[HeldBack] = []
-        self._versions_shown = False
+        self._versions_of: str | None = None  # the skill F7 shows the versions of; moving away ends it
         self._query = ""
         self._previewed = EMPTY_PREVIEW
         self._table_width = 0
+        self._loaded = False  # the first list has arrived
+        self._waiting: list[str] = []  # action keys pressed before it did, run when it arrives
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="Filter skills: type what you want to do", id="skills-filter", select_on_focus=False)
@@ -128,7 +131,7 @@ class SkillsPane(Widget):
         self._load(self.query_one("#skills-filter", Input).value)
 
     def focus_main(self) -> None:
-        self.query_one("#skills-filter", Input).focus()
+        self.screen.set_focus(self.query_one("#skills-filter", Input))  # at once, not after queued keys
 
     def set_filter(self, text: str) -> None:
         """Show the skills matching ``text`` (the ``/skills filter`` command)."""
@@ -180,6 +183,10 @@ class SkillsPane(Widget):
         self._show_status(query, error)
         self._show_preview(self.selected)
         self.refresh_bindings()
+        self._loaded = True
+        waiting, self._waiting = self._waiting, []
+        for action in waiting:
+            self.call_later(self.run_action, action)
 
     def _show_status(self, query: str, error: str | None) -> None:
         count = len(self._skills)
@@ -258,9 +265,11 @@ class SkillsPane(Widget):
     def _show_preview(self, skill: Skill | None) -> None:
         if skill is not None and not skill.body:  # lists carry no bodies; read this one file
             skill = self._manager.get(skill.name) or skill
+        if skill is None or skill.name != self._versions_of:
+            self._versions_of = None
         if skill is None:
             text = EMPTY_PREVIEW
-        elif self._versions_shown:
+        elif self._versions_of is not None:
             text = self._versions_markdown(skill)
         else:
             text = skill_markdown(skill)
@@ -335,11 +344,18 @@ class SkillsPane(Widget):
         self.refresh_bindings()
 
     def on_key(self, event: events.Key) -> None:
-        """Letters typed anywhere in the pane go to the filter (they are never commands)."""
+        """Letters typed anywhere in the pane go to the filter (they are never commands), and so
+        does Backspace: it takes back the filter's last letter from the lists too."""
         box = self.query_one("#skills-filter", Input)
-        if event.is_printable and event.character and not box.has_focus:
-            box.focus()
+        if box.has_focus:
+            return
+        if event.is_printable and event.character:
+            self.focus_main()
             box.insert_text_at_cursor(event.character)
+            event.stop()
+        elif event.key == "backspace":
+            self.focus_main()
+            box.action_delete_left()
             event.stop()
 
     def on_descendant_focus(self) -> None:
@@ -355,7 +371,10 @@ class SkillsPane(Widget):
     # -- actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Skill actions need a highlighted skill; approve needs a quarantined one."""
+        """Skill actions need a highlighted skill; approve needs a quarantined one. Until the
+        first list has loaded they are all on: a key pressed meanwhile waits for it."""
+        if not self._loaded and action in WAITING_ACTIONS:
+            return True
         held = self.selected_held
         if action == "approve":
             return True if held is not None and held.quarantined else None
@@ -365,15 +384,29 @@ class SkillsPane(Widget):
             return True if held is None and self.selected is not None else None
         return True
 
+    def _until_loaded(self, action: str) -> bool:
+        """True when the list is still loading: ``action`` is kept and runs once it has (a key
+        pressed right after F3, in a big library that takes a while, is not dropped)."""
+        if self._loaded:
+            return False
+        self._waiting.append(action)
+        return True
+
     def action_use(self) -> None:
+        if self._until_loaded("use"):
+            return
         if skill := self.selected:
             self.post_message(UseSkill(skill.name))
 
     def action_edit(self) -> None:
+        if self._until_loaded("edit"):
+            return
         if skill := self.selected:
             self.post_message(EditSkill(skill.name))
 
     def action_delete(self) -> None:
+        if self._until_loaded("delete"):
+            return
         held = self.selected_held
         name = held.name if held is not None else (self.selected.name if self.selected else None)
         if name is None:
@@ -397,10 +430,25 @@ class SkillsPane(Widget):
             table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)))
 
     def action_versions(self) -> None:
-        self._versions_shown = not self._versions_shown
-        self._show_preview(self.selected)
+        """F7 toggles the versions of the highlighted skill; highlighting another skill shows its
+        preview again (the view is about one skill, and F8/F9 act on the highlighted one)."""
+        if self._until_loaded("versions"):
+            return
+        skill = self.selected
+        self._versions_of = None if skill is None or self._versions_of == skill.name else skill.name
+        self._show_preview(skill)
+
+    def action_scroll_preview(self, direction: str) -> None:
+        """PgUp/PgDn read the preview or the diff from anywhere in the pane (the focus stays)."""
+        view = self.query_one("#skills-preview", VerticalScroll)
+        if direction == "up":
+            view.scroll_page_up(animate=False)
+        else:
+            view.scroll_page_down(animate=False)
 
     def action_accept(self) -> None:
+        if self._until_loaded("accept"):
+            return
         skill = self.selected
         if skill is None:
             return
@@ -411,6 +459,8 @@ class SkillsPane(Widget):
         self._change(skill.name, "accept", pending[-1].label)
 
     def action_restore(self) -> None:
+        if self._until_loaded("restore"):
+            return
         skill = self.selected
         if skill is None:
             return
