@@ -1,11 +1,13 @@
 """SkillsPane: browse, filter, preview, use, edit, version and delete skills; see what is held back.
 
-Typing always filters: letters never run actions, whichever table has focus (they are sent to the
-filter box). Actions use Enter, F-keys and ctrl keys the filter box does not use. Below the
-skills, a second table lists what the library does not offer — quarantined skills with the
-guard's reason (ctrl+t approves that exact content, F10 deletes) and skipped files with theirs.
-F7 shows a skill's versions and the diff of its newest pending proposal (F8 accepts it) or of its
-last change (F9 restores the version before it).
+Typing always filters: letters (and Backspace) never run actions, whichever table has focus
+(they are sent to the filter box). Actions use Enter, F-keys and ctrl keys the filter box does not
+use; PgUp/PgDn scroll the preview from anywhere in the pane. Below the skills, a second table lists
+what the library does not offer — quarantined skills with the guard's reason (ctrl+t approves that
+exact content, F10 deletes) and skipped files with theirs. F7 shows the highlighted skill's
+versions and the diff of its newest pending proposal as F8 would merge it, or of its last change
+(F9 restores the version before it); highlighting another skill ends it. An action key pressed
+before the first list has loaded runs when it arrives.
 
 Skill files are read in thread workers; tables are rebuilt on the app thread. Table cells are
 Rich ``Text`` objects: a plain string cell would be parsed as markup, and descriptions are written
