@@ -131,6 +131,11 @@ def in_scope(scope: str) -> list[Action]:
     return [action for action in ACTIONS if action.scope == scope]
 
 
+def main_key(scope: str, action: str) -> str:
+    """The first key of one action as people write it (``F8``), for text that names the key."""
+    return next(_display(a.keys[0]) for a in ACTIONS if a.scope == scope and a.action == action)
+
+
 ALT_DIGITS = "1234567890"
 
 

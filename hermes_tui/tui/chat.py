@@ -150,11 +150,15 @@ class ChatPane(Widget):
 
     def on_key(self, event: events.Key) -> None:
         """Letters typed while the focus is elsewhere in the chat (shift+Tab went to a tool output,
-        a click to the conversation) go to the prompt: typing always types."""
-        prompt = self.prompt
-        if event.is_printable and event.character and not prompt.has_focus:
+        a click to the conversation) go to the prompt: typing always types.
+
+        A letter that reaches the pane did not go through the prompt (it takes its letters), even
+        when the prompt has the focus again: the app hands each key to the widget focused when it
+        arrived, so the rest of a burst typed after shift+Tab comes here too.
+        """
+        if event.is_printable and event.character:
             self.focus_main()
-            prompt.insert(event.character)
+            self.prompt.insert(event.character)
             event.stop()
 
     # -- turns

@@ -16,8 +16,10 @@ by a model or a stranger.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -47,7 +49,7 @@ DESCRIPTION_WIDTH_MIN = 12
 EMPTY_PREVIEW = "*No skill selected.*"
 HELD_ROWS = 5  # rows of the held-back table shown before it scrolls
 FENCE = "`" * 3
-WAITING_ACTIONS = ("use", "edit", "versions", "accept", "restore", "delete")  # kept while the list loads
+WAITING_ACTIONS: set[str] = set()  # actions kept while the first list loads (``_waits_for_list``)
 
 
 def skill_markdown(skill: Skill) -> str:
@@ -61,6 +63,26 @@ def skill_markdown(skill: Skill) -> str:
         lines += ["", "**Triggers:** " + ", ".join(skill.triggers)]
     lines += ["", "---", "", skill.body or "*This skill has no body.*"]
     return "\n".join(lines)
+
+
+def _waits_for_list(method: Callable[[SkillsPane], None]) -> Callable[[SkillsPane], None]:
+    """An action whose key, pressed before the first list has loaded (F3 then F7 in a big library),
+    is kept and run when the list arrives instead of being dropped."""
+    name = method.__name__.removeprefix("action_")
+    WAITING_ACTIONS.add(name)
+
+    @functools.wraps(method)
+    def run(pane: SkillsPane) -> None:
+        if pane._loaded:  # noqa: SLF001 - the pane's own state
+            method(pane)
+        else:
+            pane._waiting.append(name)  # noqa: SLF001
+
+    return run
+
+
+def _key(action: str) -> str:
+    return actions.main_key("skills", action)
 
 
 def _code(text: str, kind: str = "text") -> list[str]:
@@ -297,11 +319,11 @@ class SkillsPane(Widget):
             diff = ""
             if pending:
                 diff = self._manager.accept_diff(skill.name, pending[-1].label)
-                lines += ["", f"**F8 accepts `{pending[-1].label}`**, merged into the file as it is now "
+                lines += ["", f"**{_key('accept')} accepts `{pending[-1].label}`**, merged into the file as it is now "
                           "(your changes stay; the current file is archived first):"]
             elif archived:
                 diff = self._manager.diff(skill.name, archived[-1].label, "current")
-                lines += ["", f"**Last change** (F9 restores `{archived[-1].label}` as a new version):"]
+                lines += ["", f"**Last change** ({_key('restore')} restores `{archived[-1].label}` as a new version):"]
             else:
                 lines += ["", "*No other version yet.*"]
         except (SkillError, OSError) as exc:
@@ -314,7 +336,7 @@ class SkillsPane(Widget):
         state = "Quarantined by the skill guard" if item.quarantined else "Skipped"
         lines = [f"## {item.name or item.path}", "", f"**{state}:** {item.reason}", "", f"File: `{item.path}`"]
         if item.quarantined:
-            lines += ["", "ctrl+t approves this exact content; F10 deletes the skill."]
+            lines += ["", f"{_key('approve')} approves this exact content; {_key('delete')} deletes the skill."]
             skill = self._manager.get(item.name or "")
             if skill is not None:
                 lines += ["", "---", "", *_code(skill.body)]
@@ -347,15 +369,19 @@ class SkillsPane(Widget):
 
     def on_key(self, event: events.Key) -> None:
         """Letters typed anywhere in the pane go to the filter (they are never commands), and so
-        does Backspace: it takes back the filter's last letter from the lists too."""
+        does Backspace: it takes back the filter's last letter from the lists too.
+
+        A letter that reaches the pane did not go through the filter box (it takes its letters),
+        even when the box has the focus again: the app hands each key to the widget focused when
+        it arrived, so the rest of a burst typed on a list comes here too. Backspace on the box
+        is the box's own binding.
+        """
         box = self.query_one("#skills-filter", Input)
-        if box.has_focus:
-            return
         if event.is_printable and event.character:
             self.focus_main()
             box.insert_text_at_cursor(event.character)
             event.stop()
-        elif event.key == "backspace":
+        elif event.key == "backspace" and self.screen.focused is not box:
             self.focus_main()
             box.action_delete_left()
             event.stop()
@@ -386,29 +412,18 @@ class SkillsPane(Widget):
             return True if held is None and self.selected is not None else None
         return True
 
-    def _until_loaded(self, action: str) -> bool:
-        """True when the list is still loading: ``action`` is kept and runs once it has (a key
-        pressed right after F3, in a big library that takes a while, is not dropped)."""
-        if self._loaded:
-            return False
-        self._waiting.append(action)
-        return True
-
+    @_waits_for_list
     def action_use(self) -> None:
-        if self._until_loaded("use"):
-            return
         if skill := self.selected:
             self.post_message(UseSkill(skill.name))
 
+    @_waits_for_list
     def action_edit(self) -> None:
-        if self._until_loaded("edit"):
-            return
         if skill := self.selected:
             self.post_message(EditSkill(skill.name))
 
+    @_waits_for_list
     def action_delete(self) -> None:
-        if self._until_loaded("delete"):
-            return
         held = self.selected_held
         name = held.name if held is not None else (self.selected.name if self.selected else None)
         if name is None:
@@ -431,11 +446,10 @@ class SkillsPane(Widget):
         if table.row_count:
             table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)))
 
+    @_waits_for_list
     def action_versions(self) -> None:
         """F7 toggles the versions of the highlighted skill; highlighting another skill shows its
         preview again (the view is about one skill, and F8/F9 act on the highlighted one)."""
-        if self._until_loaded("versions"):
-            return
         skill = self.selected
         self._versions_of = None if skill is None or self._versions_of == skill.name else skill.name
         self._show_preview(skill)
@@ -448,9 +462,8 @@ class SkillsPane(Widget):
         else:
             view.scroll_page_down(animate=False)
 
+    @_waits_for_list
     def action_accept(self) -> None:
-        if self._until_loaded("accept"):
-            return
         skill = self.selected
         if skill is None:
             return
@@ -460,9 +473,8 @@ class SkillsPane(Widget):
             return
         self._change(skill.name, "accept", pending[-1].label)
 
+    @_waits_for_list
     def action_restore(self) -> None:
-        if self._until_loaded("restore"):
-            return
         skill = self.selected
         if skill is None:
             return
@@ -513,7 +525,8 @@ class SkillsPane(Widget):
         done = {"accept": "Accepted the proposal for", "restore": "Restored", "approve": "Approved"}[what]
         if error is None and overlaps:
             self.app.notify(f"{done} {name}. It and your edits changed the same lines in {overlaps} "
-                            f"place{'s' if overlaps != 1 else ''}: both were kept (F7 shows them, F6 edits).",
+                            f"place{'s' if overlaps != 1 else ''}: both were kept ({_key('versions')} shows them, "
+                            f"{_key('edit')} edits).",
                             markup=False, timeout=10)
         elif error is None:
             self.app.notify(f"{done} {name}.", markup=False)
