@@ -1101,3 +1101,18 @@ def test_a_model_created_skill_passes_the_same_normalising_guard(registry: ToolR
     assert "learned" not in registry.execute("list_skills", {}).output
     assert [h.name for h in manager.held_back()] == ["learned"]
     assert "Ig\u200bnore" not in registry.execute("use_skill", {"name": "learned"}).output
+
+
+@pytest.mark.parametrize(("base", "ours", "theirs", "merged", "overlaps"), [
+    ("a\nb\nc", "a\nb\nc\nmine", "a\nB\nc", "a\nB\nc\nmine", 0),  # apart: both changes land
+    ("a\nb", "a\nb", "a\nB", "a\nB", 0),  # only the proposal changed
+    ("a\nb", "a\nmine", "a\nb", "a\nmine", 0),  # only the user changed
+    ("a\nb", "a\nB", "a\nB", "a\nB", 0),  # the same change once
+    ("a\nb", "a\nmine", "a\ntheirs", "a\nmine\ntheirs", 1),  # the same line: both kept, the user's first
+    ("a", "a\nmine", "a\ntheirs", "a\nmine\ntheirs", 1),  # two insertions at one place
+])
+def test_merge_keeps_every_user_line(base: str, ours: str, theirs: str, merged: str, overlaps: int) -> None:
+    from hermes_tui.skills.merge import merge_text
+
+    result = merge_text(base, ours, theirs)
+    assert (result.text, result.overlaps) == (merged, overlaps)
