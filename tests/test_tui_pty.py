@@ -47,12 +47,12 @@ SIZE = (32, 110)  # rows, columns
 class Terminal:
     """A child process on a pty; everything it writes is collected."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], size: tuple[int, int] = SIZE) -> None:
         import fcntl
         import termios
 
         master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[0], SIZE[1], 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
         self.master = master
         self.output = bytearray()
         self._lock = threading.Lock()

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 
 from hermes_tui.skills.lifecycle import SkillState
 from hermes_tui.skills.manager import SkillManager, SkillNotFoundError
+from hermes_tui.skills.schema import Skill
 from hermes_tui.textsafe import printable
 
 SHOWN_BODY = 4000  # characters of instructions `show` prints
@@ -22,7 +23,8 @@ def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, obj
     if command == "import":
         from hermes_tui.skills.importer import import_library
 
-        lines = import_library(args["folder"], skills, skills.progress).lines()  # type: ignore[arg-type]
+        report = import_library(args["folder"], skills, skills.progress)  # type: ignore[arg-type]
+        lines = report.lines() + [quarantined_line(name, reason) for name, reason in report.quarantined]
     elif command == "list":
         lines = list_lines(skills)
     elif command == "show":
@@ -39,6 +41,24 @@ def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, obj
     else:  # argparse only lets the commands above through
         raise ValueError(command)
     return [printable(line) for line in lines]
+
+
+def quarantined_line(name: str, reason: str) -> str:
+    """One imported skill the guard held back, and where to review it (keys from the action table)."""
+    from hermes_tui.tui import actions
+
+    pane = actions.PANE_KEYS["skills"][0].upper()
+    keys = {a.action: a.key_text for a in actions.in_scope("skills")}
+    return (f"  quarantined {name}: the skill guard flagged it ({reason}); it is not offered to the model "
+            f"until you approve it. Review it in the TUI's Skills pane ({pane}, under “Held back”: {keys['approve']} "
+            f"approves, {keys['delete']} deletes) or with `hermes-tui skills show {name}`")
+
+
+def quarantined_lines(skill: Skill) -> list[str]:
+    """``show`` for a skill the guard holds back: why, where, and its text (printable)."""
+    return [f"{skill.name}: quarantined by the skill guard ({skill.quarantine})", f"path: {skill.path}",
+            "it is not offered to the model until approved in the TUI's Skills pane (or deleted)", "",
+            _shown_body(skill.body)]
 
 
 def list_lines(skills: SkillManager) -> list[str]:
@@ -58,6 +78,8 @@ def show_lines(skills: SkillManager, name: str) -> list[str]:
     skill = skills.get(name)
     if skill is None and state is None:
         raise SkillNotFoundError(f"no skill named {name!r}; `hermes-tui skills list` shows the names")
+    if skill is not None and skill.quarantine:
+        return quarantined_lines(skill)
     if state is None:
         state = next(s for s in skills.states() if s.name == skill.name)  # type: ignore[union-attr]
     lines = [
@@ -68,10 +90,13 @@ def show_lines(skills: SkillManager, name: str) -> list[str]:
         f"last used: {_when(state.last_used)}",
     ]
     if skill is not None:
-        body = skill.body if len(skill.body) <= SHOWN_BODY else skill.body[:SHOWN_BODY] + "\n[…]"
         lines += [f"version: {skill.version}", f"description: {skill.description}",
-                  f"triggers: {', '.join(skill.triggers) or '-'}", "", body]
+                  f"triggers: {', '.join(skill.triggers) or '-'}", "", _shown_body(skill.body)]
     return lines
+
+
+def _shown_body(body: str) -> str:
+    return body if len(body) <= SHOWN_BODY else body[:SHOWN_BODY] + "\n[…]"
 
 
 def _rate(state: SkillState) -> str:

@@ -3,7 +3,9 @@
 Any layout ``layout.walk`` reads is accepted (flat folders, category folders, Claude plugin
 bundles, legacy flat files). Each skill folder is copied whole — SKILL.md byte for byte, with its
 ``scripts/``, ``references/`` and ``assets/`` — to ``skills_dir/<name>``. A name already taken is
-renamed after its source folder; nothing is overwritten and every skip says why.
+renamed after its source folder; nothing is overwritten and every skip says why. A copy the skill
+guard flags is quarantined like any skill (held back until the user approves it); the report
+names each one.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class ImportReport:
     imported: list[tuple[str, str]] = field(default_factory=list)  # (source path, name)
     renamed: list[tuple[str, str, str]] = field(default_factory=list)  # (source path, name, why)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (source path, reason)
+    quarantined: list[tuple[str, str]] = field(default_factory=list)  # (name, the guard's reason): copied, held back
 
     def lines(self) -> list[str]:
         out = [f"imported {len(self.imported)}, renamed {len(self.renamed)}, skipped {len(self.skipped)}"]
@@ -55,6 +58,10 @@ def import_library(source: Path, manager: SkillManager, progress: Progress = NO_
         finally:
             progress.done()
         manager.reload()
+        for name in [name for _, name in report.imported] + [name for _, name, _ in report.renamed]:
+            skill = manager.get(name)
+            if skill is not None and skill.quarantine:  # the guard judged the copy: it is held back
+                report.quarantined.append((name, skill.quarantine))
     return report
 
 

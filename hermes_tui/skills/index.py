@@ -1,14 +1,15 @@
 """The skill index: one SQLite file beside the skills folder, shared by every Hermes process.
 
 It holds what the files cannot: use counts and last-used times (using a skill never writes its
-file), the hash of what Hermes last wrote (a file that changed since is the user's), guard
-approvals bound to a file's hash, the reasons files were skipped, and an FTS5 index of the
-skills (name, triggers, description and the body's first ``LEAD_CHARS``; ``porter unicode61``)
-ranked by bm25 with field weights — the only ranker, used by search, paging, the per-turn hint
-and the Skills pane. The rest of a long body sits in a second FTS5 table that is read only when
-a page is not full, so a word deep in a body is still found without every search paying for it.
-Rows are refreshed from the files by (mtime, size), so a lookup never rescans the library; the
-files and search tables are a cache of the files (``_rebuild_search``), the rest is bookkeeping.
+file), the hash and body of what Hermes last wrote (a file that changed since is the user's; the
+body is the base F8 merges a pending proposal from), guard approvals bound to a file's hash, the
+reasons files were skipped, and an FTS5 index of the skills (name, triggers, description and the
+body's first ``LEAD_CHARS``; ``porter unicode61``) ranked by bm25 with field weights — the only
+ranker, used by search, paging, the per-turn hint and the Skills pane. The rest of a long body sits
+in a second FTS5 table that is read only when a page is not full, so a word deep in a body is still
+found without every search paying for it. Rows are refreshed from the files by (mtime, size), so a
+lookup never rescans the library; the files and search tables are a cache of the files
+(``_rebuild_search``), the rest is bookkeeping.
 
 It also keeps what each use of a skill led to (``uses``: the turn finished, ended in an error, or
 the user corrected it with /retry or /undo), which skills are pinned, and which were archived.
@@ -78,7 +79,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS skills_search USING fts5(
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS skills_rest USING fts5(rest, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS usage (rel TEXT PRIMARY KEY, use_count INTEGER NOT NULL, last_used REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS written (rel TEXT PRIMARY KEY, sha TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS written (rel TEXT PRIMARY KEY, sha TEXT NOT NULL, body TEXT);
 CREATE TABLE IF NOT EXISTS approved (rel TEXT PRIMARY KEY, sha TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS uses (
     id INTEGER PRIMARY KEY, rel TEXT NOT NULL, turn INTEGER, at REAL NOT NULL, outcome TEXT NOT NULL DEFAULT ''
@@ -238,6 +239,8 @@ class SkillIndex:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     self.conn.execute(statement)
+            if "body" not in {column[1] for column in self.conn.execute("PRAGMA table_info(written)")}:
+                self.conn.execute("ALTER TABLE written ADD COLUMN body TEXT")  # an index from before F8 merged
 
     def close(self) -> None:
         self.conn.close()
@@ -503,8 +506,13 @@ class SkillIndex:
         row = self.conn.execute("SELECT sha FROM written WHERE rel = ?", (rel,)).fetchone()
         return row[0] if row else None
 
-    def set_written(self, conn: sqlite3.Connection, rel: str, sha: str) -> None:
-        conn.execute("INSERT OR REPLACE INTO written (rel, sha) VALUES (?, ?)", (rel, sha))
+    def written_body(self, rel: str) -> str | None:
+        """The body Hermes last wrote to ``rel`` (a pending proposal's merge base), if known."""
+        row = self.conn.execute("SELECT body FROM written WHERE rel = ?", (rel,)).fetchone()
+        return row[0] if row else None
+
+    def set_written(self, conn: sqlite3.Connection, rel: str, sha: str, body: str) -> None:
+        conn.execute("INSERT OR REPLACE INTO written (rel, sha, body) VALUES (?, ?, ?)", (rel, sha, body))
 
     def approve(self, rel: str, sha: str) -> None:
         with self.write() as conn:

@@ -7,9 +7,11 @@
 * **Lossless.** Using a skill writes only the database. A refinement patches Hermes' own keys as
   text (``patch.py``); everything else in the file stays byte for byte. The replaced file is
   archived as ``versions/v<N>.md`` first. A refinement that changes nothing writes nothing.
-* **User edits win.** Hermes remembers the hash of what it last wrote. The curator's proposal for a
-  file that changed since (or that Hermes never wrote) is kept as ``versions/pending-<time>.md``
-  for the user to diff and accept, never written over the file.
+* **User edits win.** Hermes remembers the hash and body of what it last wrote. The curator's
+  proposal for a file that changed since (or that Hermes never wrote) is kept as
+  ``versions/pending-<time>.md`` for the user to diff and accept, never written over the file;
+  accepting merges it into the file on disk (``merge.py``), so the user's lines stay. A hand edit
+  from the Skills pane (``book_edit``) archives the version before it, as a refinement does.
 * **Guarded.** The guard (``guard.py``) runs on every file indexed and on everything Hermes is
   asked to save; a flagged skill is quarantined (left out of list, search, hints and use) until
   the user approves that exact content or deletes it. Hermes refuses to save flagged text.
@@ -46,6 +48,7 @@ from hermes_tui.skills import guard
 from hermes_tui.skills.index import Entry, Row, SkillIndex
 from hermes_tui.skills.layout import Found, base_name, namespace, walk
 from hermes_tui.skills.lifecycle import Ages, SkillState, state_of, turn_outcome
+from hermes_tui.skills.merge import Merged, merge_text
 from hermes_tui.skills.patch import PatchError, patch_skill
 from hermes_tui.skills.similar import CANDIDATES, near_duplicate
 from hermes_tui.skills.schema import (
@@ -93,7 +96,7 @@ PLATFORM = {"darwin": "macos", "win32": "windows", "cygwin": "windows"}.get(sys.
 PLATFORM_NAMES = {"darwin": "macos", "osx": "macos", "mac": "macos", "win": "windows", "win32": "windows"}
 
 __all__ = [
-    "MAX_FILE_BYTES", "HeldBack", "Outcome", "SkillError", "SkillExistsError", "SkillGuardError",
+    "MAX_FILE_BYTES", "Accepted", "HeldBack", "Outcome", "SkillError", "SkillExistsError", "SkillGuardError",
     "SkillManager", "SkillNotFoundError", "Version",
 ]
 
@@ -128,6 +131,15 @@ class Outcome:
     name: str
     version: int = 0
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """An accepted proposal: the new version, and how many places both it and the user changed
+    (both kept there; ``merge.py``)."""
+
+    skill: Skill
+    overlaps: int
 
 
 @dataclass(frozen=True)
@@ -402,21 +414,76 @@ class SkillManager:
 
     def diff(self, name: str, old: str, new: str) -> str:
         """A unified diff between two versions' texts ('' when they are equal)."""
-        a, b = self.version_text(name, old), self.version_text(name, new)
-        lines = difflib.unified_diff(a.splitlines(keepends=True), b.splitlines(keepends=True), old, new)
-        return "".join(lines)
+        return _unified(self.version_text(name, old), self.version_text(name, new), old, new)
 
-    def accept(self, name: str, label: str) -> Skill:
-        """Apply a pending proposal to the current file (archived first), then drop the proposal."""
+    def accept(self, name: str, label: str) -> Accepted:
+        """Apply a pending proposal to the file on disk (archived first), then drop the proposal.
+
+        The body is merged (``merge.py``): what the user changed since the proposal's base stays.
+        """
         if not _PENDING_FILE.fullmatch(f"{label}.md"):
             raise SkillError(f"{label!r} is not a pending version (they are called pending-…)")
         with self._locked():
             row = self._require(name, force=True)
             path = self._version_path(row, label)
-            proposal = parse_skill(_read_text(path, self.skills_dir), row.name or "")
-            skill = self._refine_row(row, proposal.description, proposal.triggers, proposal.body)
+            proposal, merged = self._merged(row, label)
+            skill = self._refine_row(row, proposal.description, proposal.triggers, merged.text)
             path.unlink(missing_ok=True)
-            return skill
+            return Accepted(skill, merged.overlaps)
+
+    def accept_diff(self, name: str, label: str) -> str:
+        """The unified diff of what ``accept`` would write: the file now against the merged result."""
+        with self._lock:
+            row = self._require(name)
+            proposal, merged = self._merged(row, label)
+            current = self._full(row)
+            text = _read_text(self.skills_dir / row.rel, self.skills_dir)
+            try:
+                new = self._patched(text, current, clean_description(proposal.description),
+                                    clean_triggers(proposal.triggers), clean_body(merged.text))
+            except PatchError:
+                new = self.version_text(row.name or name, label)  # accept will refuse; show the proposal
+            return _unified(text, new, "current", f"{label} (merged)")
+
+    def _merged(self, row: Row, label: str) -> tuple[Skill, Merged]:
+        """The proposal ``label`` and its body merged into the current one.
+
+        The base is the body Hermes last wrote; else the body before the last hand edit (a file
+        Hermes never wrote, edited with F6); else the current body (nothing to keep: the proposal
+        replaces it, as the diff shows).
+        """
+        proposal = parse_skill(_read_text(self._version_path(row, label), self.skills_dir), row.name or "")
+        current = self._full(row).body
+        base = self.index.written_body(row.rel)
+        if base is None:
+            archived = [v for v in self.versions(row.name or "") if v.kind == "archived"]
+            base = (clean_body(split_text(self.version_text(row.name or "", archived[-1].label)).body)
+                    if archived else current)
+        return proposal, merge_text(base, current, proposal.body)
+
+    def book_edit(self, name: str, before: str) -> Skill | None:
+        """A hand edit (the Skills pane's F6) becomes a version the way a refinement does.
+
+        ``before`` (the file when the editor opened) is archived as the previous version and a
+        learned skill's version and time move on, so F9 restores it. The file stays the user's:
+        what Hermes last wrote remains the base a pending proposal is merged from. None when the
+        editor changed nothing.
+        """
+        with self._locked():
+            row = self._require(name, force=True)
+            path = self.skills_dir / row.rel
+            text = _read_text(path, self.skills_dir)
+            if text == before:
+                return None
+            previous = parse_skill(before, row.name or name)
+            number = previous.version if previous.learned else row.version
+            if row.learned:
+                try:
+                    text = patch_skill(text, {}, {"version": str(number + 1), "updated": format_time(self.clock())},
+                                       None)
+                except PatchError as exc:
+                    log.warning("skill %s: the hand edit keeps its own version keys (%s)", row.name, exc)
+            return self._write(row.rel, text, archive=(f"v{number}.md", before.encode("utf-8")), written=False)
 
     def restore(self, name: str, version: int) -> Skill:
         """Make a new version whose description, triggers and body equal those of ``version``."""
@@ -732,8 +799,10 @@ class SkillManager:
         return label
 
     def _write(self, rel: str, text: str, archive: tuple[str, bytes] | None = None,
-               old_rel: str | None = None) -> Skill:
-        """Write a SKILL.md atomically (after archiving the old text), then index it at once."""
+               old_rel: str | None = None, written: bool = True) -> Skill:
+        """Write a SKILL.md atomically (after archiving the old text), then index it at once.
+
+        ``written``: the text is Hermes' own (False for a hand edit: the file stays the user's)."""
         data = text.encode("utf-8")
         if len(data) > MAX_FILE_BYTES:
             name = rel.rsplit("/", 2)[0]
@@ -759,7 +828,8 @@ class SkillManager:
                 self.index.move_usage(conn, old_rel, rel)
                 self.index.forget(conn, old_rel)
             self.index.upsert(conn, entry)
-            self.index.set_written(conn, rel, _sha(data))
+            if written:
+                self.index.set_written(conn, rel, _sha(data), entry.body)
             self.index.assign_names(conn, namespace)
         row = self.index.by_rel(rel)
         assert row is not None and row.name is not None
@@ -777,6 +847,11 @@ def _checked(skill: Skill) -> Skill:
     if flagged:
         raise SkillGuardError(f"refused by the skill guard: {flagged}")
     return skill
+
+
+def _unified(old: str, new: str, old_label: str, new_label: str) -> str:
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), old_label, new_label)
+    return "".join(lines)
 
 
 def _same(current: Skill, description: str, triggers: list[str], body: str) -> bool:

@@ -82,13 +82,19 @@ ACTIONS: tuple[Action, ...] = (
            show=False, bound=False),
     Action("skills", "edit", ("f6",), "Edit", "Skills pane: edit the SKILL.md in `$EDITOR`"),
     Action("skills", "versions", ("f7",), "Versions", "Skills pane: the skill's versions and the diff"),
-    Action("skills", "accept", ("f8",), "Accept", "Skills pane: accept the pending proposal (the file is archived first)"),
+    Action("skills", "accept", ("f8",), "Accept",
+           "Skills pane: accept the pending proposal, merged into the file as it is (your lines stay; archived first)"),
     Action("skills", "restore", ("f9",), "Restore", "Skills pane: restore the previous version as a new one (asks first)"),
     Action("skills", "approve", ("ctrl+t",), "Approve", "Skills pane: approve the quarantined skill (this exact content; asks first)"),
     Action("skills", "delete", ("f10", "shift+delete"), "Delete", "Skills pane: delete the skill (asks first)"),
     Action("skills", "reload", ("ctrl+r",), "Reload", "Skills pane: re-read the skill files"),
     Action("skills", "move(1)", ("down",), "Next", "Skills pane: next skill (from the filter box too)", show=False),
     Action("skills", "move(-1)", ("up",), "Previous", "Skills pane: previous skill", show=False),
+    Action("skills", "scroll_preview('up')", ("pageup",), "Scroll up",
+           "Skills pane: scroll the preview (or the F7 diff) up a page, from the filter and the list too", show=False,
+           priority=True),
+    Action("skills", "scroll_preview('down')", ("pagedown",), "Scroll down",
+           "Skills pane: scroll the preview (or the F7 diff) down a page", show=False, priority=True),
     Action("memory", "edit_fact", ("f6",), "Edit", "Memory pane: edit the highlighted fact's file in `$EDITOR`"),
     Action("memory", "delete_fact", ("x", "delete"), "Forget", "Memory pane: forget the highlighted fact (asks first)"),
     Action("sessions", "open", ("o",), "Open", "Sessions pane: open the transcript (Enter too)"),
@@ -123,6 +129,11 @@ def bindings(scope: str) -> list[Binding]:
 
 def in_scope(scope: str) -> list[Action]:
     return [action for action in ACTIONS if action.scope == scope]
+
+
+def main_key(scope: str, action: str) -> str:
+    """The first key of one action as people write it (``F8``), for text that names the key."""
+    return next(_display(a.keys[0]) for a in ACTIONS if a.scope == scope and a.action == action)
 
 
 ALT_DIGITS = "1234567890"

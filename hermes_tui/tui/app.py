@@ -216,14 +216,11 @@ class HermesApp(App[int]):
             await self.query_one("#panes", ContentSwitcher).mount(pane)
         self.query_one("#panes", ContentSwitcher).current = f"{name}-pane"
         self.query_one("#pane-bar", PaneBar).show_active(name)
+        # Focus at once: keys typed right behind the pane key (F3 then F7) are already queued,
+        # and a deferred focus would land after them, sending them to the hidden pane's widget.
+        pane.focus_main()
         if name in BROWSING_PANES:
             pane.refresh_data()
-
-        def focus() -> None:
-            if self.active_pane == name:  # the user may have moved on meanwhile
-                pane.focus_main()
-
-        self.call_after_refresh(focus)
         return pane
 
     async def action_show_pane(self, name: str) -> None:
@@ -464,7 +461,15 @@ class HermesApp(App[int]):
         if skill is None or skill.path is None:
             self.notify(f"The skill {message.name} no longer exists.", severity="error", markup=False)
             return
+        from hermes_tui.skills.manager import SkillError
+
+        before = self.skills.version_text(skill.name, "current")
         self._edit(skill.path)
+        try:  # the version before the edit is archived, as a refinement does (F9 restores it)
+            self.skills.book_edit(skill.name, before)
+        except (SkillError, OSError) as exc:  # e.g. the edit broke the frontmatter: the pane says why
+            self.notify(f"The edit of {skill.name} was not kept as a version: {exc}", severity="warning",
+                        markup=False)
         self.skills.reload()
         if pane := self.mounted_pane("skills"):
             pane.refresh_data()

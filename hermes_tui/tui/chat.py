@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.message import Message
@@ -146,7 +147,20 @@ class ChatPane(Widget):
         return self.query_one("#prompt", PromptArea)
 
     def focus_main(self) -> None:
-        self.prompt.focus()
+        self.screen.set_focus(self.prompt)  # at once: keys already queued behind the pane key land here
+
+    def on_key(self, event: events.Key) -> None:
+        """Letters typed while the focus is elsewhere in the chat (shift+Tab went to a tool output,
+        a click to the conversation) go to the prompt: typing always types.
+
+        A letter that reaches the pane did not go through the prompt (it takes its letters), even
+        when the prompt has the focus again: the app hands each key to the widget focused when it
+        arrived, so the rest of a burst typed after shift+Tab comes here too.
+        """
+        if event.is_printable and event.character:
+            self.focus_main()
+            self.prompt.insert(event.character)
+            event.stop()
 
     # -- turns
 

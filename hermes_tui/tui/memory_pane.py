@@ -113,7 +113,7 @@ class MemoryPane(Widget):
         self._search_now(self.query_one("#memory-query", Input).value)
 
     def focus_main(self) -> None:
-        self.query_one("#memory-query", Input).focus()
+        self.screen.set_focus(self.query_one("#memory-query", Input))  # at once, not after queued keys
 
     def set_query(self, text: str) -> None:
         """Search for ``text`` at once (the ``/memory`` command)."""

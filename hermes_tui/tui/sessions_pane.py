@@ -114,7 +114,7 @@ class SessionsPane(Widget):
         self._load()
 
     def focus_main(self) -> None:
-        self.query_one("#sessions-table", DataTable).focus()
+        self.screen.set_focus(self.query_one("#sessions-table", DataTable))  # at once, not after queued keys
 
     @property
     def selected(self) -> SessionInfo | None:

@@ -1,11 +1,13 @@
 """SkillsPane: browse, filter, preview, use, edit, version and delete skills; see what is held back.
 
-Typing always filters: letters never run actions, whichever table has focus (they are sent to the
-filter box). Actions use Enter, F-keys and ctrl keys the filter box does not use. Below the
-skills, a second table lists what the library does not offer — quarantined skills with the
-guard's reason (ctrl+t approves that exact content, F10 deletes) and skipped files with theirs.
-F7 shows a skill's versions and the diff of its newest pending proposal (F8 accepts it) or of its
-last change (F9 restores the version before it).
+Typing always filters: letters (and Backspace) never run actions, whichever table has focus
+(they are sent to the filter box). Actions use Enter, F-keys and ctrl keys the filter box does not
+use; PgUp/PgDn scroll the preview from anywhere in the pane. Below the skills, a second table lists
+what the library does not offer — quarantined skills with the guard's reason (ctrl+t approves that
+exact content, F10 deletes) and skipped files with theirs. F7 shows the highlighted skill's
+versions and the diff of its newest pending proposal as F8 would merge it, or of its last change
+(F9 restores the version before it); highlighting another skill ends it. An action key pressed
+before the first list has loaded runs when it arrives.
 
 Skill files are read in thread workers; tables are rebuilt on the app thread. Table cells are
 Rich ``Text`` objects: a plain string cell would be parsed as markup, and descriptions are written
@@ -14,8 +16,10 @@ by a model or a stranger.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -45,6 +49,7 @@ DESCRIPTION_WIDTH_MIN = 12
 EMPTY_PREVIEW = "*No skill selected.*"
 HELD_ROWS = 5  # rows of the held-back table shown before it scrolls
 FENCE = "`" * 3
+WAITING_ACTIONS: set[str] = set()  # actions kept while the first list loads (``_waits_for_list``)
 
 
 def skill_markdown(skill: Skill) -> str:
@@ -58,6 +63,26 @@ def skill_markdown(skill: Skill) -> str:
         lines += ["", "**Triggers:** " + ", ".join(skill.triggers)]
     lines += ["", "---", "", skill.body or "*This skill has no body.*"]
     return "\n".join(lines)
+
+
+def _waits_for_list(method: Callable[[SkillsPane], None]) -> Callable[[SkillsPane], None]:
+    """An action whose key, pressed before the first list has loaded (F3 then F7 in a big library),
+    is kept and run when the list arrives instead of being dropped."""
+    name = method.__name__.removeprefix("action_")
+    WAITING_ACTIONS.add(name)
+
+    @functools.wraps(method)
+    def run(pane: SkillsPane) -> None:
+        if pane._loaded:  # noqa: SLF001 - the pane's own state
+            method(pane)
+        else:
+            pane._waiting.append(name)  # noqa: SLF001
+
+    return run
+
+
+def _key(action: str) -> str:
+    return actions.main_key("skills", action)
 
 
 def _code(text: str, kind: str = "text") -> list[str]:
@@ -103,10 +128,12 @@ class SkillsPane(Widget):
         self._manager = skills
         self._skills: list[Skill] = []
         self._held: list[HeldBack] = []
-        self._versions_shown = False
+        self._versions_of: str | None = None  # the skill F7 shows the versions of; moving away ends it
         self._query = ""
         self._previewed = EMPTY_PREVIEW
         self._table_width = 0
+        self._loaded = False  # the first list has arrived
+        self._waiting: list[str] = []  # action keys pressed before it did, run when it arrives
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="Filter skills: type what you want to do", id="skills-filter", select_on_focus=False)
@@ -128,7 +155,7 @@ class SkillsPane(Widget):
         self._load(self.query_one("#skills-filter", Input).value)
 
     def focus_main(self) -> None:
-        self.query_one("#skills-filter", Input).focus()
+        self.screen.set_focus(self.query_one("#skills-filter", Input))  # at once, not after queued keys
 
     def set_filter(self, text: str) -> None:
         """Show the skills matching ``text`` (the ``/skills filter`` command)."""
@@ -180,6 +207,10 @@ class SkillsPane(Widget):
         self._show_status(query, error)
         self._show_preview(self.selected)
         self.refresh_bindings()
+        self._loaded = True
+        waiting, self._waiting = self._waiting, []
+        for action in waiting:
+            self.call_later(self.run_action, action)
 
     def _show_status(self, query: str, error: str | None) -> None:
         count = len(self._skills)
@@ -258,9 +289,11 @@ class SkillsPane(Widget):
     def _show_preview(self, skill: Skill | None) -> None:
         if skill is not None and not skill.body:  # lists carry no bodies; read this one file
             skill = self._manager.get(skill.name) or skill
+        if skill is None or skill.name != self._versions_of:
+            self._versions_of = None
         if skill is None:
             text = EMPTY_PREVIEW
-        elif self._versions_shown:
+        elif self._versions_of is not None:
             text = self._versions_markdown(skill)
         else:
             text = skill_markdown(skill)
@@ -285,11 +318,12 @@ class SkillsPane(Widget):
                 lines.append(f"- `{v.label}` ({v.kind}, {when})")
             diff = ""
             if pending:
-                diff = self._manager.diff(skill.name, "current", pending[-1].label)
-                lines += ["", f"**F8 accepts `{pending[-1].label}`** (the current file is archived first):"]
+                diff = self._manager.accept_diff(skill.name, pending[-1].label)
+                lines += ["", f"**{_key('accept')} accepts `{pending[-1].label}`**, merged into the file as it is now "
+                          "(your changes stay; the current file is archived first):"]
             elif archived:
                 diff = self._manager.diff(skill.name, archived[-1].label, "current")
-                lines += ["", f"**Last change** (F9 restores `{archived[-1].label}` as a new version):"]
+                lines += ["", f"**Last change** ({_key('restore')} restores `{archived[-1].label}` as a new version):"]
             else:
                 lines += ["", "*No other version yet.*"]
         except (SkillError, OSError) as exc:
@@ -302,7 +336,7 @@ class SkillsPane(Widget):
         state = "Quarantined by the skill guard" if item.quarantined else "Skipped"
         lines = [f"## {item.name or item.path}", "", f"**{state}:** {item.reason}", "", f"File: `{item.path}`"]
         if item.quarantined:
-            lines += ["", "ctrl+t approves this exact content; F10 deletes the skill."]
+            lines += ["", f"{_key('approve')} approves this exact content; {_key('delete')} deletes the skill."]
             skill = self._manager.get(item.name or "")
             if skill is not None:
                 lines += ["", "---", "", *_code(skill.body)]
@@ -334,11 +368,22 @@ class SkillsPane(Widget):
         self.refresh_bindings()
 
     def on_key(self, event: events.Key) -> None:
-        """Letters typed anywhere in the pane go to the filter (they are never commands)."""
+        """Letters typed anywhere in the pane go to the filter (they are never commands), and so
+        does Backspace: it takes back the filter's last letter from the lists too.
+
+        A letter that reaches the pane did not go through the filter box (it takes its letters),
+        even when the box has the focus again: the app hands each key to the widget focused when
+        it arrived, so the rest of a burst typed on a list comes here too. Backspace on the box
+        is the box's own binding.
+        """
         box = self.query_one("#skills-filter", Input)
-        if event.is_printable and event.character and not box.has_focus:
-            box.focus()
+        if event.is_printable and event.character:
+            self.focus_main()
             box.insert_text_at_cursor(event.character)
+            event.stop()
+        elif event.key == "backspace" and self.screen.focused is not box:
+            self.focus_main()
+            box.action_delete_left()
             event.stop()
 
     def on_descendant_focus(self) -> None:
@@ -354,7 +399,10 @@ class SkillsPane(Widget):
     # -- actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Skill actions need a highlighted skill; approve needs a quarantined one."""
+        """Skill actions need a highlighted skill; approve needs a quarantined one. Until the
+        first list has loaded they are all on: a key pressed meanwhile waits for it."""
+        if not self._loaded and action in WAITING_ACTIONS:
+            return True
         held = self.selected_held
         if action == "approve":
             return True if held is not None and held.quarantined else None
@@ -364,14 +412,17 @@ class SkillsPane(Widget):
             return True if held is None and self.selected is not None else None
         return True
 
+    @_waits_for_list
     def action_use(self) -> None:
         if skill := self.selected:
             self.post_message(UseSkill(skill.name))
 
+    @_waits_for_list
     def action_edit(self) -> None:
         if skill := self.selected:
             self.post_message(EditSkill(skill.name))
 
+    @_waits_for_list
     def action_delete(self) -> None:
         held = self.selected_held
         name = held.name if held is not None else (self.selected.name if self.selected else None)
@@ -395,10 +446,23 @@ class SkillsPane(Widget):
         if table.row_count:
             table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)))
 
+    @_waits_for_list
     def action_versions(self) -> None:
-        self._versions_shown = not self._versions_shown
-        self._show_preview(self.selected)
+        """F7 toggles the versions of the highlighted skill; highlighting another skill shows its
+        preview again (the view is about one skill, and F8/F9 act on the highlighted one)."""
+        skill = self.selected
+        self._versions_of = None if skill is None or self._versions_of == skill.name else skill.name
+        self._show_preview(skill)
 
+    def action_scroll_preview(self, direction: str) -> None:
+        """PgUp/PgDn read the preview or the diff from anywhere in the pane (the focus stays)."""
+        view = self.query_one("#skills-preview", VerticalScroll)
+        if direction == "up":
+            view.scroll_page_up(animate=False)
+        else:
+            view.scroll_page_down(animate=False)
+
+    @_waits_for_list
     def action_accept(self) -> None:
         skill = self.selected
         if skill is None:
@@ -409,6 +473,7 @@ class SkillsPane(Widget):
             return
         self._change(skill.name, "accept", pending[-1].label)
 
+    @_waits_for_list
     def action_restore(self) -> None:
         skill = self.selected
         if skill is None:
@@ -444,20 +509,26 @@ class SkillsPane(Widget):
     @work(thread=True, group="skills-change")
     def _change(self, name: str, what: str, argument: object) -> None:
         error: str | None = None
+        overlaps = 0
         try:
             if what == "accept":
-                self._manager.accept(name, str(argument))
+                overlaps = self._manager.accept(name, str(argument)).overlaps
             elif what == "restore":
                 self._manager.restore(name, int(str(argument)))
             else:
                 self._manager.approve(name)
         except (SkillError, OSError) as exc:
             error = str(exc)
-        self.app.call_from_thread(self._changed, name, what, error)
+        self.app.call_from_thread(self._changed, name, what, error, overlaps)
 
-    def _changed(self, name: str, what: str, error: str | None) -> None:
+    def _changed(self, name: str, what: str, error: str | None, overlaps: int = 0) -> None:
         done = {"accept": "Accepted the proposal for", "restore": "Restored", "approve": "Approved"}[what]
-        if error is None:
+        if error is None and overlaps:
+            self.app.notify(f"{done} {name}. It and your edits changed the same lines in {overlaps} "
+                            f"place{'s' if overlaps != 1 else ''}: both were kept ({_key('versions')} shows them, "
+                            f"{_key('edit')} edits).",
+                            markup=False, timeout=10)
+        elif error is None:
             self.app.notify(f"{done} {name}.", markup=False)
         else:
             self.app.notify(f"Could not change {name}: {error}", severity="error", markup=False)

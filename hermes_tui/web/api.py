@@ -264,9 +264,12 @@ def skill_versions(name: str) -> Response:
     pending = [v.label for v in versions if v.kind == "pending"]
     archived = [v.label for v in versions if v.kind == "archived"]
     pair = ("current", pending[-1]) if pending else (archived[-1], "current") if archived else None
+    if pending:  # what accepting writes: the proposal merged into the file on disk
+        diff = skills.accept_diff(name, pending[-1])
+    else:
+        diff = skills.diff(name, *pair) if pair else ""
     return jsonify(versions=[{"label": v.label, "kind": v.kind, "number": v.number, "time": v.time}
-                             for v in versions],
-                   diff_of=pair, diff=skills.diff(name, *pair) if pair else "")
+                             for v in versions], diff_of=pair, diff=diff)
 
 
 @bp.post("/skills/<path:name>/approve")
@@ -281,7 +284,7 @@ def accept_skill(name: str) -> Response:
     label = data.get("label") if isinstance(data, dict) else None
     if not isinstance(label, str):
         abort(400, 'send JSON {"label": "pending-..."}')
-    return _skill_change(lambda skills: skills.accept(name, label))
+    return _skill_change(lambda skills: skills.accept(name, label).skill)
 
 
 @bp.delete("/skills/<path:name>")
