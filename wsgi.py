@@ -11,7 +11,7 @@ from gunicorn.errors import AppImportError
 
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.logs import setup_logging
-from hermes_tui.secrets import withhold_from_environment
+from hermes_tui.redaction import withhold_from_environment
 from hermes_tui.web.serve import DEFAULT_THREADS, build
 
 withhold_from_environment()  # no child of the server ever inherits a key; Config.load still sees them
