@@ -172,3 +172,23 @@ def test_headless_on_a_terminal_sends_no_planted_sequence(terminal_env: tuple[Fa
     output = term.seen()
     assert b"canary-answer" in output and b"canary-arg" in output
     assert_inert(output)
+
+
+@pytest.mark.parametrize("pane", ["", "\x1bOR"])  # the chat, or the Skills pane (F3)
+def test_ctrl_q_twice_in_one_write_quits_at_once(terminal_env: tuple[FakeLLMServer, dict[str, str]], pane: str) -> None:
+    """The second ctrl+q quits without waiting for the session's summary, however fast it comes."""
+    server, env = terminal_env
+    server.queue(Reply(text="Hello."))
+    server.responder = lambda request: Reply(text="a summary", chunk_delay=5.0)  # a summary that would wait
+    term = Terminal([HERMES_TUI], env)
+    try:
+        term.wait_for(lambda out: b"Message Hermes" in out)
+        term.type("hello\r")
+        term.wait_for(lambda out: b"Hello." in out)
+        if pane:
+            term.type(pane)
+            term.wait_for(lambda out: b"canary-skill" in out)
+        term.type("\x11\x11")
+        assert term.process.wait(30) == 0
+    finally:
+        term.close()
