@@ -45,9 +45,9 @@ def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, obj
 
 def quarantined_line(name: str, reason: str) -> str:
     """One imported skill the guard held back, and where to review it (keys from the action table)."""
-    from hermes_tui.tui import actions
+    from hermes_tui.tui import actions, panes
 
-    pane = actions.PANE_KEYS["skills"][0].upper()
+    pane = panes.BY_NAME["skills"].keys[0].upper()
     keys = {a.action: a.key_text for a in actions.in_scope("skills")}
     return (f"  quarantined {name}: the skill guard flagged it ({reason}); it is not offered to the model "
             f"until you approve it. Review it in the TUI's Skills pane ({pane}, under “Held back”: {keys['approve']} "

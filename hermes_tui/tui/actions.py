@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 
+from hermes_tui.tui.panes import PANES
+
 
 @dataclass(frozen=True)
 class Action:
@@ -48,13 +50,9 @@ def _display(key: str) -> str:
     return key
 
 
-PANE_KEYS = {"chat": ("f2", "alt+1"), "skills": ("f3", "alt+2"), "memory": ("f4", "alt+3"),
-             "sessions": ("f5", "alt+4")}
-PANE_TITLES = {"chat": "Chat", "skills": "Skills", "memory": "Memory", "sessions": "Sessions"}
-
 ACTIONS: tuple[Action, ...] = (
-    *(Action("app", f"show_pane('{name}')", keys, PANE_TITLES[name], f"show the {PANE_TITLES[name]} pane",
-             priority=True, palette=True) for name, keys in PANE_KEYS.items()),
+    *(Action("app", f"show_pane('{pane.name}')", pane.keys, pane.title, f"show the {pane.title} pane",
+             priority=True, palette=True) for pane in PANES),
     Action("app", "command('help')", ("f1",), "Help", "the commands and keys (this card)", show=False),
     Action("app", "interrupt", ("ctrl+c",), "Cancel",
            "copy the selected text; else cancel the running turn; else press twice to quit",

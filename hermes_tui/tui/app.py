@@ -31,7 +31,7 @@ from hermes_tui.tui.chat import ChatPane
 from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.history import HISTORY_FILE, PromptHistory
 from hermes_tui.tui.messages import McpLine
-from hermes_tui.tui.panes import BROWSING_PANES, make_pane
+from hermes_tui.tui.panes import BROWSING_PANES, PANES, make_pane
 from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.session import ChatSession, close_in_background
 from hermes_tui.tui.status import HeaderBar, PaneBar, StatusLine
@@ -56,7 +56,7 @@ STYLESHEET = Path(__file__).parent.parent / "hermes.tcss"
 SUMMARY_TIMEOUT = 3.0  # seconds a session summary may take when leaving a session
 QUIT_GRACE = 4.0  # the most quitting waits for the summary (an unreachable provider never hangs it)
 CANCEL_GRACE = 2.0  # how long quitting waits for a cancelled turn to wind down
-PANES = {name: (title, actions.PANE_KEYS[name][0].upper()) for name, title in actions.PANE_TITLES.items()}
+PANE_TABS = {pane.name: (pane.title, pane.keys[0].upper()) for pane in PANES}
 QUIT_CONFIRM = 2.0  # seconds within which a second ctrl+c quits
 
 
@@ -118,7 +118,7 @@ class HermesApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
-        yield PaneBar(PANES, id="pane-bar")
+        yield PaneBar(PANE_TABS, id="pane-bar")
         with ContentSwitcher(id="panes", initial="chat-pane"):
             yield ChatPane(self.history, self.clock, id="chat-pane")
         yield StatusLine(self.clock, id="status")
