@@ -10,6 +10,7 @@ panes are built the first time they are shown.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -36,8 +37,6 @@ from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.session import ChatSession, close_in_background
 from hermes_tui.tui.status import HeaderBar, PaneBar, StatusLine
 from hermes_tui.tui.stores import Stores
-from hermes_tui.tui.undo import UndoLog
-from hermes_tui.tui.usage import UsageLedger, totals
 
 if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
@@ -49,6 +48,8 @@ if TYPE_CHECKING:
     from hermes_tui.tui.messages import EditFile, EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
     from hermes_tui.tui.progress_bar import ProgressReport
     from hermes_tui.tui.traces import Trace
+    from hermes_tui.tui.undo import UndoLog
+    from hermes_tui.tui.usage import UsageLedger
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +78,6 @@ class HermesApp(App[int]):
                                         on_answered=self._approval_answered, home=config.home)
         self._mcp: McpManager | None = None
         self.session = ChatSession(config, stores, self.approvals)
-        self.usage = UsageLedger(config.db_path)
-        self.undo_log = UndoLog(config.db_path)
         self._command_runner: CommandRunner | None = None
         self._resume_at_start = session_id
         self._continue_last = continue_last  # -c: resume this workspace's last session at start
@@ -88,6 +87,21 @@ class HermesApp(App[int]):
         self.markdown_loading = threading.Thread(target=load_markdown, name="hermes-markdown", daemon=True)
         self._quitting = False
         self._quit_armed_until = 0.0
+
+    @functools.cached_property
+    def usage(self) -> UsageLedger:
+        """Tokens and cost per session and model (/cost); loaded with the first use, after the
+        first frame (it brings sqlite3)."""
+        from hermes_tui.tui.usage import UsageLedger
+
+        return UsageLedger(self.config.db_path)
+
+    @functools.cached_property
+    def undo_log(self) -> UndoLog:
+        """The messages /undo and /retry took out (loaded like ``usage``)."""
+        from hermes_tui.tui.undo import UndoLog
+
+        return UndoLog(self.config.db_path)
 
     @property
     def command_runner(self) -> CommandRunner:
@@ -190,6 +204,8 @@ class HermesApp(App[int]):
 
     def show_usage(self) -> None:
         """The session's tokens and cost, from every run of it (restored on /resume)."""
+        from hermes_tui.tui.usage import totals
+
         total = totals(self.usage.of(self.session.session_id))
         for status in self.query(StatusLine):  # none while the app shuts down
             loop = self.session.loop
