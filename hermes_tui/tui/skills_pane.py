@@ -66,14 +66,15 @@ def skill_markdown(skill: Skill) -> str:
 
 
 def _waits_for_list(method: Callable[[SkillsPane], None]) -> Callable[[SkillsPane], None]:
-    """An action whose key, pressed before the first list has loaded (F3 then F7 in a big library),
-    is kept and run when the list arrives instead of being dropped."""
+    """An action whose key, pressed before the list for the filter as typed has arrived (F3 then
+    F7 in a big library; ``short`` then F7 in one burst), is kept and run when it arrives, on the
+    skill it highlights, instead of being dropped or acting on the list before."""
     name = method.__name__.removeprefix("action_")
     WAITING_ACTIONS.add(name)
 
     @functools.wraps(method)
     def run(pane: SkillsPane) -> None:
-        if pane._loaded:  # noqa: SLF001 - the pane's own state
+        if pane.up_to_date:
             method(pane)
         else:
             pane._waiting.append(name)  # noqa: SLF001
@@ -166,6 +167,12 @@ class SkillsPane(Widget):
             box.value = text  # Input.Changed reloads
 
     @property
+    def up_to_date(self) -> bool:
+        """Whether the list shown is the one for the filter as typed (no load on its way)."""
+        boxes = self.query("#skills-filter")
+        return self._loaded and bool(boxes) and self._query == boxes.first(Input).value
+
+    @property
     def selected(self) -> Skill | None:
         """The highlighted skill, if any."""
         row = self.query_one("#skills-table", DataTable).cursor_row
@@ -206,11 +213,12 @@ class SkillsPane(Widget):
         self._show_held(held)
         self._show_status(query, error)
         self._show_preview(self.selected)
-        self.refresh_bindings()
         self._loaded = True
-        waiting, self._waiting = self._waiting, []
-        for action in waiting:
-            self.call_later(self.run_action, action)
+        self.refresh_bindings()
+        if self.up_to_date:  # a list for an older filter leaves the keys waiting for the newest
+            waiting, self._waiting = self._waiting, []
+            for action in waiting:
+                self.call_later(self.run_action, action)
 
     def _show_status(self, query: str, error: str | None) -> None:
         count = len(self._skills)
@@ -399,9 +407,9 @@ class SkillsPane(Widget):
     # -- actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Skill actions need a highlighted skill; approve needs a quarantined one. Until the
-        first list has loaded they are all on: a key pressed meanwhile waits for it."""
-        if not self._loaded and action in WAITING_ACTIONS:
+        """Skill actions need a highlighted skill; approve needs a quarantined one. Until the list
+        for the filter as typed has arrived they are all on: a key pressed meanwhile waits for it."""
+        if not self.up_to_date and action in WAITING_ACTIONS:
             return True
         held = self.selected_held
         if action == "approve":
