@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -63,3 +64,21 @@ def wait_until(predicate: Callable[[], bool], seconds: float = 60.0) -> bool:
     while not predicate() and time.monotonic() < deadline:
         time.sleep(0.02)
     return predicate()
+
+
+def old_memory_store(path: Path, version: int) -> sqlite3.Connection:
+    """An autocommit connection to a new file at memory schema ``version``, as a release of
+    that schema made it (its views call ``hermes_index_text``, which this connection has); the
+    caller adds the rows and closes it."""
+    from sqlite_utils import Database
+
+    from hermes_tui.memory.schema import MIGRATIONS
+    from hermes_tui.memory.text import index_text
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
+    db = Database(conn)
+    for step in MIGRATIONS[:version]:
+        step(db)
+    conn.execute(f"PRAGMA user_version = {version}")
+    return conn

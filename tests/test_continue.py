@@ -4,7 +4,6 @@ at the end of every plain headless run; the TUI's empty start names the last ses
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,11 @@ from textual.pilot import Pilot
 from hermes_tui.cli import session_line
 from hermes_tui.db import connect
 from hermes_tui.memory.doctor import repair
-from hermes_tui.memory.store import MemoryStore
 from hermes_tui.memory.schema import MIGRATIONS
-from hermes_tui.memory.text import index_text
+from hermes_tui.memory.store import MemoryStore
 from hermes_tui.tui.app import HermesApp
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.helpers import run_cli
+from tests.helpers import old_memory_store, run_cli
 from tests.test_memory_damage import pages_of, smash
 from tests.test_tui_app import notices, run, send_and_wait, server, wait_for
 
@@ -60,14 +58,7 @@ def test_the_last_session_is_this_workspaces_newest_with_messages(tmp_path: Path
 
 def _version_8_store(path: Path) -> None:
     """A file as the schema before the workspace column wrote it, with one session of messages."""
-    from sqlite_utils import Database
-
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
-    db = Database(conn)
-    for step in MIGRATIONS[:8]:
-        step(db)
-    conn.execute("PRAGMA user_version = 8")
+    conn = old_memory_store(path, 8)
     conn.execute("INSERT INTO sessions (source, title, started, last_activity) VALUES ('tui', 'old one', 1, 1)")
     conn.executemany("INSERT INTO messages (session_id, role, content, created) VALUES (1, 'user', ?, 1)",
                      [(f"note {n} about wombats " * 20,) for n in range(300)])

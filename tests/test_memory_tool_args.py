@@ -5,19 +5,16 @@ previous schema gains the new index in place when opened."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
-from sqlite_utils import Database
 from textual.pilot import Pilot
 from textual.widgets import Input
 
 from hermes_tui.agent.tools import ToolRegistry
-from hermes_tui.memory import schema as schema_module
 from hermes_tui.memory.store import MemoryStore
-from hermes_tui.memory.text import index_text
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.memory_pane import MemoryPane
+from tests.helpers import old_memory_store
 from tests.test_tui_panes import PaneApp, Stores, hit_prompt, run, settle
 
 
@@ -30,12 +27,7 @@ def calls(*commands: str) -> str:
 def write_version_6_store(path: Path) -> None:
     """A file as the previous schema left it: a session whose assistant ran ``wc`` eight times
     and read a file, with a summary that mentions staging-eu."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
-    db = Database(conn)
-    for step in schema_module.MIGRATIONS[:6]:
-        step(db)
-    conn.execute("PRAGMA user_version = 6")
+    conn = old_memory_store(path, 6)
     conn.execute("INSERT INTO sessions (source, title, summary, started, last_activity)"
                  " VALUES ('tui', 'line counts', 'Counted lines, then deployed to staging-eu.', 1, 1)")
     rows = [("user", "count the lines of the python files", None),

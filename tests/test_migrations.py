@@ -10,11 +10,11 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from hermes_tui.db import MIGRATIONS_TABLE, Migrations, connect, immediate
-from hermes_tui.memory.store import MemoryStore
 from hermes_tui.memory.schema import MIGRATIONS
-from hermes_tui.memory.text import index_text
+from hermes_tui.memory.store import MemoryStore
 from hermes_tui.tui import tuidb
 from hermes_tui.web.webdb import WEB_SCHEMA, WebDB
+from tests.helpers import old_memory_store
 
 
 def recorded(path: Path) -> dict[str, list[str]]:
@@ -45,12 +45,7 @@ def test_each_store_in_the_shared_file_records_its_own_steps(tmp_path: Path) -> 
 
 def test_a_file_counted_by_user_version_is_taken_over_and_finished(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite3"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
-    db = Database(conn)
-    for step in MIGRATIONS[:8]:
-        step(db)
-    conn.execute("PRAGMA user_version = 8")
+    conn = old_memory_store(path, 8)
     conn.execute("INSERT INTO sessions (source, started, last_activity) VALUES ('tui', 1, 1)")
     conn.execute("INSERT INTO messages (session_id, role, content, created) VALUES (1, 'user', 'kept wombats', 1)")
     conn.close()

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.memory.store import MemoryStore
 from hermes_tui.memory.schema import MIGRATIONS, refresh_index_columns
-from hermes_tui.memory.text import index_text
+from hermes_tui.memory.store import MemoryStore
+from tests.helpers import old_memory_store
 
 needs_shell = pytest.mark.skipif(shutil.which("sqlite3") is None, reason="the sqlite3 shell is not installed")
 CJK = "東京で会議があります"
@@ -108,14 +108,7 @@ def test_a_client_without_hermes_functions_writes_and_hermes_refreshes_the_index
 def _release_10_store(path: Path) -> None:
     """A file as the release before this one wrote it (schema 10): its index views call
     hermes_index_text, which only a Hermes connection has."""
-    from sqlite_utils import Database
-
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
-    db = Database(conn)
-    for step in MIGRATIONS[:10]:
-        step(db)
-    conn.execute("PRAGMA user_version = 10")
+    conn = old_memory_store(path, 10)
     conn.execute("INSERT INTO sessions (source, title, summary, started, last_activity)"
                  " VALUES ('tui', 'Old 東京 plans', 'Summary: staging-eu is down', 1, 1)")
     rows = [(CJK, None), (ESCAPED, None), (None, json.dumps(CALLS))] + [(f"note {n} about wombats", None)

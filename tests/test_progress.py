@@ -9,29 +9,25 @@ import io
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
 from textual.widgets import ProgressBar
 
 from hermes_tui.config import Config
-from hermes_tui.memory import schema as schema_module
 from hermes_tui.memory.doctor import check, repair
-from hermes_tui.memory.store import MemoryStore
 from hermes_tui.memory.schema import REINDEX_CHUNK
-from hermes_tui.memory.text import index_text
-from hermes_tui.progress import TerminalProgress, Tally, time_left
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.progress import Tally, TerminalProgress, time_left
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.progress_bar import ProgressPanel, ProgressReport
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.helpers import HERMES_TUI, run_cli
-from tests.test_tui_app import run, wait_for
+from tests.helpers import HERMES_TUI, old_memory_store, run_cli
 from tests.test_memory_damage import pages_of, seeded, smash
+from tests.test_tui_app import run, wait_for
 from tests.test_tui_pty import Terminal, terminal_env  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
@@ -137,12 +133,7 @@ def test_a_pipe_gets_no_progress() -> None:
 
 def write_version_6_store(path: Path, messages: int) -> None:
     """A file as schema 6 left it (before tool arguments were indexed), with many messages."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
-    db = Database(conn)
-    for step in schema_module.MIGRATIONS[:6]:
-        step(db)
-    conn.execute("PRAGMA user_version = 6")
+    conn = old_memory_store(path, 6)
     conn.execute("INSERT INTO sessions (source, started, last_activity) VALUES ('tui', 1, 1)")
     calls = json.dumps([{"id": "c", "type": "function",
                          "function": {"name": "run_bash", "arguments": '{"command": "wc -l notes.txt"}'}}])
