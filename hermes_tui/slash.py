@@ -4,6 +4,24 @@ different commands, but a line means the same on both)."""
 from __future__ import annotations
 
 from collections.abc import Container
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """One row of a surface's command table (the TUI's ``tui/commands.py``, the web's ``web/commands.py``)."""
+
+    name: str
+    usage: str  # argument hint, "" when the command takes none
+    help: str
+
+    @property
+    def takes_argument(self) -> bool:
+        return bool(self.usage)
+
+    @property
+    def title(self) -> str:
+        return f"/{self.name} {self.usage}".rstrip()
 
 
 def split_command(text: str, known: Container[str]) -> tuple[str, str] | None:

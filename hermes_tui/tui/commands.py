@@ -4,22 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hermes_tui.slash import as_message, split_command  # noqa: F401 - as_message: the app sends with it
-
-
-@dataclass(frozen=True)
-class SlashCommand:
-    name: str
-    usage: str  # argument hint, "" when the command takes none
-    help: str
-
-    @property
-    def takes_argument(self) -> bool:
-        return bool(self.usage)
-
-    @property
-    def title(self) -> str:
-        return f"/{self.name} {self.usage}".rstrip()
+from hermes_tui.slash import SlashCommand, as_message, split_command  # noqa: F401 - as_message: the app sends with it
 
 
 COMMANDS: tuple[SlashCommand, ...] = (

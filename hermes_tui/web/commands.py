@@ -7,26 +7,12 @@ to the model (``slash.split_command`` decides what is a command line, as in the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from hermes_tui.slash import SlashCommand, split_command
 
-from hermes_tui.slash import split_command
-
-
-@dataclass(frozen=True)
-class WebCommand:
-    name: str
-    usage: str  # argument hint, "" when it takes none
-    help: str
-
-    @property
-    def title(self) -> str:
-        return f"/{self.name} {self.usage}".rstrip()
-
-
-COMMANDS: tuple[WebCommand, ...] = (
-    WebCommand("help", "", "show these commands and keys"),
-    WebCommand("compact", "[focus]", "summarise older turns to free the context window (optional focus)"),
-    WebCommand("new", "", "end this conversation (its summary is saved) and start a new session"),
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("help", "", "show these commands and keys"),
+    SlashCommand("compact", "[focus]", "summarise older turns to free the context window (optional focus)"),
+    SlashCommand("new", "", "end this conversation (its summary is saved) and start a new session"),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
 
