@@ -323,7 +323,7 @@ def test_a_resumed_session_draws_failed_calls_failed_turns_and_its_context(
         assert marks == ["✗", "•"]  # the failed call, then one that did not fail (no timing stored)
         assert "✗ This turn failed before an answer." in notices(app)
         assert [text_of(u) for u in conversation(app, UserMessage)] == ["read both files", "poisoned question"]
-        assert " · context " in text_of(app.query_one("#usage"))  # before any call of this run
+        await wait_for(pilot, lambda: " · context " in text_of(app.query_one("#usage")))  # before any call of this run
         assert not app.chat.busy and not app.chat.conversation.loading
         type_bytes(app, "next question\r")
 

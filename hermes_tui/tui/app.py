@@ -383,9 +383,9 @@ class HermesApp(App[int]):
             self.approvals.reset()
             await self.chat.clear()
             await self.chat.show_messages(messages, outcomes)
-        await self.chat.add_notice(f"Resumed session {session_id}: your next message continues it.")
         self.show_header()
-        self.show_usage()
+        self.show_usage()  # with the context % the load measured
+        await self.chat.add_notice(f"Resumed session {session_id}: your next message continues it.")
 
     def _load_session(self, session_id: int, undone: set[int]) -> tuple[list[StoredMessage], dict[int, str]]:
         """Switch the loop to ``session_id`` and read what the view draws (a worker thread);
