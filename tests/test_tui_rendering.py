@@ -113,6 +113,8 @@ def test_answers_far_above_the_view_fold_and_come_back_when_scrolled_to(server: 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send_and_wait(app, pilot, "a long one")
         view = app.chat.conversation
+        # The turn is over (busy is off) before the far answers are folded: wait for that.
+        await wait_for(pilot, lambda: conversation(app, AnswerText)[0].folded)
         answers = conversation(app, AnswerText)
         folded = [a for a in answers if a.folded]
         assert answers[0] in folded and answers[-1] not in folded
