@@ -328,7 +328,9 @@ def test_a_resumed_session_draws_failed_calls_failed_turns_and_its_context(
         type_bytes(app, "next question\r")
 
         def asked() -> list:
-            return [r for r in server.requests if "next question" in str(r.messages)]  # not /new's summary
+            """The turn's requests: not /new's summary nor the memory curator's, which quote it."""
+            return [r for r in server.requests
+                    if str([m for m in r.messages if m["role"] == "user"][-1]["content"]).startswith("next question")]
 
         await wait_for(pilot, lambda: asked() and not app.chat.busy)
         sent = [m["content"] for m in asked()[0].messages if m["role"] == "user"]

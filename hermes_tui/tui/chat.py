@@ -136,7 +136,7 @@ class ChatPane(Widget):
     def on_mount(self) -> None:
         self.conversation.anchor()  # follow the stream until the user scrolls up
         self.query_one(QueuedMessages).show([])
-        self.watch(self.conversation, "scroll_y", self._unfold_near_view, init=False)
+        self.watch(self.conversation, "scroll_y", self._view_moved, init=False)
 
     @property
     def conversation(self) -> VerticalScroll:
@@ -468,10 +468,13 @@ class ChatPane(Widget):
         for answer in list(self._answers(folded=False, far=True)):
             await answer.fold()
 
-    def _unfold_near_view(self) -> None:
-        """The view scrolled: answers it came near get their widgets back."""
+    def _view_moved(self) -> None:
+        """The view scrolled: answers it came near get their widgets back, and those it left fold.
+        Folding here too, not only on new text: the scroll that follows the end of a turn (the
+        anchor) can land after the turn's last fold, which then saw a view not yet at the bottom."""
         for answer in self._answers(folded=True, far=False):
             self.call_later(answer.unfold)
+        self.call_later(self._fold_far_answers)
 
     def on_resize(self) -> None:
         """A new width re-wraps every line: folded heights no longer hold."""
