@@ -1,4 +1,8 @@
-"""Hermes: a self-improving personal AI agent for the terminal."""
+"""Hermes: a self-improving personal AI agent for the terminal.
+
+Packages: ``agent`` (the loop and its tools), ``memory`` (sessions in SQLite), ``skills``,
+``learning`` (curators), ``tui``, ``web``. Shared: ``conversation`` (the typed messages), ``db``
+(SQLite connections and migrations), ``llm``/``providers`` (models), ``config``, ``clock``."""
 
 __version__ = "0.1.0"
 

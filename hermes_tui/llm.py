@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.config import Config
+from hermes_tui.conversation import ToolCall
 from hermes_tui.events import Notice, TextDelta, Usage
 
 if TYPE_CHECKING:
@@ -143,16 +144,12 @@ EMPTY_CAUSES = ("local servers do this when their chat template fails on the con
 
 
 @dataclass
-class ToolCallRequest:
-    """One tool call the model asked for; ``arguments`` is the raw JSON text."""
+class _CallParts:
+    """A tool call while its fragments arrive; ``arguments`` is the raw JSON text so far."""
 
     id: str
     name: str
     arguments: str = ""
-
-    def to_openai(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function",
-                "function": {"name": self.name, "arguments": self.arguments or "{}"}}
 
 
 @dataclass
@@ -160,7 +157,7 @@ class StreamResult:
     """What one model call produced, once its stream has ended."""
 
     text: str = ""
-    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     cancelled: bool = False
 
@@ -173,8 +170,8 @@ class _ToolCallAccumulator:
     """
 
     def __init__(self) -> None:
-        self.calls: list[ToolCallRequest] = []
-        self._by_index: dict[int, ToolCallRequest] = {}
+        self.calls: list[_CallParts] = []
+        self._by_index: dict[int, _CallParts] = {}
 
     def add(self, fragment: Any) -> None:
         index = getattr(fragment, "index", None)
@@ -185,7 +182,7 @@ class _ToolCallAccumulator:
         arguments = getattr(function, "arguments", None) or ""
         current = self._by_index.get(index)
         if current is None or (call_id and current.id and call_id != current.id):
-            current = ToolCallRequest(id=call_id, name=name)
+            current = _CallParts(id=call_id, name=name)
             self.calls.append(current)
             self._by_index[index] = current
         if call_id and not current.id:
@@ -194,11 +191,10 @@ class _ToolCallAccumulator:
             current.name = name
         current.arguments += arguments
 
-    def finish(self) -> list[ToolCallRequest]:
-        for n, call in enumerate(self.calls):
-            call.id = call.id or f"call_{n}_{random.getrandbits(32):08x}"
-            call.arguments = call.arguments.strip() or "{}"
-        return [c for c in self.calls if c.name]
+    def finish(self) -> list[ToolCall]:
+        """The calls, typed and their arguments checked once (``conversation.ToolCall``)."""
+        return [ToolCall.parse(c.id or f"call_{n}_{random.getrandbits(32):08x}", c.name, c.arguments.strip() or "{}")
+                for n, c in enumerate(self.calls) if c.name]
 
 
 class LLMClient:

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from hermes_tui.agent.loop import MAX_STEPS, AgentLoop
+from hermes_tui.agent.toolkit import CANCELLED
 from hermes_tui.config import Config
+from hermes_tui.conversation import Status
 from hermes_tui.events import (
     ApprovalNeeded,
     Error,
@@ -285,6 +287,19 @@ def test_approval_denied_is_a_result(stores, fake_llm_env: FakeLLMServer, worksp
     result = next(e for e in events if isinstance(e, ToolCallFinished))
     assert not result.ok and "denied" in result.result
     assert not (workspace / "x.txt").exists()
+    # Stored with how it ended, so a resumed view and an export say so without reading its text.
+    memory = stores[1]
+    assert [(m.role, m.status) for m in memory.get_messages(loop.session_id)][2] == ("tool", Status.DENIED)
+
+
+def test_a_call_the_user_cancels_is_stored_cancelled(stores, fake_llm_env: FakeLLMServer) -> None:
+    fake_llm_env.queue(Reply(tool_calls=[ToolCall("write_file", {"path": "x.txt", "content": "x"})]),
+                       Reply(text="unused"))
+    loop = make_loop(stores, approver=lambda name, args: loop.cancel() or CANCELLED)  # the user stops the turn
+    events = list(loop.run_turn("write x"))
+    assert next(e for e in events if isinstance(e, TurnFinished)).stopped_reason == "cancelled"
+    stored = {m.role: m.status for m in stores[1].get_messages(loop.session_id)}
+    assert stored == {"user": Status.CANCELLED, "assistant": Status.OK, "tool": Status.CANCELLED}
 
 
 def test_resume_continues_with_history(stores, fake_llm_env: FakeLLMServer) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from hermes_tui.agent.history import INTERRUPTED, checked_arguments, repair
+from hermes_tui import conversation
+from hermes_tui.agent.history import INTERRUPTED, repair
 from hermes_tui.agent.loop import AgentLoop
 from hermes_tui.config import Config
 from hermes_tui.events import Error, TurnFinished
@@ -74,12 +75,15 @@ def test_repair_leaves_a_valid_history_alone() -> None:
     assert repair(good) == good
 
 
-def test_checked_arguments() -> None:
-    assert checked_arguments('{"a": 1}').json == '{"a": 1}'
-    assert checked_arguments("").json == "{}" and checked_arguments("").error is None
-    bad = checked_arguments('{"path": "x"')
-    assert bad.json == "{}" and bad.error and bad.raw == '{"path": "x"'
-    assert checked_arguments('"text"').error == "a JSON str, not an object"
+def test_arguments_are_checked_once_into_the_call() -> None:
+    def checked(raw: str) -> conversation.ToolCall:
+        return conversation.ToolCall.parse("c1", "read_file", raw)
+
+    assert checked('{"a": 1}').json == '{"a": 1}' and checked('{"a": 1}').arguments == {"a": 1}
+    assert checked("").json == "{}" and checked("").error is None and checked("").valid
+    bad = checked('{"path": "x"')
+    assert bad.json == "{}" and bad.error and bad.raw == '{"path": "x"' and not bad.valid and bad.arguments == {}
+    assert checked('"text"').error == "a JSON str, not an object"
 
 
 # -- the strict fake server refuses what the real APIs refuse, through litellm's own translation
@@ -198,7 +202,7 @@ def test_malformed_arguments_are_stored_as_empty_object(strict: FakeLLMServer, w
     events = list(loop.run_turn("read a.txt"))
     assert events[-1].stopped_reason == "done"
     stored = memory.get_messages(loop.session_id)
-    assert stored[1].tool_calls[0]["function"]["arguments"] == "{}"
+    assert stored[1].calls[0].raw == "{}" and stored[1].calls[0].valid
     assert '{"path": "a.txt"' in stored[2].content and "not valid JSON" in stored[2].content
     assert strict.violations == []
     strict.queue(Reply(text="Resumed."))

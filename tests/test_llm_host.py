@@ -60,7 +60,7 @@ def summary(items: list[Any]) -> tuple[Any, ...]:
     result = items[-1]
     assert isinstance(result, StreamResult)
     text = "".join(i.text for i in items if isinstance(i, TextDelta))
-    return (text, result.text, [(c.name, c.arguments) for c in result.tool_calls], result.usage, result.cancelled)
+    return (text, result.text, [(c.name, c.raw) for c in result.tool_calls], result.usage, result.cancelled)
 
 
 def test_the_helper_streams_what_the_caller_would_parse_itself(env: FakeLLMServer, host: StreamHost) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tui.conversation import Status, ToolCall
 from hermes_tui.db import Migrations
 from hermes_tui.memory import search as search_module
 from hermes_tui.memory import store as store_module
@@ -58,7 +59,8 @@ def test_messages_round_trip_with_tool_calls(store: MemoryStore) -> None:
 
     assert [m.id for m in messages] == [m1, m2, m3, m4, m5]
     assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
-    assert messages[2].tool_calls == calls
+    assert messages[2].calls == (ToolCall("call_1", "read_file", {"path": "a.txt"}, '{"path": "a.txt"}'),)
+    assert [m.status for m in messages] == [Status.OK] * 5
     assert messages[2].content is None
     assert messages[3].tool_call_id == "call_1" and messages[3].name == "read_file"
     assert all(m.session_id == sid and isinstance(m.created, float) for m in messages)
@@ -100,7 +102,7 @@ def test_bulk_add_messages(store: MemoryStore) -> None:
     assert [(m.role, m.created) for m in messages] == [
         ("user", 1000.0), ("assistant", 1001.0), ("tool", 1002.0)
     ]
-    assert messages[1].tool_calls[0]["function"]["name"] == "run_bash"
+    assert messages[1].calls[0].name == "run_bash"
     assert ids(store.search("zebra")) == [messages[0].id]
     assert store.get_session(sid).message_count == 3
 

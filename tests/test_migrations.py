@@ -85,3 +85,30 @@ def test_a_step_added_at_the_end_runs_once_on_an_existing_file(tmp_path: Path) -
     assert apply() == ["example_colour"] and apply() == []
     assert calls == ["table", "colour"]
     assert recorded(path) == {"example": ["example_table", "example_colour"]}
+
+
+def test_how_each_step_ended_moves_into_its_messages_status(tmp_path: Path) -> None:
+    """Release 10 kept turn outcomes in a side table, and a denial or cancellation before that
+    only in the result's text; both become the message's ``status`` column once, on upgrade."""
+    from hermes_tui.agent.toolkit import CANCELLED, DENIED
+    from hermes_tui.conversation import Status
+
+    path = tmp_path / "memory.sqlite3"
+    conn = old_memory_store(path, 10)
+    conn.execute("INSERT INTO sessions (source, started, last_activity) VALUES ('tui', 1, 1)")
+    rows = [("user", "cancelled turn"), ("user", "failed turn"), ("tool", "boom"), ("tool", DENIED.format(name="run_bash")),
+            ("tool", CANCELLED), ("tool", "fine"), ("user", "fine turn")]
+    conn.executemany("INSERT INTO messages (session_id, role, content, created) VALUES (1, ?, ?, 1)", rows)
+    conn.executemany("INSERT INTO turn_outcomes (message_id, outcome) VALUES (?, ?)",
+                     [(1, "cancelled"), (2, "error"), (3, "failed")])
+    conn.close()
+    with MemoryStore(path) as store:
+        assert [m.status for m in store.get_messages(1)] == [
+            Status.CANCELLED, Status.FAILED, Status.FAILED, Status.DENIED, Status.CANCELLED, Status.OK, Status.OK]
+        store.set_status(6, Status.FAILED)
+        assert store.get_messages(1)[5].status is Status.FAILED
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'turn_outcomes'").fetchone() == (0,)
+    finally:
+        conn.close()

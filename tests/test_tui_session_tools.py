@@ -11,6 +11,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
+from hermes_tui.conversation import Status
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.tui.answer import AnswerText
 from hermes_tui.tui.app import HermesApp
@@ -252,7 +253,7 @@ def test_a_denied_call_shows_a_cross_when_resumed(server: FakeLLMServer, hermes_
     memory.add_message(old, "assistant", None, tool_calls=[
         {"id": "c1", "type": "function", "function": {"name": "run_bash", "arguments": '{"command": "rm x"}'}}])
     memory.add_message(old, "tool", "The user denied this run_bash call. Do not retry it; ask the user how to proceed.",
-                       tool_call_id="c1", name="run_bash")
+                       tool_call_id="c1", name="run_bash", status=Status.DENIED)  # as the loop stores it
     memory.close()
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:

@@ -10,46 +10,13 @@ touches what is stored (memory keeps every original message), only what is sent.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import Any
+
+from hermes_tui.conversation import ToolCall
 
 INTERRUPTED = "interrupted: Hermes stopped before this tool finished"
 EMPTY_USER = "(empty message)"
 CONTINUE_USER = "(continuing the conversation)"
-
-
-@dataclass(frozen=True)
-class Arguments:
-    """Tool-call arguments as they may be sent: ``json`` is always a JSON object's text.
-
-    ``error`` says why the raw text was replaced by ``{}`` (None when it was fine).
-    """
-
-    json: str
-    error: str | None = None
-    raw: str = ""
-
-    def note(self) -> str:
-        """What the tool's result says about arguments that could not be used."""
-        return (f"The arguments were not a JSON object ({self.error}), so {{}} was sent instead. "
-                f"Raw arguments: {self.raw[:2000]}")
-
-
-def checked_arguments(raw: Any) -> Arguments:
-    """``raw`` if it is a JSON object's text (or a dict), else ``{}`` with the parse error."""
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return Arguments("{}")
-    if isinstance(raw, dict):
-        return Arguments(json.dumps(raw, ensure_ascii=False))
-    text = raw if isinstance(raw, str) else json.dumps(raw)
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        return Arguments("{}", f"not valid JSON: {exc}", text)
-    if not isinstance(value, dict):
-        return Arguments("{}", f"a JSON {type(value).__name__}, not an object", text)
-    return Arguments(text)
 
 
 def repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -100,19 +67,16 @@ def _answered_step(message: dict[str, Any], results: list[dict[str, Any]],
     calls: list[dict[str, Any]] = []
     answers: list[dict[str, Any]] = []
     for n, call in enumerate(message.get("tool_calls") or []):
-        function = call.get("function") or {}
-        name = str(function.get("name") or "unknown_tool")
-        old_id = str(call.get("id") or f"call_{n}")
-        new_id = _unique(old_id, used_ids)
-        arguments = checked_arguments(function.get("arguments"))
+        parsed = ToolCall.from_llm(call, n)
+        new_id = _unique(parsed.id, used_ids)
         calls.append({**call, "id": new_id, "type": "function",
-                      "function": {**function, "name": name, "arguments": arguments.json}})
-        pending = by_id.get(old_id) or []
-        result = pending.pop(0) if pending else {"role": "tool", "content": INTERRUPTED, "name": name}
+                      "function": {**(call.get("function") or {}), "name": parsed.name, "arguments": parsed.json}})
+        pending = by_id.get(parsed.id) or []
+        result = pending.pop(0) if pending else {"role": "tool", "content": INTERRUPTED, "name": parsed.name}
         content = _text(result) or "(no output)"
-        if arguments.error and arguments.raw not in content:
-            content = arguments.note() + "\n\n" + content
-        answers.append({**result, "role": "tool", "tool_call_id": new_id, "name": name, "content": content})
+        if parsed.error and parsed.raw not in content:
+            content = parsed.note() + "\n\n" + content
+        answers.append({**result, "role": "tool", "tool_call_id": new_id, "name": parsed.name, "content": content})
     step = {**message, "tool_calls": calls}
     if not _text(step):
         step["content"] = None

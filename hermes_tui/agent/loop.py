@@ -17,11 +17,11 @@ from typing import Any
 
 from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
-from hermes_tui.agent.history import checked_arguments, repair
+from hermes_tui.agent.history import repair
 from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.prompts import relevant_skills_note
 from hermes_tui.agent.sandbox import Sandbox
-from hermes_tui.agent.toolkit import CANCELLED, FAMILIES, Tool
+from hermes_tui.agent.toolkit import CANCELLED, FAMILIES, Tool, ToolResult
 from hermes_tui.agent.tools import Approver, ToolRegistry
 from hermes_tui.config import Config
 from hermes_tui.events import (
@@ -39,10 +39,11 @@ from hermes_tui.events import (
     Usage,
 )
 from hermes_tui.learning.curator import propose_memories, propose_skill
-from hermes_tui.llm import LLMClient, LLMError, StreamResult, ToolCallRequest
+from hermes_tui.conversation import ChatMessage, Status, ToolCall
+from hermes_tui.llm import LLMClient, LLMError, StreamResult
 from hermes_tui.memory import facts
 from hermes_tui.memory.facts import claims_to_remember
-from hermes_tui.memory.store import MemoryStore, Message
+from hermes_tui.memory.store import MemoryStore
 from hermes_tui.redaction import Secrets
 from hermes_tui.skills.manager import SkillManager
 
@@ -179,8 +180,8 @@ class AgentLoop:
             yield Notice(f"Stopped after {MAX_STEPS} steps without a final answer. Ask me to continue if needed.")
         if (changed := self.checkpoints.end_turn()) is not None:
             yield changed
-        if reason in ("cancelled", "error"):
-            self._record_outcome(message_id, reason)
+        if reason in TURN_STATUS:
+            self._record_status(message_id, TURN_STATUS[reason])
         if reason == "error" and self.history[-1].get("_id") == message_id:  # nothing answered
             self.history.pop()  # never sent again, nor folded into a compaction summary
             yield Unsent(text)
@@ -315,57 +316,55 @@ class AgentLoop:
             self._fixed = (key, self.context.count(system, specs))
         return self._fixed[1]
 
-    def _run_tool(self, call: ToolCallRequest) -> Generator[Event, None, int]:
+    def _run_tool(self, call: ToolCall) -> Generator[Event, None, int]:
         """Run one call; returns 1 when it produced a receipt."""
-        checked = checked_arguments(call.arguments)
-        arguments = self.tools.parse_arguments(call.arguments)
-        shown = arguments if isinstance(arguments, dict) else {"raw": call.arguments}
+        shown = dict(call.arguments) if call.valid else {"raw": call.raw}
         yield ToolCallStarted(call.id, call.name, shown)
         started = time.monotonic()
-        receipt = None
         if self._cancel.is_set():
-            ok, output = False, CANCELLED
+            result = ToolResult(False, CANCELLED, refusal=Status.CANCELLED)
         else:
             if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
                 yield Notice(notice)
             if self.tools.needs_approval(call.name):
                 yield ApprovalNeeded(call.id, call.name, shown)
-            result = self.tools.execute(call.name, call.arguments, cancel=self._cancel)
-            ok, output, receipt = result.ok, result.output, result.receipt
-        if checked.error:  # what was stored (and is sent) as the call's arguments is {}
-            output = f"{checked.note()}\n\n{output}"
-        self._store({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output})
-        if not ok:  # a resumed view draws the call with its ✗ again
-            self._record_outcome(self.history[-1]["_id"], "failed")
-        yield ToolCallFinished(call.id, call.name, output, ok, round(time.monotonic() - started, 3))
-        if ok and receipt:
-            yield Receipt(call.name, receipt)
+            # Arguments that are no JSON object go as they came: the tool's error names the fault.
+            result = self.tools.execute(call.name, dict(call.arguments) if call.valid else call.raw, cancel=self._cancel)
+        output = result.output
+        if call.error:  # what was stored (and is sent) as the call's arguments is {}
+            output = f"{call.note()}\n\n{output}"
+        self._store({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output},
+                    status=result.status)  # a resumed view draws the call's ✓ or ✗ from it
+        yield ToolCallFinished(call.id, call.name, output, result.ok, round(time.monotonic() - started, 3))
+        if result.ok and result.receipt:
+            yield Receipt(call.name, result.receipt)
             return 1
         return 0
 
-    def _record_outcome(self, message_id: int, reason: str) -> None:
+    def _record_status(self, message_id: int, status: Status) -> None:
         """A mark for exports and resumed views; losing it (a full disk) loses no message."""
         try:
-            self.memory.set_outcome(message_id, reason)
+            self.memory.set_status(message_id, status)
         except (sqlite3.Error, OSError) as exc:
-            log.warning("could not record that message %s was %s: %s", message_id, reason, exc)
+            log.warning("could not record that message %s ended %s: %s", message_id, status, exc)
 
-    def _store(self, message: dict[str, Any], message_id: int | None = None) -> None:
+    def _store(self, message: dict[str, Any], message_id: int | None = None, status: Status = Status.OK) -> None:
         if message_id is None:
             message_id = self.memory.add_message(
                 self.session_id, message["role"], message.get("content"),
                 tool_calls=message.get("tool_calls"), tool_call_id=message.get("tool_call_id"),
-                name=message.get("name"),
+                name=message.get("name"), status=status,
             )
         self.history.append({**{k: v for k, v in message.items() if v is not None}, "_id": message_id})
 
 
+TURN_STATUS = {"cancelled": Status.CANCELLED, "error": Status.FAILED}
+"""A turn that ended so marks its user message (``messages.status``)."""
 
-def _sendable_call(call: ToolCallRequest) -> dict[str, Any]:
+
+def _sendable_call(call: ToolCall) -> dict[str, Any]:
     """The call as stored and sent: arguments that are not a JSON object become ``{}``."""
-    sent = call.to_openai()
-    sent["function"]["arguments"] = checked_arguments(call.arguments).json
-    return sent
+    return {**call.to_llm(), "function": {"name": call.name, "arguments": call.json}}
 
 
 class _PartialAnswer:
@@ -398,11 +397,11 @@ class _PartialAnswer:
         return self.message_id
 
 
-def _sendable(memory: MemoryStore, session_id: int) -> list[Message]:
+def _sendable(memory: MemoryStore, session_id: int) -> list[ChatMessage]:
     """A stored session's messages as a resumed loop sends them: not system text, and not a
     message whose turn failed before anything answered it (a live turn drops that one too,
     so it is never merged into the next message nor sent again)."""
     stored = [m for m in memory.get_messages(session_id) if m.role != "system"]
-    failed = {message_id for message_id, outcome in memory.outcomes(session_id).items() if outcome == "error"}
     return [m for k, m in enumerate(stored)
-            if not (m.id in failed and (k + 1 == len(stored) or stored[k + 1].role == "user"))]
+            if not (m.role == "user" and m.status is Status.FAILED
+                    and (k + 1 == len(stored) or stored[k + 1].role == "user"))]

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hermes_tui.conversation import Status
+
 if TYPE_CHECKING:
     from hermes_tui.agent.sandbox import Sandbox
     from hermes_tui.memory.facts import FactStore
@@ -25,6 +27,12 @@ class ToolResult:
     ok: bool
     output: str
     receipt: str | None = None  # what the user is shown once it is done ("remembered: …")
+    refusal: Status | None = None  # DENIED or CANCELLED: the call never ran
+
+    @property
+    def status(self) -> Status:
+        """What is stored with the result (``messages.status``)."""
+        return Status.OK if self.ok else (self.refusal or Status.FAILED)
 
 
 @dataclass
@@ -50,12 +58,6 @@ FAMILIES = frozenset({"shell", "write"})
 DENIED = "The user denied this {name} call. Do not retry it; ask the user how to proceed."
 CANCELLED = "Cancelled by the user before it ran."
 """The two results of a call that never ran (the one copy of each)."""
-
-
-def refused(result: str) -> bool:
-    """Whether a stored result says the call was denied or cancelled: how sessions stored before
-    tool outcomes were recorded show the call ✗ on resume."""
-    return result.startswith((DENIED.split("{", 1)[0], CANCELLED))
 
 
 @dataclass(frozen=True)

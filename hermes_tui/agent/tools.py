@@ -8,12 +8,12 @@ with a message the model can act on. Every result passes through ``Secrets.scrub
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ from hermes_tui.agent.toolkit import (
     check_arguments,
     schema,
 )
+from hermes_tui.conversation import Status, ToolCall
 from hermes_tui.memory.framing import framed, screened
 from hermes_tui.redaction import Secrets
 
@@ -161,7 +162,7 @@ def approval_spec(name: str) -> ApprovalSpec:
     return tool.approval if tool is not None and tool.approval is not None else ASK
 
 
-def summary_argument(name: str, arguments: dict[str, Any]) -> str | None:
+def summary_argument(name: str, arguments: Mapping[str, Any]) -> str | None:
     """The argument a one-line display of a call to ``name`` shows (``command``, ``path``...)."""
     tool = _BY_NAME.get(name)
     value = arguments.get(tool.summary_arg) if tool and tool.summary_arg else None
@@ -222,24 +223,19 @@ class ToolRegistry:
 
     def parse_arguments(self, arguments: dict[str, Any] | str | None) -> dict[str, Any] | str:
         """A dict of arguments, or an error message when they are not a JSON object."""
-        if arguments is None or arguments == "":
-            return {}
         if isinstance(arguments, dict):
             return arguments
-        if not isinstance(arguments, str):
+        if arguments is not None and not isinstance(arguments, str):
             return "arguments must be a JSON object"
-        try:
-            value = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            return f"arguments are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object"
-        return value if isinstance(value, dict) else "arguments must be a JSON object"
+        call = ToolCall.parse("", "", arguments)
+        return dict(call.arguments) if call.valid else f"arguments are {call.error}; send a JSON object"
 
     def execute(self, name: str, arguments: dict[str, Any] | str | None,
                 cancel: threading.Event | None = None) -> ToolResult:
         """Run one call; the result's output is always scrubbed of secret values."""
         result = self._execute(name, arguments, cancel or threading.Event())
         receipt = self.secrets.scrub(result.receipt) if result.receipt else None
-        return ToolResult(result.ok, self.secrets.scrub(result.output), receipt)
+        return replace(result, output=self.secrets.scrub(result.output), receipt=receipt)
 
     def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event) -> ToolResult:
         current = self._current()
@@ -255,9 +251,12 @@ class ToolRegistry:
         if tool.needs_approval and self.approver is not None:
             verdict = self.approver(name, args)
             if verdict is not True:
-                return ToolResult(False, verdict if isinstance(verdict, str) else DENIED.format(name=name))
+                if verdict == CANCELLED:
+                    return ToolResult(False, CANCELLED, refusal=Status.CANCELLED)
+                return ToolResult(False, verdict if isinstance(verdict, str) else DENIED.format(name=name),
+                                  refusal=Status.DENIED)
         if cancel.is_set():
-            return ToolResult(False, CANCELLED)
+            return ToolResult(False, CANCELLED, refusal=Status.CANCELLED)
         # A tool not declared cancellable is never stopped halfway (e.g. a skill file half written).
         ctx = ToolContext(self.workspace, self.memory, self.skills, home=self.home,
                           cancel=cancel if tool.cancellable else threading.Event(),

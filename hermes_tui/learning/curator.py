@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hermes_tui.agent.prompts import MEMORY_CURATOR_PROMPT, SESSION_SUMMARY_PROMPT, SKILL_AUTHORING_PROMPT
+from hermes_tui.conversation import parse_calls
 from hermes_tui.events import Notice, SkillLearned
 from hermes_tui.llm import LLMError
 from hermes_tui.memory.facts import FactError, FactStore, Saved
@@ -103,9 +104,8 @@ def render_transcript(messages: Sequence[dict[str, Any]], *, tool_chars: int = T
             continue
         if content:
             parts.append(f"[{role}] {content}")
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", {})
-            parts.append(f"[{role} calls {function.get('name')}] {function.get('arguments') or '{}'}")
+        for call in parse_calls(message.get("tool_calls")):
+            parts.append(f"[{role} calls {call.name}] {call.raw or '{}'}")
     text = "\n".join(parts)
     return text if len(text) <= max_chars else "[... earlier part trimmed ...]\n" + text[-max_chars:]
 

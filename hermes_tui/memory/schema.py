@@ -472,6 +472,28 @@ def _v11_plain_index(db: Database) -> None:
         db.execute(sql)
 
 
+_V12_MESSAGE_STATUS = (
+    # How a step ended, in a column of its message (``conversation.Status``), instead of a side
+    # table and, for denials and cancellations, a guess from the result's text on every read.
+    "ALTER TABLE messages ADD COLUMN status TEXT NOT NULL DEFAULT 'ok'",
+    """UPDATE messages SET status = (SELECT CASE outcome WHEN 'error' THEN 'failed' ELSE outcome END
+                                        FROM turn_outcomes WHERE message_id = messages.id)
+        WHERE id IN (SELECT message_id FROM turn_outcomes)""",
+    "DROP TABLE turn_outcomes",
+    # Results stored before v10 said so only in their text (these are the texts of that time).
+    """UPDATE messages SET status = 'denied'
+        WHERE role = 'tool' AND status = 'ok' AND content LIKE 'The user denied this % call.%'""",
+    """UPDATE messages SET status = 'cancelled'
+        WHERE role = 'tool' AND status = 'ok' AND content LIKE 'Cancelled by the user before it ran.%'""",
+)
+
+
+def _v12_message_status(db: Database) -> None:
+    """Each message's status in a column (see ``_V12_MESSAGE_STATUS``)."""
+    for sql in _V12_MESSAGE_STATUS:
+        db.execute(sql)
+
+
 SCHEMA = Migrations("memory", [
     _v1_core,
     _v2_clean_cjk_index,
@@ -484,6 +506,7 @@ SCHEMA = Migrations("memory", [
     _v9_session_workspace,
     _v10_turn_outcomes,
     _v11_plain_index,
+    _v12_message_status,
 ])
 """The memory's schema steps, by name (``db.Migrations``); ``PRAGMA user_version`` still counts
 them, as files made before the names were recorded did.

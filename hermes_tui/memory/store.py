@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_tui.conversation import ChatMessage, Status, parse_calls
 from hermes_tui.db import connect, enable_wal, immediate, prepare
 from hermes_tui.memory import search as ranking
 from hermes_tui.memory.errors import StoreError, check_header, describe
@@ -39,36 +40,13 @@ from hermes_tui.memory.text import (
 from hermes_tui.progress import NO_PROGRESS, Progress
 
 __all__ = [
-    "HIT_END", "HIT_START", "MemoryStore", "Message", "SearchHit", "SessionHit", "SessionInfo",
+    "HIT_END", "HIT_START", "ChatMessage", "MemoryStore", "SearchHit", "SessionHit", "SessionInfo",
     "StoreError",
 ]
 
 log = logging.getLogger(__name__)
 
 FIRST_LINE_CHARS = 120
-
-
-@dataclass(frozen=True)
-class Message:
-    id: int
-    session_id: int
-    role: str
-    content: str | None
-    tool_calls: list[dict[str, Any]] | None
-    tool_call_id: str | None
-    name: str | None
-    created: float
-
-    def to_llm(self) -> dict[str, Any]:
-        """The OpenAI chat-format dict; optional keys only when set (providers reject nulls)."""
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.tool_calls:
-            out["tool_calls"] = self.tool_calls
-        if self.tool_call_id is not None:
-            out["tool_call_id"] = self.tool_call_id
-        if self.name is not None:
-            out["name"] = self.name
-        return out
 
 
 @dataclass(frozen=True)
@@ -277,7 +255,10 @@ class MemoryStore:
         tool_calls: list[dict[str, Any]] | None = None,
         tool_call_id: str | None = None,
         name: str | None = None,
+        status: Status = Status.OK,
     ) -> int:
+        """Append a message; ``tool_calls`` in the OpenAI form, as the column keeps them (other
+        SQLite clients and the index read that form); they are read back typed (``ChatMessage``)."""
         row = _message_row(
             session_id,
             {
@@ -286,25 +267,26 @@ class MemoryStore:
                 "tool_calls": tool_calls,
                 "tool_call_id": tool_call_id,
                 "name": name,
+                "status": status,
             },
             time.time(),
         )
         with self._write() as conn:
-            _touch_session(conn, session_id, row[-1])
+            _touch_session(conn, session_id, row[_CREATED])
             return int(conn.execute(_INSERT_MESSAGE_SQL, row).lastrowid)
 
     def bulk_add_messages(self, session_id: int, rows: Iterable[Mapping[str, Any]]) -> int:
         """Append many messages in one transaction (imports, benchmarks); returns how many.
 
         Each row is a mapping with ``role`` and ``content`` and optionally ``tool_calls``,
-        ``tool_call_id``, ``name`` and ``created`` (epoch seconds, default now).
+        ``tool_call_id``, ``name``, ``status`` and ``created`` (epoch seconds, default now).
         """
         now = time.time()
         values = [_message_row(session_id, row, row.get("created", now)) for row in rows]
         if not values:
             return 0
         with self._write() as conn:
-            _touch_session(conn, session_id, max(v[-1] for v in values))
+            _touch_session(conn, session_id, max(v[_CREATED] for v in values))
             conn.executemany(_INSERT_MESSAGE_SQL, values)
         return len(values)
 
@@ -319,19 +301,11 @@ class MemoryStore:
                 (content, json.dumps(tool_calls) if tool_calls is not None else None, message_id),
             )
 
-    def set_outcome(self, message_id: int, outcome: str) -> None:
-        """Record how a message's step ended when it did not succeed: a user message's turn
-        ("cancelled", "error"; see ``_v10_turn_outcomes``) or a tool result ("failed")."""
+    def set_status(self, message_id: int, status: Status) -> None:
+        """How a message's step ended, once known after it was stored: a user message's turn
+        (failed before an answer, cancelled)."""
         with self._write() as conn:
-            conn.execute("INSERT OR REPLACE INTO turn_outcomes (message_id, outcome) VALUES (?, ?)",
-                         (message_id, outcome))
-
-    def outcomes(self, session_id: int) -> dict[int, str]:
-        """The recorded outcomes of a session's turns and tool calls, by message id."""
-        with self._read() as conn:
-            rows = conn.execute("SELECT t.message_id, t.outcome FROM turn_outcomes t JOIN messages m"
-                                " ON m.id = t.message_id WHERE m.session_id = ?", (session_id,)).fetchall()
-        return {int(m): str(o) for m, o in rows}
+            conn.execute("UPDATE messages SET status = ? WHERE id = ?", (status.value, message_id))
 
     def add_compaction(self, session_id: int, through_id: int, summary: str,
                        trim_through_id: int | None = None) -> int:
@@ -354,23 +328,25 @@ class MemoryStore:
             ).fetchone()
         return None if row is None else Compaction(row[0], row[1], row[2])
 
-    def get_messages(self, session_id: int) -> list[Message]:
+    def get_messages(self, session_id: int) -> list[ChatMessage]:
+        """A session's messages in order, their calls parsed once here."""
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT id, session_id, role, content, tool_calls, tool_call_id, name, created"
+                "SELECT id, session_id, role, content, tool_calls, tool_call_id, name, created, status"
                 " FROM messages WHERE session_id = ? ORDER BY id",
                 (session_id,),
             ).fetchall()
         return [
-            Message(
+            ChatMessage(
                 id=r[0],
                 session_id=r[1],
                 role=r[2],
                 content=r[3],
-                tool_calls=json.loads(r[4]) if r[4] is not None else None,
+                calls=parse_calls(r[4]) if r[4] is not None else (),
                 tool_call_id=r[5],
                 name=r[6],
                 created=r[7],
+                status=_status(r[8]),
             )
             for r in rows
         ]
@@ -460,9 +436,9 @@ class MemoryStore:
 RECALL_SESSIONS = 3  # session summaries listed before the messages by recall()
 
 _INSERT_MESSAGE_SQL = (
-    "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, created,"
+    "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, created, status,"
     " index_content, index_tool_args)"
-    f" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, {INDEX_COLUMN}(?3), {INDEX_COLUMN}({tool_args_sql('?4')}))"
+    f" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, {INDEX_COLUMN}(?3), {INDEX_COLUMN}({tool_args_sql('?4')}))"
 )
 
 _SESSIONS_SQL = """
@@ -527,6 +503,9 @@ def _user_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+_CREATED = 6  # where a _message_row holds its time
+
+
 def _message_row(session_id: int, row: Mapping[str, Any], created: float) -> tuple[Any, ...]:
     role = row["role"]
     if role not in ROLES:
@@ -540,7 +519,16 @@ def _message_row(session_id: int, row: Mapping[str, Any], created: float) -> tup
         row.get("tool_call_id"),
         row.get("name"),
         float(created),
+        Status(row.get("status", Status.OK)).value,
     )
+
+
+def _status(stored: str) -> Status:
+    """The column's text; a value written by some other client reads as ``OK``."""
+    try:
+        return Status(stored)
+    except ValueError:
+        return Status.OK
 
 
 def _touch_session(conn: sqlite3.Connection, session_id: int, when: float) -> None:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.learning.pending import Writer
     from hermes_tui.memory.store import MemoryStore
-    from hermes_tui.memory.store import Message as StoredMessage
+    from hermes_tui.conversation import ChatMessage
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
     from hermes_tui.tui.messages import EditFile, EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
@@ -374,7 +374,7 @@ class HermesApp(App[int]):
         undone = self.undo_log.undone(session_id)
         async with self.chat.holding(f"loading session {session_id}…"):
             try:  # the store reads and the token count run off the app thread
-                messages, outcomes = await asyncio.to_thread(self._load_session, session_id, undone)
+                messages = await asyncio.to_thread(self._load_session, session_id, undone)
             except ValueError as exc:
                 await self.chat.add_notice(str(exc), "error")
                 return
@@ -382,19 +382,18 @@ class HermesApp(App[int]):
                 self._summaries.append(close_in_background(previous, SUMMARY_TIMEOUT))
             self.approvals.reset()
             await self.chat.clear()
-            await self.chat.show_messages(messages, outcomes)
+            await self.chat.show_messages(messages)
         self.show_header()
         self.show_usage()  # with the context % the load measured
         await self.chat.add_notice(f"Resumed session {session_id}: your next message continues it.")
 
-    def _load_session(self, session_id: int, undone: set[int]) -> tuple[list[StoredMessage], dict[int, str]]:
+    def _load_session(self, session_id: int, undone: set[int]) -> list[ChatMessage]:
         """Switch the loop to ``session_id`` and read what the view draws (a worker thread);
         raises ValueError when it does not exist."""
         loop = self.session.resume(session_id, undone)
         self.usage.load(session_id)
         loop.context_usage()  # the status line's context % before the next call
-        messages = [m for m in self.memory.get_messages(session_id) if m.id not in undone]
-        return messages, self.memory.outcomes(session_id)
+        return [m for m in self.memory.get_messages(session_id) if m.id not in undone]
 
     # -- forgetting a session (/forget, the Sessions pane's x)
 

@@ -7,9 +7,8 @@ modules (``blocks``, ``answer``) are imported where first used, to keep them off
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from hermes_tui.clock import Clock
+from hermes_tui.conversation import ChatMessage, Status
 from hermes_tui.textsafe import StreamCleaner, printable, printable_data
 from hermes_tui.tui import actions, collector
 from hermes_tui.tui.format import one_line, widget_id
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
         Unsent,
         Usage,
     )
-    from hermes_tui.memory.store import Message as StoredMessage
     from hermes_tui.tui.answer import AnswerText
     from hermes_tui.tui.blocks import ToolCallView
 
@@ -534,16 +533,14 @@ class ChatPane(Widget):
         await self.conversation.remove_children()
         self.conversation.anchor()
 
-    async def show_messages(self, messages: list[StoredMessage], outcomes: Mapping[int, str] | None = None) -> None:
-        """Render a stored conversation (``/resume``): text, and tool calls with their results.
-        ``outcomes`` (the store's, by message id) mark failed calls ✗ and cancelled or failed turns."""
+    async def show_messages(self, messages: list[ChatMessage]) -> None:
+        """Render a stored conversation (``/resume``): text, and tool calls with their results;
+        each message's status marks calls that did not succeed ✗ and turns that ended early."""
         from hermes_tui.tui.answer import AnswerText
-        from hermes_tui.agent.toolkit import refused
         from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage
 
-        outcomes = outcomes or {}
         # Stored text is as hostile as live text: it passes the same sanitizer.
-        results = {m.tool_call_id: (printable(m.content or ""), outcomes.get(m.id) != "failed")
+        results = {m.tool_call_id: (printable(m.content or ""), m.status is Status.OK)
                    for m in messages if m.role == "tool" and m.tool_call_id}
         shown = [m for m in messages if m.role in ("user", "assistant")]
         hidden = len(shown) - RESTORED_MESSAGES
@@ -556,19 +553,17 @@ class ChatPane(Widget):
                 if turn_end is not None:
                     widgets.append(turn_end)
                 widgets.append(UserMessage(printable(message.content or "")))
-                mark = TURN_END_NOTICES.get(outcomes.get(message.id, ""))
+                mark = TURN_END_NOTICES.get(message.status)
                 turn_end = NoticeLine(*mark) if mark else None
                 continue
             if message.content:
                 widgets.append(AnswerText(printable(message.content), classes="answer"))
-            for call in message.tool_calls or []:
-                call_id = str(call.get("id", ""))
-                function = call.get("function", {})
-                view = ToolCallView(call_id, printable(str(function.get("name", "?"))),
-                                    printable_data(_arguments(function.get("arguments"))),
-                                    self.clock, id=self._tool_widget_id(call_id) + f"-r{len(widgets)}")
-                result, ok = results.get(call_id, ("(no result stored)", True))
-                view.restore(result, ok=ok and not refused(result))
+            for call in message.calls:
+                view = ToolCallView(call.id, printable(call.name),
+                                    printable_data(dict(call.arguments) if call.valid else {"raw": call.raw}),
+                                    self.clock, id=self._tool_widget_id(call.id) + f"-r{len(widgets)}")
+                result, ok = results.get(call.id, ("(no result stored)", True))
+                view.restore(result, ok=ok)
                 widgets.append(view)
         if turn_end is not None:
             widgets.append(turn_end)
@@ -578,18 +573,7 @@ class ChatPane(Widget):
 
 
 TURN_END_NOTICES = {
-    "cancelled": ("Cancelled.", "cancelled"),
-    "error": ("This turn failed before an answer.", "error"),
+    Status.CANCELLED: ("Cancelled.", "cancelled"),
+    Status.FAILED: ("This turn failed before an answer.", "error"),
 }
-"""How a resumed view marks a turn that did not end with an answer (the store's outcomes)."""
-
-
-def _arguments(raw: Any) -> dict[str, Any]:
-    """Stored tool-call arguments: a JSON string in the OpenAI format (or already a dict)."""
-    if isinstance(raw, dict):
-        return raw
-    try:
-        value = json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return {"raw": str(raw)}
-    return value if isinstance(value, dict) else {"raw": str(raw)}
+"""How a resumed view marks a turn that did not end with an answer (its user message's status)."""

@@ -287,8 +287,7 @@ class CommandRunner:
         if not path.is_absolute():
             path = app.config.workspace / path
         text = export_markdown(session_id, info.title or info.first_user_line or "", app.memory.get_messages(session_id),
-                               undone=await asyncio.to_thread(app.undo_log.undone, session_id),
-                               outcomes=app.memory.outcomes(session_id))
+                               undone=await asyncio.to_thread(app.undo_log.undone, session_id))
         try:
             write_private(path, text)
         except OSError as exc:

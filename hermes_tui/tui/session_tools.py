@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from hermes_tui.memory.store import Message
+from hermes_tui.conversation import ChatMessage, Status
 from hermes_tui.tui.usage import ModelUsage, totals
 
 _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S)
@@ -19,7 +18,7 @@ ROLE_TITLES = {"user": "You", "assistant": "Hermes"}
 OSC52_PROGRAMS = {"iTerm.app", "WezTerm", "vscode", "ghostty", "kitty", "Alacritty", "foot", "rio", "Tabby"}
 
 
-def last_answer(messages: list[Message]) -> str | None:
+def last_answer(messages: list[ChatMessage]) -> str | None:
     """The newest assistant text of the conversation."""
     for message in reversed(messages):
         if message.role == "assistant" and message.content and message.content.strip():
@@ -62,7 +61,13 @@ def _fenced(text: str, info: str = "") -> str:
     return f"{fence}{info}\n{text.rstrip()}\n{fence}"
 
 
-OUTCOME_MARKS = {"cancelled": "cancelled", "error": "failed before an answer", "failed": "failed"}
+def _status_mark(message: ChatMessage) -> str | None:
+    """How an export's heading says a step did not succeed."""
+    if message.status is Status.OK:
+        return None
+    if message.role == "user" and message.status is Status.FAILED:
+        return "failed before an answer"
+    return message.status.value
 
 
 def _demoted(markdown: str, levels: int = 2) -> str:
@@ -79,28 +84,23 @@ def _demoted(markdown: str, levels: int = 2) -> str:
     return "\n".join(lines)
 
 
-def export_markdown(session_id: int, title: str, messages: list[Message], *, undone: set[int] | None = None,
-                    outcomes: Mapping[int, str] | None = None) -> str:
+def export_markdown(session_id: int, title: str, messages: list[ChatMessage], *, undone: set[int] | None = None) -> str:
     """A session as Markdown: each message under its author and time; tool calls and results fenced.
-    Messages taken back by /undo or /retry, and turns cancelled or failed, say so in their heading."""
-    undone, outcomes = undone or set(), outcomes or {}
+    Messages taken back by /undo or /retry, and steps cancelled, denied or failed, say so in their heading."""
+    undone = undone or set()
     out = [f"# Hermes session {session_id}: {title or 'untitled'}", ""]
     for message in messages:
         stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(message.created))
         marks = ["undone, not sent to the model"] if message.id in undone else []
-        if message.id in outcomes:
-            marks.append(OUTCOME_MARKS.get(outcomes[message.id], outcomes[message.id]))
+        if (mark := _status_mark(message)) is not None:
+            marks.append(mark)
         suffix = f" ({'; '.join(marks)})" if marks else ""
         if message.role in ROLE_TITLES:
             out += [f"## {ROLE_TITLES[message.role]} · {stamp}{suffix}", ""]
             if message.content:
                 out += [_demoted(message.content.rstrip()), ""]
-            for call in message.tool_calls or []:
-                function = call.get("function", {}) if isinstance(call, dict) else {}
-                arguments = function.get("arguments", "")
-                if not isinstance(arguments, str):
-                    arguments = json.dumps(arguments, ensure_ascii=False)
-                out += [f"**Tool call** `{function.get('name', 'tool')}`", "", _fenced(arguments, "json"), ""]
+            for call in message.calls:
+                out += [f"**Tool call** `{call.name}`", "", _fenced(call.raw, "json"), ""]
         elif message.role == "tool":
             out += [f"**Result** of `{message.name or 'tool'}`{suffix}", "", _fenced(message.content or ""), ""]
     return "\n".join(out).rstrip() + "\n"

@@ -18,7 +18,8 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from hermes_tui.memory.store import MemoryStore, Message, SessionInfo
+from hermes_tui.conversation import ChatMessage
+from hermes_tui.memory.store import MemoryStore, SessionInfo
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui import actions
 from hermes_tui.tui.format import one_line
@@ -40,7 +41,7 @@ def session_title(info: SessionInfo) -> str:
     return printable(info.title or info.first_user_line or "") or "(no messages yet)"
 
 
-def preview_content(info: SessionInfo, messages: list[Message]) -> Content:
+def preview_content(info: SessionInfo, messages: list[ChatMessage]) -> Content:
     """The summary, then the first few user/assistant messages, each cut short."""
     count = f"{info.message_count} message{'s' if info.message_count != 1 else ''}"
     parts: list[str | Content | tuple[str, str]] = [
@@ -56,7 +57,7 @@ def preview_content(info: SessionInfo, messages: list[Message]) -> Content:
     for message in shown:
         text = one_line(printable(message.content or ""), PREVIEW_CHARS)
         if not text:
-            text = "→ " + ", ".join(tool_calls_summary(message.tool_calls))
+            text = "→ " + ", ".join(tool_calls_summary(message.calls))
         parts += ["\n", (f"{role_label(message.role)}: ", "bold"), text]
     return Content.assemble(*parts)
 

@@ -13,10 +13,9 @@ as Markdown, the rest as plain text. User text is always shown literally, never 
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +33,8 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from hermes_tui.memory.store import MemoryStore, Message, SessionInfo
+from hermes_tui.conversation import ChatMessage, ToolCall
+from hermes_tui.memory.store import MemoryStore, SessionInfo
 from hermes_tui.textsafe import printable
 from hermes_tui.tui.format import one_line, plural, short_args
 from hermes_tui.tui.messages import ResumeSession
@@ -55,28 +55,16 @@ def clock(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
 
 
-def tool_calls_summary(calls: list[dict[str, Any]] | None) -> list[str]:
-    """``name gist`` per call, the arguments shortened the way the chat shows them."""
-    lines = []
-    for call in calls or ():
-        function = call.get("function") if isinstance(call, dict) else None
-        function = function if isinstance(function, dict) else {}
-        name = str(function.get("name") or "tool")
-        lines.append(printable(f"{name} {_arguments_gist(name, function.get('arguments'))}".rstrip()))
-    return lines
+def tool_calls_summary(calls: Sequence[ToolCall]) -> list[str]:
+    """``name gist`` per call, the arguments shortened the way the chat shows them; arguments
+    that are not a JSON object are shown as the model wrote them."""
+    return [printable(f"{call.name} {_arguments_gist(call)}".rstrip()) for call in calls]
 
 
-def _arguments_gist(name: str, arguments: object) -> str:
-    """Stored arguments are the model's JSON text, which may be malformed: then shown raw."""
-    if isinstance(arguments, str):
-        raw = arguments
-        try:
-            arguments = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return one_line(raw, ARGUMENTS_CHARS)
-    if isinstance(arguments, dict):
-        return short_args(name, arguments, ARGUMENTS_CHARS)
-    return one_line(json.dumps(arguments), ARGUMENTS_CHARS) if arguments is not None else ""
+def _arguments_gist(call: ToolCall) -> str:
+    if call.valid:
+        return short_args(call.name, dict(call.arguments), ARGUMENTS_CHARS)
+    return one_line(call.raw, ARGUMENTS_CHARS)
 
 
 @dataclass(frozen=True)
@@ -98,7 +86,7 @@ class Look:
         return cls("ansi_dark" if app.current_theme.dark else "ansi_light", labels)
 
 
-def message_renderable(message: Message, *, markdown: bool, look: Look) -> RenderableType:
+def message_renderable(message: ChatMessage, *, markdown: bool, look: Look) -> RenderableType:
     """One message: a header line, then the text; tool results and system text on one line."""
     content = printable(message.content or "")
     if message.role in ("tool", "system"):
@@ -116,11 +104,11 @@ def message_renderable(message: Message, *, markdown: bool, look: Look) -> Rende
             parts.append(Markdown(content, code_theme=look.code_theme, hyperlinks=False))
         else:
             parts.append(Text(content))
-    parts += [Text(f"→ {call}", style="dim") for call in tool_calls_summary(message.tool_calls)]
+    parts += [Text(f"→ {call}", style="dim") for call in tool_calls_summary(message.calls)]
     return Group(*parts)
 
 
-def message_options(messages: list[Message], target: int | None, look: Look) -> list[Option | None]:
+def message_options(messages: list[ChatMessage], target: int | None, look: Look) -> list[Option | None]:
     """One option per message with a divider (None) between; Markdown near the target only."""
     ids = [m.id for m in messages]
     center = ids.index(target) if target in ids else 0

@@ -15,11 +15,13 @@ from flask import Blueprint, Response, abort, jsonify, request
 from werkzeug.exceptions import ServiceUnavailable
 
 from hermes_tui.agent.checkpoints import CheckpointStore
-from hermes_tui.memory.store import Message, SessionInfo
+from hermes_tui.agent.tools import summary_argument
+from hermes_tui.conversation import ChatMessage
+from hermes_tui.memory.store import SessionInfo
 from hermes_tui.skills.manager import SkillError, SkillManager, SkillNotFoundError
 from hermes_tui.skills.schema import Skill
 from hermes_tui.slash import as_message
-from hermes_tui.web.chat import TurnStream, tool_summary
+from hermes_tui.web.chat import TurnStream
 from hermes_tui.web.commands import unknown_command
 from hermes_tui.web.context import session_key, web
 from hermes_tui.web.render import markdown_html, snippet_html
@@ -41,21 +43,17 @@ def _session(info: SessionInfo) -> dict[str, Any]:
     }
 
 
-def _message(message: Message) -> dict[str, Any] | None:
+def _message(message: ChatMessage) -> dict[str, Any] | None:
     """A stored message for the page; ``id`` lets a memory hit open the transcript at it."""
     if message.role == "user":
         return {"id": message.id, "role": "user", "text": message.content or ""}
     if message.role == "assistant":
-        calls = []
-        for c in message.tool_calls or []:
-            function = c.get("function") or {}
-            name, arguments = function.get("name"), function.get("arguments")
-            calls.append({"id": c.get("id"), "name": name, "arguments": arguments,
-                          "summary": tool_summary(name, arguments)})
+        calls = [{"id": c.id, "name": c.name, "arguments": c.raw,
+                  "summary": summary_argument(c.name, c.arguments)} for c in message.calls]
         return {"id": message.id, "role": "assistant", "html": markdown_html(message.content), "tool_calls": calls}
     if message.role == "tool":
         return {"id": message.id, "role": "tool", "name": message.name, "tool_call_id": message.tool_call_id,
-                "text": message.content or ""}
+                "text": message.content or "", "status": message.status.value}
     return None  # system messages are the agent's own business
 
 
@@ -84,7 +82,7 @@ def get_session(session_id: int) -> Response:
     return jsonify(session=_session(info), messages=messages, checkpoints=_checkpoints(session_id, stored))
 
 
-def _checkpoints(session_id: int, stored: list[Message]) -> list[dict[str, Any]]:
+def _checkpoints(session_id: int, stored: list[ChatMessage]) -> list[dict[str, Any]]:
     """The files each turn of the session changed; ``turn`` counts the user messages from 0."""
     config = web().config
     store = CheckpointStore(config.home, config.workspace)

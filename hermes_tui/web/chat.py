@@ -31,19 +31,6 @@ KEEPALIVE = {"type": "keepalive"}
 _BLOCK_ENDS = frozenset({"tool_call_started", "files_changed", "receipt", "notice", "turn_finished"})
 
 
-def tool_summary(name: object, arguments: object) -> str | None:
-    """The argument a tool call's header shows (declared per tool, ``Tool.summary_arg``); ``arguments``
-    as the model sent them (a JSON string) or parsed."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return None
-    if not isinstance(name, str) or not isinstance(arguments, dict):
-        return None
-    return summary_argument(name, arguments)
-
-
 def _line(item: dict[str, Any]) -> bytes:
     return (json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -87,7 +74,7 @@ class TurnStream:
             if item["type"] == "text_delta":
                 block.append(item["text"])
             elif item["type"] == "tool_call_started":
-                item["summary"] = tool_summary(item["name"], item["arguments"])
+                item["summary"] = summary_argument(item["name"], item["arguments"])
             if item["type"] in _BLOCK_ENDS and block:
                 yield _line({"type": "text_html", "html": markdown_html("".join(block))})
                 block.clear()

@@ -212,7 +212,7 @@
         const details = calls.get(m.tool_call_id);
         if (details) {
           details.dataset.messageId = m.id;
-          finishToolCall(details, { text: m.text });
+          finishToolCall(details, { text: m.text, ok: m.status === "ok" });
         }
       }
     }
