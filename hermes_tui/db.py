@@ -175,8 +175,6 @@ class Migrations:
         """Run, inside the caller's write transaction, the steps not recorded yet; return their
         names. ``legacy``: how many steps a file made before names were recorded had applied
         (the memory store counted them in ``PRAGMA user_version``)."""
-        from sqlite_utils import Database
-
         conn.execute(f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (store TEXT NOT NULL, name TEXT NOT NULL,"
                      " applied REAL NOT NULL, PRIMARY KEY (store, name))")
         done = {name for (name,) in conn.execute(f"SELECT name FROM {MIGRATIONS_TABLE} WHERE store = ?",
@@ -184,15 +182,17 @@ class Migrations:
         if not done and legacy:
             self._record(conn, [step.__name__ for step in self.steps[:legacy]])
             done = {step.__name__ for step in self.steps[:legacy]}
+        pending = [step for step in self.steps if step.__name__ not in done]
+        if not pending:
+            return []
+        from sqlite_utils import Database  # ~30 ms, paid only when a step runs
+
         db = Database(conn, recursive_triggers=False, execute_plugins=False)
-        ran = []
-        for step in self.steps:
-            if step.__name__ not in done:
-                log.info("%s schema: applying %s", self.store, step.__name__)
-                step(db)
-                self._record(conn, [step.__name__])
-                ran.append(step.__name__)
-        return ran
+        for step in pending:
+            log.info("%s schema: applying %s", self.store, step.__name__)
+            step(db)
+            self._record(conn, [step.__name__])
+        return [step.__name__ for step in pending]
 
     def _record(self, conn: sqlite3.Connection, names: list[str]) -> None:
         conn.executemany(f"INSERT OR IGNORE INTO {MIGRATIONS_TABLE} (store, name, applied) VALUES (?, ?, ?)",

@@ -43,6 +43,19 @@ def test_each_store_in_the_shared_file_records_its_own_steps(tmp_path: Path) -> 
     conn.close()
 
 
+def test_the_skills_index_records_its_steps_in_its_own_file(tmp_path: Path) -> None:
+    from hermes_tui.skills.index import INDEX_SCHEMA, SkillIndex
+
+    path = tmp_path / "skills.sqlite3"
+    SkillIndex(path).close()
+    assert recorded(path) == {"skills": [step.__name__ for step in INDEX_SCHEMA.steps]}
+    conn = sqlite3.connect(path)
+    try:
+        assert INDEX_SCHEMA.apply(conn) == []  # nothing runs twice
+    finally:
+        conn.close()
+
+
 def test_a_file_counted_by_user_version_is_taken_over_and_finished(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite3"
     conn = old_memory_store(path, 8)

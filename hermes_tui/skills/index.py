@@ -26,9 +26,13 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hermes_tui.db import connect, enable_wal, immediate, prepare
+from hermes_tui.db import Migrations, connect, enable_wal, immediate, prepare
 from hermes_tui.memory.text import WORD
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 # bm25 weights, in column order: name, triggers (with tags), description, the body's lead.
 # Measured on the 1,301 published skills (bench/router_recall.py): ranking the lead in the same
@@ -225,6 +229,21 @@ def _rebuild_search(conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM files")
 
 
+INDEX_SCHEMA = Migrations("skills")
+"""The index's named steps (``db.Migrations``, recorded in its own file): a change is a new one."""
+
+
+@INDEX_SCHEMA
+def skills_tables(db: Database) -> None:
+    """The tables, taking over an index made before steps were named, in any of its layouts."""
+    _rebuild_search(db.conn)
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            db.execute(statement)
+    if "body" not in {column[1] for column in db.execute("PRAGMA table_info(written)")}:
+        db.execute("ALTER TABLE written ADD COLUMN body TEXT")  # an index from before F8 merged
+
+
 class SkillIndex:
     """The database side of the library. Not thread-safe by itself: the manager serialises calls."""
 
@@ -235,12 +254,7 @@ class SkillIndex:
         enable_wal(self.conn)
         self.conn.execute("PRAGMA synchronous = NORMAL")
         with immediate(self.conn):
-            _rebuild_search(self.conn)
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    self.conn.execute(statement)
-            if "body" not in {column[1] for column in self.conn.execute("PRAGMA table_info(written)")}:
-                self.conn.execute("ALTER TABLE written ADD COLUMN body TEXT")  # an index from before F8 merged
+            INDEX_SCHEMA.apply(self.conn)
 
     def close(self) -> None:
         self.conn.close()
