@@ -27,8 +27,8 @@ from hermes_tui.tui.app import build_app
 from hermes_tui.web.context import EXTENSION
 from hermes_tui.web.webdb import WebDB
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.test_tui_app import SIZE, send_and_wait, server  # noqa: F401 - fixture
-from tests.test_web_app import app, llm, chat, login, make_app, ndjson, web_env  # noqa: F401 - fixtures
+from tests.tui_harness import SIZE, send_and_wait, server  # noqa: F401 - fixture
+from tests.web_harness import app, llm, chat, login, make_app, ndjson, web_env  # noqa: F401 - fixtures
 
 FOREIGN = """
 import sqlite3, sys

@@ -15,8 +15,8 @@ from hermes_tui.tui.blocks import ToolCallView
 from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli
-from tests.test_tui_app import conversation, run, send, text_of, wait_for
-from tests.test_web_app import chat, login, make_app, ndjson, web_env  # noqa: F401  (fixtures)
+from tests.tui_harness import conversation, run, send, text_of, wait_for
+from tests.web_harness import chat, login, make_app, ndjson, web_env  # noqa: F401  (fixtures)
 
 CODE = "def area(r):\n    return 3.14 * r * r\n\n\ndef main():\n    print(area(2))\n"
 

@@ -22,8 +22,8 @@ from hermes_tui.tui.blocks import NoticeLine
 from hermes_tui.tui.memory_pane import MemoryPane
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli
-from tests.test_tui_app import SIZE, send, send_and_wait, server, text_of, wait_for  # noqa: F401 - fixture
-from tests.test_web_app import app, llm, login, make_app, web_env  # noqa: F401 - fixtures
+from tests.tui_harness import SIZE, send, send_and_wait, server, text_of, wait_for  # noqa: F401 - fixture
+from tests.web_harness import app, llm, login, make_app, web_env  # noqa: F401 - fixtures
 
 PYTEST = "I use pytest, never unittest."
 STAGING = "The deploy target is staging-7."

@@ -19,7 +19,7 @@ from hermes_tui.tui.blocks import ToolCallView
 from hermes_tui.tui.permissions_screen import PermissionsScreen
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli
-from tests.test_tui_app import conversation, notices, send, server, text_of, wait_for
+from tests.tui_harness import conversation, notices, send, server, text_of, wait_for
 from tests.test_tui_approvals import dialog, run_with_clock
 
 __all__ = ["server"]
@@ -275,8 +275,8 @@ def test_permissions_command_lists_and_revokes(hermes_home: Path, workspace: Pat
 def test_six_answers_fit_and_p_works_from_raw_bytes(server: FakeLLMServer, hermes_home: Path, workspace: Path,
                                                     size: tuple[int, int]) -> None:
     from tests.test_tui_approval_layout import screen_rows
-    from tests.test_tui_app import run
-    from tests.test_tui_input import type_bytes
+    from tests.tui_harness import run
+    from tests.tui_harness import type_bytes
 
     server.queue(bash("touch tested"), Reply(text="done"))
 

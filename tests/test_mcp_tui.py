@@ -15,7 +15,7 @@ from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.mcp_screen import McpScreen
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.test_mcp import declare, stdio_entry
-from tests.test_tui_app import notices, run, send, server, wait_for
+from tests.tui_harness import notices, run, send, server, wait_for
 
 __all__ = ["server"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask
 
 from hermes_tui.web.context import EXTENSION
-from tests.test_web_app import app, llm, login, make_app, web_env  # noqa: F401 - fixtures
+from tests.web_harness import app, llm, login, make_app, web_env  # noqa: F401 - fixtures
 
 
 def test_delete_session_and_purge_message_over_the_api(app: Flask) -> None:  # noqa: F811

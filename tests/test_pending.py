@@ -148,7 +148,7 @@ def test_a_one_shot_run_without_the_helper_leaves_its_summary_pending_for_the_ne
 @pytest.mark.timeout(600)  # the app's stream helper imports litellm
 def test_the_tui_writes_earlier_pending_summaries_at_its_start(hermes_home: Path, workspace: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.test_tui_app import run, wait_for
+    from tests.tui_harness import run, wait_for
 
     with FakeLLMServer() as server:
         from tests.fakes.fixtures import wire_env

@@ -13,10 +13,7 @@ import signal
 import stat
 import subprocess
 import sys
-import time
-from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from dotenv import dotenv_values
@@ -38,116 +35,12 @@ from hermes_tui.tui.messages import EditSkill, UseSkill
 from hermes_tui.tui.suggestions import SlashSuggestions
 from hermes_tui.tui.setup_screen import SetupScreen
 from hermes_tui.tui.skills_pane import SkillsPane
-from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
 from tests.test_engine import SKILL_ANSWER
-
-SIZE = (100, 32)
-# Varied words: litellm aborts a stream whose chunks all repeat ("the model is repeating").
-LONG_TEXT = " ".join(f"word{n}" for n in range(600))
-Scenario = Callable[[HermesApp, Pilot], Awaitable[None]]
-
-
-# -- harness ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def server(hermes_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLMServer]:
-    """The fake server on the OpenAI wire (the streaming test covers both wires)."""
-    with FakeLLMServer() as fake:
-        for name, value in wire_env(fake, "openai").items():
-            monkeypatch.setenv(name, value)
-        yield fake
-
-
-def run(scenario: Scenario, *, size: tuple[int, int] = SIZE, **build: Any) -> HermesApp:
-    """Build the app from the environment (``build``: ``build_app``'s options) and drive it with
-    ``scenario`` at ``size``; its stores and MCP servers are closed after."""
-    app = build_app(Config.load(), **build)
-
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            await scenario(app, pilot)
-
-    try:
-        asyncio.run(main())
-    finally:
-        app.memory.close()
-        if app._mcp is not None:  # noqa: SLF001 - started after the first frame, if at all
-            app._mcp.close()  # noqa: SLF001
-    return app
-
-
-async def wait_for(pilot: Pilot, condition: Callable[[], object], timeout: float = 45.0) -> None:
-    """Poll with plain sleeps (``pilot.pause`` needs a screen, which an exiting app no longer has)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
-        await asyncio.sleep(0.02)
-
-
-def exited(app: HermesApp) -> bool:
-    return app.return_code is not None
-
-
-async def press_and_exit(app: HermesApp, pilot: Pilot, key: str, timeout: float = 15.0) -> float:
-    """Press a key that quits; the seconds until the app has exited.
-
-    ``simulate_key``, not ``pilot.press``: the pilot waits for the screen to settle, which an app
-    that exits meanwhile never does.
-    """
-    started = time.monotonic()
-    app.simulate_key(key)
-    await wait_for(pilot, lambda: exited(app), timeout)
-    return time.monotonic() - started
-
-
-async def send(app: HermesApp, pilot: Pilot, text: str) -> None:
-    app.chat.prompt.load(text)
-    await pilot.press("enter")
-    await pilot.pause()
-
-
-async def send_and_wait(app: HermesApp, pilot: Pilot, text: str) -> None:
-    await send(app, pilot, text)
-    await wait_for(pilot, lambda: not app.chat.busy)
-    await pilot.pause()
-
-
-def conversation(app: HermesApp, kind: type) -> list:
-    return list(app.chat.conversation.query(kind))
-
-
-async def help_card(app: HermesApp, pilot: Pilot, count: int = 1) -> HelpText:
-    """The ``count``-th card in the chat (/cost, /context) once it shows its text (Textual fills
-    ``source`` when it mounts)."""
-    await wait_for(pilot, lambda: len(cards := conversation(app, HelpText)) >= count and cards[count - 1].source)
-    return conversation(app, HelpText)[count - 1]
-
-
-async def help_screen(app: HermesApp, pilot: Pilot) -> HelpText:
-    """The /help (F1) card, on its own screen, once it shows its text."""
-    from hermes_tui.tui.help_screen import HelpScreen
-
-    await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.query_one(HelpText).source)
-    return app.screen.query_one(HelpText)
-
-
-def text_of(widget: object) -> str:
-    """The plain text a Static shows."""
-    rendered = widget.render()  # type: ignore[attr-defined]
-    return getattr(rendered, "plain", str(rendered))
-
-
-def notices(app: HermesApp) -> list[str]:
-    return [text_of(n) for n in conversation(app, NoticeLine)]
-
-
-def active_pane(app: HermesApp) -> str:
-    return app.active_pane
-
+from tests.tui_harness import (  # noqa: F401 - fixtures among them
+    LONG_TEXT, SIZE, active_pane, conversation, help_screen, notices, press_and_exit, run, send,
+    send_and_wait, server, text_of, wait_for,
+)
 
 # -- a turn: stream, tools, answer -----------------------------------------------------------
 

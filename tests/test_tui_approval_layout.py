@@ -10,8 +10,8 @@ from textual.widgets import Button
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.test_tui_app import run, server, wait_for
-from tests.test_tui_input import type_bytes
+from tests.tui_harness import run, server, wait_for
+from tests.tui_harness import type_bytes
 
 __all__ = ["server"]
 PAGE_DOWN, RIGHT = "\x1b[6~", "\x1b[C"

@@ -15,7 +15,7 @@ from hermes_tui.tui.app import HermesApp, build_app
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import ToolCallView
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.test_tui_app import SIZE, conversation, send, server, text_of, wait_for
+from tests.tui_harness import SIZE, conversation, send, server, text_of, wait_for
 
 __all__ = ["server"]
 LONG_COMMAND = "\n".join(f"echo step {n} >> log.txt" for n in range(1, 43))

@@ -12,7 +12,7 @@ from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import UserMessage
 from hermes_tui.tui.rewind import RestoreScreen, RewindScreen
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.test_tui_app import conversation, notices, run, send, server, text_of, wait_for
+from tests.tui_harness import conversation, notices, run, send, server, text_of, wait_for
 
 __all__ = ["server"]
 

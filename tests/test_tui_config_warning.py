@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 
 from hermes_tui.tui.app import HermesApp
 from tests.fakes.server import FakeLLMServer
-from tests.test_tui_app import notices, run, server, wait_for
+from tests.tui_harness import notices, run, server, wait_for
 
 __all__ = ["server"]
 

@@ -8,44 +8,16 @@ between them), exactly as a fast typist or a paste-happy terminal delivers them.
 from __future__ import annotations
 
 import asyncio
-import time
 
-from textual._xterm_parser import XTermParser
 from textual.pilot import Pilot
 
 from hermes_tui.tui.answer import AnswerText
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import UserMessage
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.test_tui_app import LONG_TEXT, conversation, help_card, help_screen, notices, run, send, server, text_of, wait_for
-
-__all__ = ["server"]
-
-
-def keys_from_bytes(data: str) -> list:
-    """The events Textual's terminal parser makes of ``data`` (a lone ESC needs the escape delay)."""
-    parser = XTermParser()
-    found = list(parser.feed(data))
-    deadline = time.monotonic() + 1.0
-    while parser._timeout_time is not None and time.monotonic() < deadline:
-        time.sleep(0.02)
-        found += list(parser.tick())
-    return found
-
-
-def rendered_text(markdown: object) -> str:
-    """What a Markdown widget shows, block by block."""
-    from textual.widgets._markdown import MarkdownBlock
-
-    return "\n".join(block._content.plain for block in markdown.query(MarkdownBlock)  # type: ignore[attr-defined]
-                     if getattr(block, "_content", None) is not None)
-
-
-def type_bytes(app: HermesApp, data: str) -> None:
-    """Deliver raw terminal bytes to the app the way its driver does, with no pause between keys."""
-    for event in keys_from_bytes(data):
-        event.set_sender(app)
-        app._driver.send_message(event)  # type: ignore[union-attr]
+from tests.tui_harness import (  # noqa: F401 - server is a fixture
+    LONG_TEXT, conversation, help_card, help_screen, notices, rendered_text, run, send, server, text_of, type_bytes, wait_for,
+)
 
 
 def test_text_typed_right_after_enter_is_neither_merged_nor_lost(server: FakeLLMServer) -> None:

@@ -23,8 +23,8 @@ from hermes_tui.tui.lists import SimpleBulletList
 from hermes_tui.tui.splitter import BlockSplitter
 from hermes_tui.tui.transcript import TranscriptScreen
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.test_tui_app import conversation, run, send_and_wait, server, wait_for
-from tests.test_tui_input import type_bytes
+from tests.tui_harness import conversation, run, send_and_wait, server, wait_for
+from tests.tui_harness import type_bytes
 from tests.test_tui_panes import PaneApp, SessionsPane, Stores, settle, stores
 from tests.test_tui_panes import run as run_pane
 

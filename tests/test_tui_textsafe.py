@@ -10,7 +10,7 @@ from hermes_tui.tui.answer import AnswerText
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import ToolCallView
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.test_tui_app import conversation, run, send_and_wait, server, text_of
+from tests.tui_harness import conversation, run, send_and_wait, server, text_of
 
 __all__ = ["server"]
 

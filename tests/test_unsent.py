@@ -12,8 +12,8 @@ from hermes_tui.events import Error, Unsent
 from hermes_tui.tui.app import HermesApp
 from tests.fakes.server import FakeLLMServer, Fault, Reply
 from tests.test_engine import make_loop, stores
-from tests.test_tui_app import notices, run, send, server, wait_for
-from tests.test_web_app import PASSWORD, app, chat, llm, login, make_app, ndjson, types, web_env  # noqa: F401
+from tests.tui_harness import notices, run, send, server, wait_for
+from tests.web_harness import PASSWORD, app, chat, llm, login, make_app, ndjson, types, web_env  # noqa: F401
 
 __all__ = ["app", "llm", "make_app", "server", "stores", "web_env", "PASSWORD"]
 FAIL = (Fault(500), Fault(500), Fault(500))  # every retry

@@ -87,7 +87,7 @@ def _respond(request: RecordedRequest) -> Reply:
     return Reply(text="ok")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -129,7 +129,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     _seed(home, workspace)
     with FakeLLMServer() as llm:
         llm.responder = _respond
-        port = _free_port()
+        port = free_port()
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
             "HERMES_HOME": str(home), "HERMES_WORKSPACE": str(workspace),

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.test_web_app import chat, login, make_app, ndjson, types, web_env
+from tests.web_harness import chat, login, make_app, ndjson, types, web_env
 
 __all__ = ["make_app", "web_env"]
 

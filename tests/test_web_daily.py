@@ -10,7 +10,7 @@ from flask import Flask
 from hermes_tui.web.context import EXTENSION
 from hermes_tui.web.render import markdown_html, sanitize
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.test_web_app import app, assert_inert, chat, llm, login, make_app, ndjson, web_env  # noqa: F401 - fixtures
+from tests.web_harness import app, assert_inert, chat, llm, login, make_app, ndjson, web_env  # noqa: F401 - fixtures
 
 
 def test_a_slash_word_is_refused_with_one_line_and_never_sent(app: Flask, llm: FakeLLMServer) -> None:  # noqa: F811

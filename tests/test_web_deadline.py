@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.server import FakeLLMServer
-from tests.test_web_app import Served, _free_port, llm, web_env
+from tests.web_harness import Served, free_port, llm, web_env
 
 __all__ = ["llm", "web_env"]
 
 
 @pytest.fixture
 def served_quick(llm: FakeLLMServer, web_env: Path, workspace: Path, tmp_path: Path) -> Iterator[Served]:
-    port = _free_port()
+    port = free_port()
     home = tmp_path / "served-home"
     env = {**{k: v for k, v in os.environ.items() if k.startswith(("HERMES_", "OPENAI_", "FLASK_"))},
            "PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(Path(__file__).parents[1])}

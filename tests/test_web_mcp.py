@@ -29,7 +29,7 @@ from tests.fakes.mcp_server import HOSTILE_NAME
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import wait_until
 from tests.test_mcp import FAKE, declare, stdio_entry
-from tests.test_web_app import chat, llm, login, ndjson, types, web_env
+from tests.web_harness import chat, llm, login, ndjson, types, web_env
 
 __all__ = ["llm", "web_env"]
 
