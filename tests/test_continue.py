@@ -17,7 +17,7 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.tui.app import HermesApp
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.helpers import old_memory_store, run_cli
-from tests.test_memory_damage import pages_of, smash
+from tests.memory_harness import pages_of, smash
 from tests.tui_harness import notices, run, send_and_wait, server, wait_for
 
 __all__ = ["server"]

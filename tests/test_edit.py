@@ -16,7 +16,7 @@ from hermes_tui.events import ToolCallFinished
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.test_tools import HOSTILE_PATHS, outside, registry  # noqa: F401  (fixtures)
+from tests.tools_harness import HOSTILE_PATHS, outside, registry  # noqa: F401  (fixtures)
 
 CODE = "def f():\n    x = 1\n    return x\n\n\ndef g():\n    return 1\n"
 

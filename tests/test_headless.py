@@ -16,7 +16,7 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
 from tests.helpers import HERMES_TUI, assert_history_valid, run_cli
-from tests.test_engine import three_tool_script
+from tests.engine_harness import three_tool_script
 
 
 @pytest.fixture
@@ -176,7 +176,7 @@ def test_headless_skips_interpreter_teardown(env: FakeLLMServer, tmp_path: Path,
 def test_an_old_store_says_it_is_upgrading_before_the_turn(env: FakeLLMServer, hermes_home: Path) -> None:
     """Bringing a stored file to this schema reindexes every message (minutes at a million):
     headless mode says so on stderr first, then answers as usual."""
-    from tests.test_memory_search import write_version_1_store
+    from tests.memory_harness import write_version_1_store
 
     hermes_home.mkdir(parents=True, exist_ok=True)
     write_version_1_store(hermes_home / "memory.sqlite3")

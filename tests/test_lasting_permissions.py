@@ -20,7 +20,7 @@ from hermes_tui.tui.permissions_screen import PermissionsScreen
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli
 from tests.tui_harness import conversation, notices, send, server, text_of, wait_for
-from tests.test_tui_approvals import dialog, run_with_clock
+from tests.tui_harness import dialog, run_with_clock
 
 __all__ = ["server"]
 
@@ -274,7 +274,7 @@ def test_permissions_command_lists_and_revokes(hermes_home: Path, workspace: Pat
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)])
 def test_six_answers_fit_and_p_works_from_raw_bytes(server: FakeLLMServer, hermes_home: Path, workspace: Path,
                                                     size: tuple[int, int]) -> None:
-    from tests.test_tui_approval_layout import screen_rows
+    from tests.tui_harness import screen_rows
     from tests.tui_harness import run
     from tests.tui_harness import type_bytes
 

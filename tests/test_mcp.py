@@ -4,7 +4,6 @@ secrets, the search-and-call bridge, and headless turns where the fake LLM calls
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import subprocess
@@ -26,19 +25,10 @@ from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli, wait_until
+from tests.mcp_harness import FAKE, declare, stdio_entry  # noqa: F401 - fixtures among them
 
-FAKE = Path(__file__).parent / "fakes" / "mcp_server.py"
 TOKEN = "tok-0123456789abcdef"
 HERMES_SECRET = "HERMES_TEST_SECRET_API_KEY"  # a secret-named variable of Hermes' own environment
-
-
-def stdio_entry(**extra: Any) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [str(FAKE)], **extra}
-
-
-def declare(path: Path, servers: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"mcpServers": servers}))
 
 
 @contextmanager

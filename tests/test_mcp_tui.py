@@ -14,7 +14,7 @@ from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.mcp_screen import McpScreen
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.test_mcp import declare, stdio_entry
+from tests.mcp_harness import declare, stdio_entry
 from tests.tui_harness import notices, run, send, server, wait_for
 
 __all__ = ["server"]

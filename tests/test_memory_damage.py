@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,39 +14,7 @@ import pytest
 
 from hermes_tui.memory.doctor import repair
 from hermes_tui.memory.store import MemoryStore, StoreError
-
-MESSAGES = 600
-
-
-def seeded(path: Path) -> list[int]:
-    """A closed store with 3 sessions, MESSAGES messages, a summary; returns the session ids."""
-    with MemoryStore(path) as store:
-        sids = []
-        for s in range(3):
-            sid = store.new_session(title=f"session {s}")
-            store.bulk_add_messages(sid, [{"role": "user", "content": f"note {s}-{i} about quokkas " * 8}
-                                          for i in range(MESSAGES // 3)])
-            sids.append(sid)
-        store.set_summary(sids[0], "talked about quokkas")
-    return sids
-
-
-def pages_of(path: Path, table: str, kind: str) -> list[int]:
-    conn = sqlite3.connect(path)
-    try:
-        return [r[0] for r in conn.execute(
-            "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = ? ORDER BY pageno", (table, kind))]
-    finally:
-        conn.close()
-
-
-def smash(path: Path, page: int) -> None:
-    """Overwrite one page (numbered from 1) with garbage."""
-    size = 4096
-    with path.open("r+b") as f:
-        f.write(b"")
-        f.seek((page - 1) * size)
-        f.write(os.urandom(size))
+from tests.memory_harness import MESSAGES, pages_of, seeded, smash  # noqa: F401 - fixtures among them
 
 
 def one_line(error: BaseException, path: Path) -> str:

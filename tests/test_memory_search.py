@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from hermes_tui.memory.query import parse
 from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
 from hermes_tui.memory.text import INDEX_HEAD, index_text
+from tests.memory_harness import write_version_1_store  # noqa: F401 - fixtures among them
 
 FILLER = [f"filler note {i}: weather report, lunch plans and a shopping list item {i}" for i in range(30)]
 
@@ -251,22 +251,6 @@ def test_repeated_word_snippet_is_short_and_marked(store: MemoryStore) -> None:
 
 
 # --------------------------------------------------------------------------- upgrade
-
-
-def write_version_1_store(path: Path) -> None:
-    """A file as the first schema wrote it: one session, one message."""
-    from sqlite_utils import Database
-
-    from hermes_tui.memory import schema as schema_module
-
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("hermes_index_text", 1, index_text)
-    schema_module._v1_core(Database(conn))  # noqa: SLF001
-    conn.execute("PRAGMA user_version = 1")
-    conn.execute("INSERT INTO sessions (source, summary, started, last_activity) VALUES ('tui', 'about 東京', 1, 1)")
-    conn.execute("INSERT INTO messages (session_id, role, content, created) VALUES (1, 'user', ?, 1)",
-                 ("\x1b[31mRED\x1b[0m 東京タワーに行きました",))
-    conn.close()
 
 
 def test_a_version_1_store_is_upgraded_and_reindexed(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.memory_pane import MemoryPane
 from tests.helpers import old_memory_store
-from tests.test_tui_panes import PaneApp, Stores, hit_prompt, run, settle
+from tests.panes_harness import PaneApp, Stores, hit_prompt, run, settle
 
 
 def calls(*commands: str) -> str:

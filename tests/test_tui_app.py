@@ -36,7 +36,7 @@ from hermes_tui.tui.suggestions import SlashSuggestions
 from hermes_tui.tui.setup_screen import SetupScreen
 from hermes_tui.tui.skills_pane import SkillsPane
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
-from tests.test_engine import SKILL_ANSWER
+from tests.engine_harness import SKILL_ANSWER
 from tests.tui_harness import (  # noqa: F401 - fixtures among them
     LONG_TEXT, SIZE, active_pane, conversation, help_screen, notices, press_and_exit, run, send,
     send_and_wait, server, text_of, wait_for,
@@ -775,7 +775,7 @@ def test_the_markdown_widgets_and_highlighters_load_after_the_first_frame(server
 def test_an_old_store_upgrade_is_announced(server: FakeLLMServer, hermes_home: Path) -> None:
     """The app opens its stores after the first frame; upgrading an old file (minutes for a big
     one) says so in a toast instead of a silent wait."""
-    from tests.test_memory_search import write_version_1_store
+    from tests.memory_harness import write_version_1_store
 
     hermes_home.mkdir(parents=True, exist_ok=True)
     write_version_1_store(hermes_home / "memory.sqlite3")

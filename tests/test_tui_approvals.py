@@ -3,43 +3,19 @@ timer starts after the answer; the dialog's own keys in its footer."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import Footer
 
-from hermes_tui.config import Config
-from hermes_tui.tui.app import HermesApp, build_app
-from hermes_tui.tui.approval_screen import ApprovalScreen
+from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import ToolCallView
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.tui_harness import SIZE, conversation, send, server, text_of, wait_for
+from tests.tui_harness import conversation, send, server, text_of, wait_for
+from tests.tui_harness import dialog, run_with_clock  # noqa: F401 - fixtures among them
 
 __all__ = ["server"]
 LONG_COMMAND = "\n".join(f"echo step {n} >> log.txt" for n in range(1, 43))
-
-
-def run_with_clock(scenario: Callable[[HermesApp, Pilot, list[float]], Awaitable[None]]) -> None:
-    now = [100.0]
-    app = build_app(Config.load(), clock=lambda: now[0])
-
-    async def main() -> None:
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            await scenario(app, pilot, now)
-
-    try:
-        asyncio.run(main())
-    finally:
-        app.memory.close()
-
-
-async def dialog(app: HermesApp, pilot: Pilot) -> ApprovalScreen:
-    await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-    await pilot.pause()
-    return app.screen  # type: ignore[return-value]
 
 
 def test_a_long_command_is_shown_whole_scrollable_and_counted(server: FakeLLMServer, workspace: Path) -> None:

@@ -9,112 +9,24 @@ at all and that no escape sequence in the output carries a payload marker.
 
 from __future__ import annotations
 
-import os
 import re
-import select
-import signal
-import struct
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import HERMES_TUI
+from tests.pty_harness import Terminal, terminal_env  # noqa: F401 - fixtures among them
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 
 ARGUMENT = "echo canary-arg \x1b]0;PWNED-ARG\x07 \x1b]52;c;SEKRET-ARG\x07 \x1b[2J"
 OUTPUT = "printf 'canary-out \\033]52;c;SEKRET-OUT\\007 \\033]2;PWNED-OUT\\007 \\033[31mred\\n'"
 ANSWER = "canary-answer \x1b]52;c;SEKRET-ANS\x07 \x1b]0;PWNED-ANS\x1b\\ \x9b2J \u202eevil done-marker"
-SKILL = """---
-name: canary-skill
-description: "canary skill \\e]52;c;SEKRET-SKILL\\a \\e]0;PWNED-SKILL\\a"
----
-Body \x1b]52;c;SEKRET-SKILL\x07 text.
-"""
 MARKERS = (b"SEKRET", b"PWNED")
 # Any escape sequence: CSI, OSC/DCS/APC strings (to BEL or ST), or two-byte escapes; 8-bit CSI/OSC.
 SEQUENCE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]P_^X][^\x07\x1b]*(?:\x07|\x1b\\)|.)|\xc2[\x9b\x9d][^\x07]*")
-SIZE = (32, 110)  # rows, columns
-
-
-class Terminal:
-    """A child process on a pty; everything it writes is collected."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], size: tuple[int, int] = SIZE) -> None:
-        import fcntl
-        import termios
-
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
-        self.master = master
-        self.output = bytearray()
-        self._lock = threading.Lock()
-        self.process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                        start_new_session=True, close_fds=True)
-        os.close(slave)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        while True:
-            ready, _, _ = select.select([self.master], [], [], 0.1)
-            if not ready:
-                if self.process.poll() is not None:
-                    return
-                continue
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            with self._lock:
-                self.output += data
-
-    def seen(self) -> bytes:
-        with self._lock:
-            return bytes(self.output)
-
-    def wait_for(self, condition: Callable[[bytes], bool], timeout: float = 45.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition(self.seen()):
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                tail = self.seen()[-2000:]
-                raise AssertionError(f"timed out; exit={self.process.poll()}; last output: {tail!r}")
-            time.sleep(0.05)
-
-    def type(self, data: str) -> None:
-        os.write(self.master, data.encode())
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
-        self._reader.join(5)
-        os.close(self.master)
-
-
-@pytest.fixture
-def terminal_env(hermes_home: Path, workspace: Path) -> Iterator[tuple[FakeLLMServer, dict[str, str]]]:
-    skill = hermes_home / "skills" / "canary-skill"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(SKILL)  # YAML turns \e and \a into ESC and BEL
-    with FakeLLMServer() as server:
-        env = {**os.environ, **wire_env(server, "openai"), "TERM": "xterm-256color", "COLORTERM": "truecolor",
-               "HERMES_APPROVAL": "always", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-        env.pop("TEXTUAL", None)
-        yield server, env
 
 
 def assert_inert(output: bytes) -> None:

@@ -25,8 +25,8 @@ from hermes_tui.tui.transcript import TranscriptScreen
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.tui_harness import conversation, run, send_and_wait, server, wait_for
 from tests.tui_harness import type_bytes
-from tests.test_tui_panes import PaneApp, SessionsPane, Stores, settle, stores
-from tests.test_tui_panes import run as run_pane
+from tests.panes_harness import PaneApp, SessionsPane, Stores, settle, stores
+from tests.panes_harness import run as run_pane
 
 __all__ = ["server", "stores"]
 

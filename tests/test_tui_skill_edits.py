@@ -14,7 +14,7 @@ import pytest
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import FakeLLMServer
 from tests.helpers import HERMES_TUI, wait_until
-from tests.test_tui_pty import Terminal, terminal_env
+from tests.pty_harness import Terminal, terminal_env
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 __all__ = ["terminal_env"]

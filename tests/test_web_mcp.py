@@ -28,7 +28,7 @@ from hermes_tui.web.context import EXTENSION
 from tests.fakes.mcp_server import HOSTILE_NAME
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import wait_until
-from tests.test_mcp import FAKE, declare, stdio_entry
+from tests.mcp_harness import FAKE, declare, stdio_entry
 from tests.web_harness import chat, llm, login, ndjson, types, web_env
 
 __all__ = ["llm", "web_env"]

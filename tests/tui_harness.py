@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 from hermes_tui.config import Config
 from hermes_tui.tui.answer import HelpText
 from hermes_tui.tui.app import HermesApp, build_app
+from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import NoticeLine
 from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer
@@ -150,3 +151,29 @@ def type_bytes(app: HermesApp, data: str) -> None:
     for event in keys_from_bytes(data):
         event.set_sender(app)
         app._driver.send_message(event)  # type: ignore[union-attr]
+
+
+def run_with_clock(scenario: Callable[[HermesApp, Pilot, list[float]], Awaitable[None]]) -> None:
+    now = [100.0]
+    app = build_app(Config.load(), clock=lambda: now[0])
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await scenario(app, pilot, now)
+
+    try:
+        asyncio.run(main())
+    finally:
+        app.memory.close()
+
+
+async def dialog(app: HermesApp, pilot: Pilot) -> ApprovalScreen:
+    await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+    await pilot.pause()
+    return app.screen  # type: ignore[return-value]
+
+
+def screen_rows(app: HermesApp) -> list[str]:
+    """The characters on the terminal, row by row, as the compositor draws them."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
