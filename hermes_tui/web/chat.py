@@ -45,6 +45,7 @@ class TurnStream:
     def __init__(self, turn: Turn, text: str, keepalive: float,
                  follow: Callable[[Callable[[str], None]], Callable[[], None]]) -> None:
         self._keepalive = keepalive
+        self._turn = turn
         self._events = EventQueue()
         self._finished = False
         # ``follow``: lines said meanwhile (an MCP server that fails) become notices of this turn.
@@ -82,4 +83,5 @@ class TurnStream:
 
     def close(self) -> None:
         if not self._finished:
+            self._turn.abandon()
             self._running.cancel()

@@ -35,6 +35,7 @@ MAX_STREAMS = 4
 SUMMARY_TIMEOUT = 20.0
 SWEEP_EVERY = 60.0
 RETIRE_WAIT = 120.0  # how long a retiring loop waits for its running turn to end
+ABANDONED_WAIT = 10.0  # how long a message waits for a turn its page left (a reload) to wind down
 
 
 class Busy(Exception):
@@ -54,6 +55,7 @@ class _Slot:
     loop: AgentLoop
     running: threading.Lock = field(default_factory=threading.Lock)
     last_used: float = field(default_factory=time.monotonic)
+    abandoned: threading.Event = field(default_factory=threading.Event)  # its page went away mid-turn
 
 
 class Turn:
@@ -66,6 +68,11 @@ class Turn:
         self._slot = slot
         self._held = held
         self._done = threading.Lock()
+
+    def abandon(self) -> None:
+        """Its page went away (a reload, a closed tab): the turn is being cancelled, so the next
+        message waits for it to end instead of being refused as "a turn is running"."""
+        self._slot.abandoned.set()
 
     def release(self) -> None:
         with self._done:
@@ -164,8 +171,12 @@ class AppState:
                     slot = None
                 slot = slot or self._add(key)
                 self._slots.move_to_end(key)
-                if not slot.running.acquire(blocking=False):
+                free = slot.running.acquire(blocking=False)
+                if not free and not slot.abandoned.is_set():
                     raise Busy
+            if not free and not slot.running.acquire(timeout=ABANDONED_WAIT):
+                raise Busy
+            slot.abandoned.clear()
         except BaseException:
             self._streams.release()
             raise
