@@ -230,7 +230,7 @@ def measure(tokens: int, delay: float = 0.001, nested: bool = False) -> dict[str
         async def run() -> None:
             async with app.run_test(size=(120, 40)) as pilot:
                 await pilot.pause()
-                while not app.markdown_loading.ident or app.markdown_loading.is_alive():
+                while app.markdown_loading is None or app.markdown_loading.is_alive():
                     await asyncio.sleep(0.05)  # nor is the warm-up after the first frame (app.load_markdown)
                 result.update(await scenario(app, pilot, text, tokens))
 

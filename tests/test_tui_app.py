@@ -760,7 +760,7 @@ def test_the_markdown_widgets_and_highlighters_load_after_the_first_frame(server
             "app = build_app(Config.load())\n"
             "async def main():\n"
             "    async with app.run_test() as pilot:\n"
-            "        while app.markdown_loading.is_alive() or not app.markdown_loading.ident:\n"
+            "        while app.markdown_loading is None or app.markdown_loading.is_alive():\n"
             "            await pilot.pause(0.05)\n"
             "    app.stores.close()\n"
             "    from pygments.lexers.python import PythonLexer\n"

@@ -24,6 +24,7 @@ from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
+from hermes_tui.background import Background
 from hermes_tui.clock import Clock
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.tui import actions, collector, commands
@@ -34,15 +35,16 @@ from hermes_tui.tui.history import HISTORY_FILE, PromptHistory
 from hermes_tui.tui.messages import McpLine
 from hermes_tui.tui.panes import BROWSING_PANES, PANES, make_pane
 from hermes_tui.tui.prompt import PromptArea
-from hermes_tui.tui.session import ChatSession, close_in_background
+from hermes_tui.tui.session import ChatSession
 from hermes_tui.tui.status import HeaderBar, PaneBar, StatusLine
 from hermes_tui.tui.stores import Stores
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.mcp.manager import McpManager
+    from hermes_tui.conversation import ChatMessage
     from hermes_tui.learning.pending import Writer
     from hermes_tui.memory.store import MemoryStore
-    from hermes_tui.conversation import ChatMessage
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
     from hermes_tui.tui.messages import EditFile, EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
@@ -81,10 +83,9 @@ class HermesApp(App[int]):
         self._command_runner: CommandRunner | None = None
         self._resume_at_start = session_id
         self._continue_last = continue_last  # -c: resume this workspace's last session at start
-        self._summaries: list[threading.Thread] = []
+        self.background = Background(self.clock)  # every thread the app starts (summaries kept at quit)
         self._pending_summaries: Writer | None = None  # earlier sessions' (learning/pending.py)
-        # started after the first frame (load_markdown)
-        self.markdown_loading = threading.Thread(target=load_markdown, name="hermes-markdown", daemon=True)
+        self.markdown_loading: threading.Thread | None = None  # after the first frame (load_markdown)
         self._quitting = False
         self._quit_armed_until = 0.0
 
@@ -94,14 +95,14 @@ class HermesApp(App[int]):
         first frame (it brings sqlite3)."""
         from hermes_tui.tui.usage import UsageLedger
 
-        return UsageLedger(self.config.db_path)
+        return UsageLedger(self.config.db_path, self.background)
 
     @functools.cached_property
     def undo_log(self) -> UndoLog:
         """The messages /undo and /retry took out (loaded like ``usage``)."""
         from hermes_tui.tui.undo import UndoLog
 
-        return UndoLog(self.config.db_path)
+        return UndoLog(self.config.db_path, self.background)
 
     @property
     def command_runner(self) -> CommandRunner:
@@ -170,8 +171,8 @@ class HermesApp(App[int]):
                 await self.chat.add_notice(self.memory.notice, "error")
         for line in self.config.warnings:  # e.g. a ./.env that tried to pick the provider or key
             await self.chat.add_notice(line, "error")
-        self.markdown_loading.start()
-        warm_llm(self.config)
+        self.markdown_loading = self.background.start("hermes-markdown", load_markdown)
+        warm_llm(self.config, self.background)
         if self.stores.opened:
             self._pending_summaries = await asyncio.to_thread(write_pending_summaries, self)
         if self._resume_at_start is not None:
@@ -361,7 +362,12 @@ class HermesApp(App[int]):
         loop = self.session.detach()
         self.approvals.reset()
         if loop is not None:
-            self._summaries.append(close_in_background(loop, SUMMARY_TIMEOUT))
+            self._summarise(loop)
+
+    def _summarise(self, loop: AgentLoop) -> None:
+        """Store the session's summary in the background: an unreachable provider never holds the
+        app, and quitting waits for it (``QUIT_GRACE``)."""
+        self.background.start(f"hermes-close-{loop.session_id}", lambda: loop.close(timeout=SUMMARY_TIMEOUT), keep=True)
 
     async def resume(self, session_id: int) -> None:
         if await self.command_runner.refuse_while_busy("Resuming a session"):
@@ -379,7 +385,7 @@ class HermesApp(App[int]):
                 await self.chat.add_notice(str(exc), "error")
                 return
             if previous is not None:
-                self._summaries.append(close_in_background(previous, SUMMARY_TIMEOUT))
+                self._summarise(previous)
             self.approvals.reset()
             await self.chat.clear()
             await self.chat.show_messages(messages)
@@ -569,8 +575,8 @@ class HermesApp(App[int]):
         loop = self.session.detach()
         if loop is not None:
             self.status.set_activity("saving the session summary… (ctrl+q again quits at once)")
-            self._summaries.append(close_in_background(loop, SUMMARY_TIMEOUT))
-        await self._wait_until(lambda: not any(t.is_alive() for t in self._summaries), QUIT_GRACE)
+            self._summarise(loop)
+        await self._wait_until(lambda: not self.background.running(), QUIT_GRACE)
         self.exit(0)
 
     def on_unmount(self) -> None:
@@ -578,8 +584,9 @@ class HermesApp(App[int]):
         self.approvals.stop()
 
     async def _wait_until(self, done: Callable[[], bool], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not done() and time.monotonic() < deadline:
+        """Poll ``done`` until ``timeout`` has passed on the app's clock (tests move it)."""
+        deadline = self.clock() + timeout
+        while not done() and self.clock() < deadline:
             await asyncio.sleep(0.05)
 
 
@@ -592,7 +599,7 @@ def load_markdown() -> None:
     answer.warm_highlighting()
 
 
-def warm_llm(config: Config) -> None:
+def warm_llm(config: Config, background: Background) -> None:
     """Start the helper process that parses the model's streams (``llm_host``: the TUI surface
     streams there), import litellm in the background (it takes seconds), then pace the garbage
     collector (``collector``): litellm brings a huge heap of long-lived objects that collections
@@ -607,7 +614,7 @@ def warm_llm(config: Config) -> None:
         importing.join()
         collector.tune()
 
-    threading.Thread(target=tune, name="hermes-gc-tune", daemon=True).start()
+    background.start("hermes-gc-tune", tune)
 
 
 def write_pending_summaries(app: HermesApp) -> Writer | None:

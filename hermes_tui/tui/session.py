@@ -7,7 +7,6 @@ memory) does not leave an empty session behind, and the agent modules load after
 from __future__ import annotations
 
 import logging
-import threading
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import Config
@@ -121,17 +120,3 @@ class ChatSession:
         else:
             self.config = self.config.switched_to(provider=provider, model=model)
         return self.config
-
-
-def close_in_background(loop: AgentLoop, timeout: float) -> threading.Thread:
-    """Store the session summary on a daemon thread, so an unreachable provider never holds the app."""
-
-    def close() -> None:
-        try:
-            loop.close(timeout=timeout)
-        except Exception:
-            log.exception("session %s: summary failed", loop.session_id)
-
-    thread = threading.Thread(target=close, name=f"hermes-close-{loop.session_id}", daemon=True)
-    thread.start()
-    return thread

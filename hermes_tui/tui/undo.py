@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from hermes_tui.background import Background
 from hermes_tui.db import immediate
 from hermes_tui.tui.tuidb import connect
 
@@ -18,15 +19,14 @@ log = logging.getLogger(__name__)
 
 
 class UndoLog:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, background: Background) -> None:
         self.path = Path(path)
+        self.background = background
 
     def mark(self, message_ids: Iterable[int]) -> threading.Thread:
-        """Mark messages undone on a background thread (returned, for tests)."""
+        """Mark messages undone in the background (the thread is returned, for tests)."""
         ids = sorted(set(message_ids))
-        thread = threading.Thread(target=self._store, args=(ids,), name="hermes-undo", daemon=True)
-        thread.start()
-        return thread
+        return self.background.start("hermes-undo", lambda: self._store(ids))
 
     def _store(self, ids: list[int]) -> None:
         try:

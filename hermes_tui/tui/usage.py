@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from hermes_tui.background import Background
 from hermes_tui.db import immediate
 from hermes_tui.tui.tuidb import connect
 
@@ -61,8 +62,9 @@ def totals(rows: list[ModelUsage]) -> ModelUsage:
 
 
 class UsageLedger:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, background: Background) -> None:
         self.path = Path(path)
+        self.background = background
         self._lock = threading.Lock()
         self._rows: dict[int, dict[str, ModelUsage]] = {}
 
@@ -100,10 +102,8 @@ class UsageLedger:
         with self._lock:
             rows = self._rows.setdefault(session_id, {})
             rows[model] = rows.get(model, ModelUsage(model)).plus(prompt, completion, cached, cost, estimated)
-        thread = threading.Thread(target=self._store, args=(session_id, model, prompt, completion, cached, cost),
-                                  name="hermes-usage", daemon=True)
-        thread.start()
-        return thread
+        return self.background.start("hermes-usage",
+                                     lambda: self._store(session_id, model, prompt, completion, cached, cost))
 
     def _store(self, session_id: int, model: str, prompt: int, completion: int, cached: int,
                cost: float | None) -> None:

@@ -1,0 +1,32 @@
+"""The one runner of a surface's background work (``hermes_tui.background``): real threads, an
+injected clock, no sleeps."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from hermes_tui.background import Background
+
+
+def test_shutdown_waits_for_kept_jobs_only_and_only_until_its_deadline(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    background = Background(lambda: now[0])
+    summary_may_end, warm_up_may_end = threading.Event(), threading.Event()
+    background.start("hermes-close-1", summary_may_end.wait, keep=True)
+    warm_up = background.start("hermes-markdown", warm_up_may_end.wait)  # never waited for at exit
+    assert background.running() == ["hermes-close-1"]
+
+    now[0] = 10.0
+    assert background.shutdown(deadline=5.0) == ["hermes-close-1"]  # past the deadline: no wait at all
+    summary_may_end.set()
+    assert background.shutdown(deadline=20.0) == []  # waited for it to end
+    assert warm_up.is_alive()
+    warm_up_may_end.set()
+    warm_up.join()
+
+    with caplog.at_level(logging.ERROR, logger="hermes_tui.background"):
+        background.start("hermes-usage", lambda: 1 / 0).join()  # a failure is logged, never raised
+    assert "hermes-usage failed" in caplog.text and "ZeroDivisionError" in caplog.text
