@@ -115,6 +115,24 @@ def test_bindings_come_from_the_action_table() -> None:
     every = [key for a in actions.ACTIONS if a.scope in ("app",) for key in a.keys]
     assert len(every) == len(set(every))  # no key declared twice
 
+    # Every class of the TUI that binds keys, modal screens included, binds the table's.
+    import importlib
+    import inspect
+    import pkgutil
+
+    import hermes_tui.tui
+
+    declared = {(",".join(a.keys), a.action) for a in actions.ACTIONS if a.bound}
+    owners = 0
+    for info in pkgutil.iter_modules(hermes_tui.tui.__path__):
+        module = importlib.import_module(f"hermes_tui.tui.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and "BINDINGS" in cls.__dict__:
+                owners += 1
+                for binding in cls.__dict__["BINDINGS"]:
+                    assert (binding.key, binding.action) in declared, (cls.__name__, binding)
+    assert owners >= 15
+
 
 def test_help_lists_every_action_and_command(server: FakeLLMServer) -> None:
     async def scenario(app: HermesApp, pilot: Pilot) -> None:

@@ -20,8 +20,9 @@ from hermes_tui.tui.panes import PANES
 
 @dataclass(frozen=True)
 class Action:
-    scope: str  # who binds it: "app", "chat" (the chat pane), "prompt", "approval" (the dialog), "mcp" (/mcp),
-    # "permissions" (/permissions), "help" (the F1 card)
+    scope: str  # who binds it: "app", "chat" (the chat pane), "prompt", a pane ("skills", "memory",
+    # "sessions"), a dialog ("approval", "confirm", "setup", "restore"), a list ("mcp", "permissions",
+    # "rewind"), "transcript", "help" (the F1 card)
     action: str  # the Textual action string
     keys: tuple[str, ...]  # Textual key names; the first is the main one
     label: str  # the footer's word
@@ -42,7 +43,7 @@ class Action:
 
 def _display(key: str) -> str:
     names = {"enter": "Enter", "escape": "Esc", "tab": "Tab", "up": "↑", "down": "↓",
-             "pageup": "PgUp", "pagedown": "PgDn"}
+             "pageup": "PgUp", "pagedown": "PgDn", "slash": "/"}
     if key in names:
         return names[key]
     if key.startswith("f") and key[1:].isdigit():
@@ -93,6 +94,10 @@ ACTIONS: tuple[Action, ...] = (
            priority=True),
     Action("skills", "scroll_preview('down')", ("pagedown",), "Scroll down",
            "Skills pane: scroll the preview (or the F7 diff) down a page", show=False, priority=True),
+    Action("memory", "open", ("o",), "Open", "Memory pane: open the highlighted hit's session at that message"),
+    Action("memory", "focus_search", ("slash",), "Search", "Memory pane: back to the search box"),
+    Action("memory", "focus_hits", ("down",), "Results", "Memory pane: from the search box to the results",
+           show=False),
     Action("memory", "edit_fact", ("f6",), "Edit", "Memory pane: edit the highlighted fact's file in `$EDITOR`"),
     Action("memory", "delete_fact", ("x", "delete"), "Forget", "Memory pane: forget the highlighted fact (asks first)"),
     Action("sessions", "open", ("o",), "Open", "Sessions pane: open the transcript (Enter too)"),
@@ -115,6 +120,24 @@ ACTIONS: tuple[Action, ...] = (
            "offered only for a command without shell syntax (`;`, `&&`, `|`, `$(…)`…)"),
     Action("approval", "choose('deny')", ("n", "escape"), "Deny", "approval: deny; the model is told so"),
     Action("help", "close", ("escape", "f1"), "Close", "help: close this card (↑ ↓ PgUp PgDn scroll it)"),
+    Action("confirm", "confirm", ("y",), "Yes", "a yes/no question (delete, forget, restore): yes"),
+    Action("confirm", "cancel", ("n", "escape"), "No", "a yes/no question: no, nothing changes"),
+    Action("setup", "later", ("escape",), "Later", "setup: close it and keep the current settings"),
+    Action("setup", "save", ("ctrl+s",), "Save", "setup: save the provider, model and key (the key to `.env`, 0600)"),
+    Action("transcript", "close", ("escape", "q"), "Close", "transcript: back to where you were"),
+    Action("transcript", "resume", ("r",), "Resume", "transcript: continue this session in the chat"),
+    Action("transcript", "page('up')", ("pageup",), "Page up", "transcript: scroll up a page", show=False,
+           priority=True),
+    Action("transcript", "page('down')", ("pagedown",), "Page down", "transcript: scroll down a page", show=False,
+           priority=True),
+    Action("rewind", "dismiss_none", ("escape",), "Close", "/rewind: close the list of checkpoints (Enter picks one)"),
+    Action("restore", "choose('yes')", ("y",), "Restore",
+           "/rewind, /undo: restore the files, keeping those changed since Hermes left them", show=False),
+    Action("restore", "choose('all')", ("o",), "Overwrite",
+           "/rewind, /undo: restore the files, overwriting those changed since", show=False),
+    Action("restore", "choose('chat')", ("c",), "Chat only", "/undo: undo the conversation only, not the files",
+           show=False),
+    Action("restore", "choose('')", ("n", "escape"), "Cancel", "/rewind, /undo: change nothing"),
     Action("permissions", "revoke", ("x", "delete"), "Revoke", "/permissions: revoke the selected rule"),
     Action("permissions", "close", ("escape",), "Close", "/permissions: close the list"),
 )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
+
+from hermes_tui.tui import actions
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -42,10 +43,7 @@ class ConfirmScreen(ModalScreen[bool]):
     }
     """
 
-    BINDINGS = [
-        Binding("y", "confirm", "Yes"),
-        Binding("n,escape", "cancel", "No"),
-    ]
+    BINDINGS = actions.bindings("confirm")  # declared once, in actions.ACTIONS
 
     def __init__(self, question: str, *, confirm_label: str = "Delete", cancel_label: str = "Cancel",
                  danger: bool = True) -> None:

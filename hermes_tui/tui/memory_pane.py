@@ -13,7 +13,6 @@ from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
@@ -85,12 +84,7 @@ class MemoryPane(Widget):
     }
     """
 
-    BINDINGS = [
-        Binding("o", "open", "Open"),
-        Binding("slash", "focus_search", "Search"),
-        Binding("down", "focus_hits", "Results", show=False),
-        *actions.bindings("memory"),
-    ]
+    BINDINGS = actions.bindings("memory")  # declared once, in actions.ACTIONS
 
     def __init__(self, *, memory: MemoryStore, skills: SkillManager, **widget_kwargs: Any) -> None:
         super().__init__(**widget_kwargs)

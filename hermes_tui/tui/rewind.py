@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, OptionList, Static
@@ -28,6 +27,7 @@ from hermes_tui.agent.checkpoints import (
     headline,
 )
 from hermes_tui.textsafe import printable
+from hermes_tui.tui import actions
 
 if TYPE_CHECKING:
     from hermes_tui.tui.app import HermesApp
@@ -51,12 +51,7 @@ class RestoreScreen(ModalScreen["Choice | None"]):
     RestoreScreen #restore-buttons Button { margin-left: 1; }
     """
 
-    BINDINGS = [
-        Binding("y", "choose('yes')", "Restore", show=False),
-        Binding("o", "choose('all')", "Overwrite", show=False),
-        Binding("c", "choose('chat')", "Chat only", show=False),
-        Binding("n,escape", "choose('')", "Cancel"),
-    ]
+    BINDINGS = actions.bindings("restore")  # declared once, in actions.ACTIONS
 
     def __init__(self, plan: RestorePlan, *, undo: bool) -> None:
         super().__init__()
@@ -121,7 +116,7 @@ class RewindScreen(ModalScreen["int | None"]):
     RewindScreen OptionList { height: auto; max-height: 20; }
     """
 
-    BINDINGS = [Binding("escape", "dismiss_none", "Close")]
+    BINDINGS = actions.bindings("rewind")
 
     def __init__(self, checkpoints: list[Checkpoint]) -> None:
         super().__init__()

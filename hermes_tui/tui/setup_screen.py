@@ -13,7 +13,6 @@ from urllib.parse import urlsplit
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -23,6 +22,7 @@ from textual.widgets.option_list import Option
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.providers import PROVIDER_TABLE, PROVIDERS
 from hermes_tui.redaction import process_environment
+from hermes_tui.tui import actions
 from hermes_tui.tui.envfile import update_env_file
 from hermes_tui.tui.format import short_path
 
@@ -105,10 +105,7 @@ class SetupScreen(ModalScreen[Config | None]):
     }
     """
 
-    BINDINGS = [
-        Binding("escape", "later", "Later"),
-        Binding("ctrl+s", "save", "Save"),
-    ]
+    BINDINGS = actions.bindings("setup")  # declared once, in actions.ACTIONS
 
     def __init__(self, config: Config) -> None:
         super().__init__()

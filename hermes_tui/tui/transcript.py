@@ -25,7 +25,6 @@ from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.color import Color, ColorParseError
 from textual.content import Content
 from textual.screen import Screen
@@ -36,6 +35,7 @@ from textual.worker import get_current_worker
 from hermes_tui.conversation import ChatMessage, ToolCall
 from hermes_tui.memory.store import MemoryStore, SessionInfo
 from hermes_tui.textsafe import printable
+from hermes_tui.tui import actions
 from hermes_tui.tui.format import one_line, plural, short_args
 from hermes_tui.tui.messages import ResumeSession
 
@@ -148,12 +148,7 @@ class TranscriptScreen(Screen[None]):
     }
     """
 
-    BINDINGS = [
-        Binding("escape,q", "close", "Close"),
-        Binding("r", "resume", "Resume"),
-        Binding("pageup", "page('up')", "Page up", show=False, priority=True),
-        Binding("pagedown", "page('down')", "Page down", show=False, priority=True),
-    ]
+    BINDINGS = actions.bindings("transcript")  # declared once, in actions.ACTIONS
 
     def __init__(self, memory: MemoryStore, session_id: int, message_id: int | None = None) -> None:
         super().__init__()
