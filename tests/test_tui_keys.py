@@ -156,3 +156,29 @@ def test_the_readme_key_table_and_command_list_match_the_app() -> None:
     command_list = section.split("Slash commands:", 1)[1].split("\n\n", 1)[0].split("Start a message", 1)[0]
     listed = set(re.findall(r"`(/[a-z]+)", command_list))
     assert listed == {f"/{c.name}" for c in commands.COMMANDS}
+
+
+def test_slash_command_handlers_reach_the_app_only_through_its_controls(server: FakeLLMServer) -> None:
+    """``command_runner`` gets a ``Controls``, not the App: every member it touches is declared
+    there, and the app provides them all."""
+    import ast
+    import inspect
+
+    from hermes_tui.tui import command_runner
+    from hermes_tui.tui.controls import Controls
+
+    declared = {name for name in dir(Controls) if not name.startswith("_")}
+    tree = ast.parse(inspect.getsource(command_runner))
+    reached = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+               and ((isinstance(node.value, ast.Name) and node.value.id == "app")
+                    or (isinstance(node.value, ast.Attribute) and node.value.attr == "app"
+                        and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"))}
+    assert reached and reached <= declared, reached - declared
+    assert not any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and
+                   isinstance(t.value, ast.Name) and t.value.id == "app" for t in node.targets)
+                   for node in ast.walk(tree))  # a handler never reassigns the app's state
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        assert isinstance(app, Controls)
+
+    run(scenario)

@@ -203,6 +203,12 @@ class HermesApp(App[int]):
     def show_header(self) -> None:
         self.query_one("#header", HeaderBar).show(self.config, self.session.session_id)
 
+    def switch_model(self, spec: str) -> Config:
+        """``/model [provider:]model``: the session's model and the app's config follow; raises
+        ConfigError for a model that cannot be used."""
+        self.config = self.session.set_model(spec)
+        return self.config
+
     def show_usage(self) -> None:
         """The session's tokens and cost, from every run of it (restored on /resume)."""
         from hermes_tui.tui.usage import totals

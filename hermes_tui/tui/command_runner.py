@@ -14,13 +14,16 @@ from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.session import model_switch_notice
 
 if TYPE_CHECKING:
-    from hermes_tui.tui.app import HermesApp
+    from hermes_tui.tui.controls import Controls
     from hermes_tui.tui.rewind import Choice, FileRewinder
 
 
 
 class CommandRunner:
-    def __init__(self, app: HermesApp) -> None:
+    """The handlers, one ``_name`` method per ``commands.COMMANDS`` row; they reach the app only
+    through ``Controls`` (``controls.py``)."""
+
+    def __init__(self, app: Controls) -> None:
         self.app = app
         self._rewinder: FileRewinder | None = None
 
@@ -80,7 +83,7 @@ class CommandRunner:
             return
         before = app.config
         try:
-            app.config = app.session.set_model(argument)
+            app.switch_model(argument)
         except ConfigError as exc:
             await app.chat.add_notice(str(exc), "error")
             return
