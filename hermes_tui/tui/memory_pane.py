@@ -7,29 +7,26 @@ worker. Snippets and queries are user text, so they become ``Content`` built pie
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
 
 from hermes_tui.memory import facts
-from hermes_tui.memory.facts import Fact, FactError, FactStore
+from hermes_tui.memory.facts import Fact, FactStore
 from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui import actions
 from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.messages import EditFile, OpenTranscript
 from hermes_tui.tui.transcript import clock, printable
-
-log = logging.getLogger(__name__)
+from hermes_tui.tui.workers import off_thread
 
 DEBOUNCE_SECONDS = 0.25
 RESULT_LIMIT = 50
@@ -128,23 +125,18 @@ class MemoryPane(Widget):
         self._query = query
         self._search(query)
 
-    @work(thread=True, exclusive=True, group="memory-search")
     def _search(self, query: str) -> None:
         """Search the sessions, or, for an empty query, read the curated facts."""
-        worker = get_current_worker()
-        error: str | None = None
-        hits: list[SearchHit] = []
-        found: list[Fact] = []
-        try:
+        def job() -> tuple[list[SearchHit], list[Fact]]:
             if query.strip():
-                hits = self._store.recall(query, limit=RESULT_LIMIT)
-            else:
-                found = self._fact_store().facts()
-        except Exception as exc:  # the store should never raise; if it does, say so in one line
-            log.exception("memory search failed for %r", query)
-            error = str(exc) or type(exc).__name__
-        if not worker.is_cancelled:
-            self.app.call_from_thread(self._show, query, hits, error, found)
+                return self._store.recall(query, limit=RESULT_LIMIT), []
+            return [], self._fact_store().facts()
+
+        def then(found: tuple[list[SearchHit], list[Fact]] | None, error: str | None) -> None:
+            hits, facts_found = found or ([], [])
+            self._show(query, hits, error, facts_found)
+
+        off_thread(self, job, then, what=f"memory search for {query!r}", group="memory-search", exclusive=True)
 
     def _fact_store(self) -> FactStore:
         return facts.for_config(self.app.config)  # type: ignore[attr-defined]
@@ -246,13 +238,15 @@ class MemoryPane(Widget):
         self.app.push_screen(ConfirmScreen(f"Forget this fact ({fact.scope})?\n\n{printable(fact.text)}",
                                            confirm_label="Forget"), answered)
 
-    @work(thread=True, group="memory-facts")
     def _delete(self, fact: Fact) -> None:
-        try:
-            self._fact_store().remove(fact.id)
-        except (FactError, OSError) as exc:
-            self.app.call_from_thread(self.app.notify, f"Could not forget it: {exc}", severity="error", markup=False)
-        self.app.call_from_thread(self.refresh_data)
+        def then(_: object, error: str | None) -> None:
+            if error is not None:
+                self.app.notify(f"Could not forget it: {error}", severity="error", markup=False)
+            if self.is_attached:
+                self.refresh_data()
+
+        off_thread(self, lambda: self._fact_store().remove(fact.id), then, what="forgetting a fact",
+                   group="memory-facts")
 
     def _highlighted_fact(self) -> Fact | None:
         if self._query.strip() or not self._facts:

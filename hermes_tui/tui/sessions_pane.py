@@ -6,17 +6,15 @@ string cell would be parsed as markup, and titles are what the user typed).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
-from textual.worker import get_current_worker
 
 from hermes_tui.conversation import ChatMessage
 from hermes_tui.memory.store import MemoryStore, SessionInfo
@@ -25,8 +23,7 @@ from hermes_tui.tui import actions
 from hermes_tui.tui.format import one_line
 from hermes_tui.tui.messages import ForgetSession, OpenTranscript, ResumeSession
 from hermes_tui.tui.transcript import clock, printable, role_label, tool_calls_summary
-
-log = logging.getLogger(__name__)
+from hermes_tui.tui.workers import off_thread
 
 SESSION_LIMIT = 500
 PREVIEW_MESSAGES = 6
@@ -125,21 +122,15 @@ class SessionsPane(Widget):
 
     # -- loading
 
-    @work(thread=True, exclusive=True, group="sessions-load")
     def _load(self) -> None:
-        worker = get_current_worker()
-        error: str | None = None
-        try:
-            sessions = self._store.list_sessions(limit=SESSION_LIMIT)
-        except Exception as exc:  # keep the pane usable; the reason goes in the status line
-            log.exception("listing sessions failed")
-            sessions, error = [], str(exc) or type(exc).__name__
-        if not worker.is_cancelled:
-            self.app.call_from_thread(self._show, sessions, error)
+        off_thread(self, lambda: self._store.list_sessions(limit=SESSION_LIMIT), self._show,
+                   what="listing sessions", group="sessions-load", exclusive=True)
 
-    def _show(self, sessions: list[SessionInfo], error: str | None) -> None:
+    def _show(self, sessions: list[SessionInfo] | None, error: str | None) -> None:
+        """The list, or the reason it could not be read in the status line (the pane stays usable)."""
         if not self.is_attached:
             return
+        sessions = sessions or []
         keep = self.selected.id if self.selected else None
         self._sessions = sessions
         self._render_table(keep)
@@ -198,18 +189,15 @@ class SessionsPane(Widget):
             self._previewed = info.id
             self._load_preview(info)
 
-    @work(thread=True, exclusive=True, group="sessions-preview")
     def _load_preview(self, info: SessionInfo) -> None:
-        worker = get_current_worker()
-        try:
-            content = preview_content(info, self._store.get_messages(info.id))
-        except Exception as exc:  # a preview is optional; say why it is missing
-            log.exception("previewing session %s failed", info.id)
-            content = Content.assemble(("Could not read this session: ", "$text-error"), str(exc))
-        if not worker.is_cancelled:
-            self.app.call_from_thread(self._show_preview, info.id, content)
+        off_thread(self, lambda: preview_content(info, self._store.get_messages(info.id)),
+                   lambda content, error: self._show_preview(info.id, content, error),
+                   what=f"previewing session {info.id}", group="sessions-preview", exclusive=True)
 
-    def _show_preview(self, session_id: int, content: Content) -> None:
+    def _show_preview(self, session_id: int, content: Content | None, error: str | None) -> None:
+        """A preview is optional: when it cannot be read, it says why."""
+        if content is None:
+            content = Content.assemble(("Could not read this session: ", "$text-error"), error or "")
         if session_id == self._previewed and self.is_attached:
             self.query_one("#sessions-preview-body", Static).update(content)
             self.query_one("#sessions-preview", VerticalScroll).scroll_home(animate=False)

@@ -17,19 +17,17 @@ by a model or a stranger.
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
-from textual import events, on, work
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Markdown, Static
-from textual.worker import get_current_worker
 
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import HeldBack, SkillError, SkillManager
@@ -38,8 +36,7 @@ from hermes_tui.tui import actions
 from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.messages import EditSkill, UseSkill
 from hermes_tui.tui.transcript import printable
-
-log = logging.getLogger(__name__)
+from hermes_tui.tui.workers import off_thread
 
 SEARCH_LIMIT = 200
 NAME_WIDTH_MAX = 28
@@ -187,20 +184,18 @@ class SkillsPane(Widget):
 
     # -- loading
 
-    @work(thread=True, exclusive=True, group="skills-load")
     def _load(self, query: str, reload: bool = False) -> None:
-        worker = get_current_worker()
-        error: str | None = None
-        try:
+        def job() -> tuple[list[Skill], list[HeldBack]]:
             if reload:
                 self._manager.reload()
             skills = self._manager.search(query, limit=SEARCH_LIMIT) if query.strip() else self._manager.list()
-            held = self._manager.held_back()
-        except Exception as exc:  # the manager skips bad files; this only keeps the pane alive
-            log.exception("listing skills failed")
-            skills, held, error = [], [], str(exc) or type(exc).__name__
-        if not worker.is_cancelled:
-            self.app.call_from_thread(self._show, query, skills, held, error)
+            return skills, self._manager.held_back()
+
+        def then(found: tuple[list[Skill], list[HeldBack]] | None, error: str | None) -> None:
+            skills, held = found or ([], [])  # the manager skips bad files; an error only keeps the pane alive
+            self._show(query, skills, held, error)
+
+        off_thread(self, job, then, what="listing skills", group="skills-load", exclusive=True)
 
     def _show(self, query: str, skills: list[Skill], held: list[HeldBack], error: str | None) -> None:
         if not self.is_attached:
@@ -514,20 +509,19 @@ class SkillsPane(Widget):
                 "approved, this exact content is offered to the model like any skill.",
                 confirm_label="Approve", danger=False), confirmed)
 
-    @work(thread=True, group="skills-change")
     def _change(self, name: str, what: str, argument: object) -> None:
-        error: str | None = None
-        overlaps = 0
-        try:
+        def job() -> int:
+            """How many places a merge found both sides changing (0 but for an accept)."""
             if what == "accept":
-                overlaps = self._manager.accept(name, str(argument)).overlaps
-            elif what == "restore":
+                return self._manager.accept(name, str(argument)).overlaps
+            if what == "restore":
                 self._manager.restore(name, int(str(argument)))
             else:
                 self._manager.approve(name)
-        except (SkillError, OSError) as exc:
-            error = str(exc)
-        self.app.call_from_thread(self._changed, name, what, error, overlaps)
+            return 0
+
+        off_thread(self, job, lambda overlaps, error: self._changed(name, what, error, overlaps or 0),
+                   what=f"{what} of skill {name}", group="skills-change")
 
     def _changed(self, name: str, what: str, error: str | None, overlaps: int = 0) -> None:
         done = {"accept": "Accepted the proposal for", "restore": "Restored", "approve": "Approved"}[what]
@@ -544,14 +538,9 @@ class SkillsPane(Widget):
         if self.is_attached:
             self.refresh_data()
 
-    @work(thread=True, group="skills-delete")
     def _delete(self, name: str) -> None:
-        error: str | None = None
-        try:
-            self._manager.delete(name)
-        except (SkillError, OSError) as exc:
-            error = str(exc)
-        self.app.call_from_thread(self._deleted, name, error)
+        off_thread(self, lambda: self._manager.delete(name), lambda _, error: self._deleted(name, error),
+                   what=f"deleting skill {name}", group="skills-delete")
 
     def _deleted(self, name: str, error: str | None) -> None:
         if error is None:

@@ -13,7 +13,6 @@ as Markdown, the rest as plain text. User text is always shown literally, never 
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,14 +22,12 @@ from rich.console import Group, RenderableType
 from rich.markdown import Markdown
 from rich.style import Style
 from rich.text import Text
-from textual import work
 from textual.app import App, ComposeResult
 from textual.color import Color, ColorParseError
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
 
 from hermes_tui.conversation import ChatMessage, ToolCall
 from hermes_tui.memory.store import MemoryStore, SessionInfo
@@ -38,8 +35,7 @@ from hermes_tui.textsafe import printable
 from hermes_tui.tui import actions
 from hermes_tui.tui.format import one_line, plural, short_args
 from hermes_tui.tui.messages import ResumeSession
-
-log = logging.getLogger(__name__)
+from hermes_tui.tui.workers import off_thread
 
 ROLE_LABELS = {"user": "You", "assistant": "Hermes", "tool": "Tool", "system": "System"}
 ARGUMENTS_CHARS = 120
@@ -166,19 +162,16 @@ class TranscriptScreen(Screen[None]):
     def on_mount(self) -> None:
         self._load(Look.of(self.app))
 
-    @work(thread=True, exclusive=True, group="transcript-load")
     def _load(self, look: Look) -> None:
-        worker = get_current_worker()
-        error: str | None = None
-        try:
+        def job() -> tuple[SessionInfo | None, list[int], list[Option | None]]:
             info = self._store.get_session(self.session_id)
             messages = self._store.get_messages(self.session_id) if info else []
-            options = message_options(messages, self.message_id, look)
-        except Exception as exc:  # keep the screen usable; the reason goes in the title line
-            log.exception("loading session %s failed", self.session_id)
-            info, messages, options, error = None, [], [], str(exc) or type(exc).__name__
-        if not worker.is_cancelled:
-            self.app.call_from_thread(self._show, info, [m.id for m in messages], options, error)
+            return info, [m.id for m in messages], message_options(messages, self.message_id, look)
+
+        def then(found: tuple[SessionInfo | None, list[int], list[Option | None]] | None, error: str | None) -> None:
+            self._show(*(found or (None, [], [])), error)  # an error goes in the title line
+
+        off_thread(self, job, then, what=f"loading session {self.session_id}", group="transcript-load", exclusive=True)
 
     def _show(self, info: SessionInfo | None, ids: list[int], options: list[Option | None], error: str | None) -> None:
         if not self.is_attached:

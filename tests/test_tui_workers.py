@@ -1,0 +1,74 @@
+"""``tui/workers.off_thread``: the TUI's one way to do I/O off the app thread. A job's result or
+one readable line comes back on the app thread; the error table decides which line."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from textual.app import App
+from textual.worker import WorkerCancelled
+
+from hermes_tui.skills.schema import SkillError
+from hermes_tui.tui.workers import off_thread
+
+
+def test_results_and_errors_come_back_on_the_app_thread_as_one_line() -> None:
+    seen: list[tuple[object, str | None, bool]] = []
+
+    def broken() -> None:
+        raise KeyError("row")
+
+    def refused() -> None:
+        raise SkillError("a skill named deploy already exists")
+
+    def full_disk() -> None:
+        raise OSError(28, "No space left on device")
+
+    async def main() -> None:
+        app = App[None]()
+        async with app.run_test() as pilot:
+            main_thread = threading.get_ident()
+
+            def then(result: object, error: str | None) -> None:
+                seen.append((result, error, threading.get_ident() == main_thread))
+
+            for job in (lambda: 42, refused, full_disk, broken):
+                await off_thread(app, job, then, what="a test job", group="test").wait()
+            await pilot.pause()
+
+    asyncio.run(main())
+    assert seen == [
+        (42, None, True),
+        (None, "a skill named deploy already exists", True),  # expected: its own words
+        (None, "[Errno 28] No space left on device", True),
+        (None, "KeyError: 'row'", True),  # a bug: named by its type (the log has the traceback)
+    ]
+
+
+def test_a_newer_job_of_an_exclusive_group_drops_the_older_ones_result() -> None:
+    seen: list[object] = []
+    release, returned = threading.Event(), threading.Event()
+
+    async def main() -> None:
+        app = App[None]()
+        async with app.run_test() as pilot:
+            def old_job() -> str:
+                release.wait()
+                returned.set()
+                return "old"
+
+            old = off_thread(app, old_job, lambda r, e: seen.append(r), what="old", group="search", exclusive=True)
+            new = off_thread(app, lambda: "new", lambda r, e: seen.append(r), what="new", group="search",
+                             exclusive=True)
+            await new.wait()
+            release.set()
+            with pytest.raises(WorkerCancelled):  # its result is dropped, not shown over the newer one
+                await old.wait()
+            await asyncio.to_thread(returned.wait)
+            await pilot.pause()
+            await pilot.pause()
+
+    asyncio.run(main())
+    assert seen == ["new"]
