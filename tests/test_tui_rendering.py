@@ -106,14 +106,15 @@ def test_the_transcript_pages_by_screen(stores: Stores) -> None:
 
 def test_answers_far_above_the_view_fold_and_come_back_when_scrolled_to(server: FakeLLMServer) -> None:
     """An answer far out of view keeps its height but not its block widgets (every layout walks
-    every widget); scrolling back rebuilds it, and a new width rebuilds them all."""
+    every widget); scrolling back rebuilds it, a new width rebuilds the folded ones at their new
+    heights, and scrolling away folds them again."""
     text = long_answer(200)  # ~55k characters, ~10 widgets
     server.queue(Reply(text=text, chunk_size=400))
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send_and_wait(app, pilot, "a long one")
         view = app.chat.conversation
-        # The turn is over (busy is off) before the far answers are folded: wait for that.
+        # The turn is over (busy is off) before the far answers are folded (once laid out): wait.
         await wait_for(pilot, lambda: conversation(app, AnswerText)[0].folded)
         answers = conversation(app, AnswerText)
         folded = [a for a in answers if a.folded]
@@ -122,7 +123,6 @@ def test_answers_far_above_the_view_fold_and_come_back_when_scrolled_to(server: 
         heights = [a.outer_size.height for a in answers]
         assert all(h > 10 for h in heights)
         assert "".join(a.source for a in answers) == text  # nothing of the text is lost
-        widgets_folded = len(list(app.screen.walk_children()))
 
         view.scroll_home(animate=False)
         await wait_for(pilot, lambda: not answers[0].folded and answers[0].children)
@@ -130,9 +130,11 @@ def test_answers_far_above_the_view_fold_and_come_back_when_scrolled_to(server: 
         assert [a.outer_size.height for a in answers] == heights  # nothing moved
         assert "Paragraph 0:" in answers[0].query("MarkdownParagraph").first().source
 
+        # Scrolled home, the far end folded; a new width re-wraps every line, so folded answers
+        # are rebuilt: their heights follow the narrower text (a kept height would be wrong).
+        await wait_for(pilot, lambda: answers[-1].folded)
         await pilot.resize_terminal(70, 30)
-        await wait_for(pilot, lambda: not any(a.folded for a in answers))
-        assert len(list(app.screen.walk_children())) > widgets_folded
+        await wait_for(pilot, lambda: answers[-1].outer_size.height > heights[-1] and answers[0].children)
 
         # Scrolling away folds it again, and folding frees the widgets: nothing of Textual's (its
         # caches) keeps them alive.

@@ -29,15 +29,23 @@ class AnswerText(Markdown):
     update_cost = 0.0  # seconds the last append took until it was on screen
     folded = False
 
-    async def fold(self) -> None:
-        """Drop the block widgets, keeping the height they gave (off screen: nothing changes)."""
+    async def fold(self) -> bool:
+        """Drop the block widgets, keeping the height they gave (off screen: nothing changes).
+        False when it cannot be done yet: its widgets are being rebuilt (``lock``) or laid out."""
         height = self.outer_size.height
-        if self.folded or not self.children or height <= 0 or self.lock.is_locked:
-            return
+        if self.folded:
+            return True
+        if self.lock.is_locked:
+            return False
+        if not self.children:
+            return True  # nothing to drop
+        if height <= 0:
+            return False
         self.folded = True
         self.styles.height = height
         await self.remove_children()
         self._let_go_of_removed()
+        return True
 
     def _let_go_of_removed(self) -> None:
         """Textual keeps removed children in two caches (the displayed children, the last

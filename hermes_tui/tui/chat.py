@@ -136,6 +136,7 @@ class ChatPane(Widget):
         self.conversation.anchor()  # follow the stream until the user scrolls up
         self.query_one(QueuedMessages).show([])
         self.watch(self.conversation, "scroll_y", self._view_moved, init=False)
+        self.watch(self.conversation, "virtual_size", self._laid_out, init=False)
 
     @property
     def conversation(self) -> VerticalScroll:
@@ -375,7 +376,7 @@ class ChatPane(Widget):
             await self.add_notice("Cancelled. The conversation is intact; send the next message.", "cancelled")
         self.busy = False
         self._turn_loop = None
-        await self._fold_far_answers()
+        await self._fold_far_answers()  # and again once laid out (_laid_out)
         collector.turn_ended()
         self.call_after_refresh(self._collect_when_quiet)
         self._set_activity(None)  # the prompt takes the next message; a curator may still run
@@ -463,14 +464,22 @@ class ChatPane(Widget):
                 if (y < near_top or top > near_bottom) == far:
                     yield child
 
-    async def _fold_far_answers(self) -> None:
-        for answer in list(self._answers(folded=False, far=True)):
-            await answer.fold()
+    async def _fold_far_answers(self, tries: int = 50) -> None:
+        """Fold what is far from the view; one still being rebuilt or laid out is tried again
+        after the next refresh (nothing else may come to ask), a bounded number of times."""
+        waiting = [answer for answer in list(self._answers(folded=False, far=True)) if not await answer.fold()]
+        if waiting and tries:
+            self.call_after_refresh(self._fold_far_answers, tries - 1)
+
+    def _laid_out(self) -> None:
+        """A layout changed the conversation's size. By then the compositor has moved an anchored
+        view to the new end, which it does with ``set_reactive``: no ``scroll_y`` watcher hears of
+        that move, so this is when far answers can be told apart after new text."""
+        self.call_later(self._fold_far_answers)
 
     def _view_moved(self) -> None:
-        """The view scrolled: answers it came near get their widgets back, and those it left fold.
-        Folding here too, not only on new text: the scroll that follows the end of a turn (the
-        anchor) can land after the turn's last fold, which then saw a view not yet at the bottom."""
+        """The user scrolled: answers the view came near get their widgets back, those it left fold.
+        (An anchored view following new text moves without telling watchers: see ``_laid_out``.)"""
         for answer in self._answers(folded=True, far=False):
             self.call_later(answer.unfold)
         self.call_later(self._fold_far_answers)
