@@ -49,24 +49,26 @@ def test_results_and_errors_come_back_on_the_app_thread_as_one_line() -> None:
 
 def test_a_newer_job_of_an_exclusive_group_drops_the_older_ones_result() -> None:
     seen: list[object] = []
-    release, returned = threading.Event(), threading.Event()
+    started, release, returned = threading.Event(), threading.Event(), threading.Event()
 
     async def main() -> None:
         app = App[None]()
         async with app.run_test() as pilot:
             def old_job() -> str:
-                release.wait()
+                started.set()
+                release.wait(30)
                 returned.set()
                 return "old"
 
             old = off_thread(app, old_job, lambda r, e: seen.append(r), what="old", group="search", exclusive=True)
+            assert await asyncio.to_thread(started.wait, 30)  # running when the newer one comes
             new = off_thread(app, lambda: "new", lambda r, e: seen.append(r), what="new", group="search",
                              exclusive=True)
             await new.wait()
             release.set()
             with pytest.raises(WorkerCancelled):  # its result is dropped, not shown over the newer one
                 await old.wait()
-            await asyncio.to_thread(returned.wait)
+            assert await asyncio.to_thread(returned.wait, 30)
             await pilot.pause()
             await pilot.pause()
 
