@@ -717,7 +717,8 @@ def test_at_phone_width_the_memory_search_is_in_the_first_viewport(page: tuple[P
         _seed_session(server, [f"one of many sessions, number {n}", "ok"])
     page.set_viewport_size(PHONE)
     log_in(page, server)
-    assert page.locator("#session-list li").count() >= 40
+    # The list arrives after the page (a fetch): wait for it, as a reader does.
+    page.wait_for_function("document.querySelectorAll('#session-list li').length >= 40")
     box = page.locator("#memory-q").bounding_box()
     assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= PHONE["height"], box
     expect(page.locator("#memory-q")).to_be_in_viewport()
