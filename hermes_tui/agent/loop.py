@@ -364,7 +364,7 @@ TURN_STATUS = {"cancelled": Status.CANCELLED, "error": Status.FAILED}
 
 def _sendable_call(call: ToolCall) -> dict[str, Any]:
     """The call as stored and sent: arguments that are not a JSON object become ``{}``."""
-    return {**call.to_llm(), "function": {"name": call.name, "arguments": call.json}}
+    return replace(call, raw=call.json).to_llm()
 
 
 class _PartialAnswer:

@@ -60,6 +60,7 @@ DRAIN_INTERVAL = 0.02  # seconds between inbox takes while events keep coming
 FLUSH_RATE = 10  # Markdown appends per second at most while an answer streams
 UPDATE_SHARE = 4  # wait at least 4x the last append's cost: appends take <= ~1/4 of the app thread
 FOLD_SCREENS = 1  # answers further than this many screens from the view are folded (answer.py)
+FOLD_TRIES = 50  # refreshes an answer being rebuilt is waited for before its fold is given up
 PLACEHOLDER = "Message Hermes · Enter sends · ctrl+j new line · / commands · ↑ history"
 
 
@@ -126,6 +127,7 @@ class ChatPane(Widget):
         self.unsent: str | None = None  # the last message a failed turn gave back (/retry sends it)
         self._activity: str | None = None  # the status line's label, as last posted
         self._folded_width = 0  # the width answers were folded at
+        self._fold_queued = False  # a fold walk is on its way (_fold_soon)
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="conversation")
@@ -376,7 +378,7 @@ class ChatPane(Widget):
             await self.add_notice("Cancelled. The conversation is intact; send the next message.", "cancelled")
         self.busy = False
         self._turn_loop = None
-        await self._fold_far_answers()  # and again once laid out (_laid_out)
+        self._fold_soon()  # the block that streamed is no longer kept out (and again once laid out)
         collector.turn_ended()
         self.call_after_refresh(self._collect_when_quiet)
         self._set_activity(None)  # the prompt takes the next message; a curator may still run
@@ -441,7 +443,6 @@ class ChatPane(Widget):
             await self._open_block()
         if rest:
             await self._stream.write(rest)
-        await self._fold_far_answers()
 
     # -- folding: answers far from the view keep their height but lose their widgets (answer.py)
 
@@ -464,25 +465,33 @@ class ChatPane(Widget):
                 if (y < near_top or top > near_bottom) == far:
                     yield child
 
-    async def _fold_far_answers(self, tries: int = 50) -> None:
+    def _fold_soon(self, tries: int = FOLD_TRIES, *, after_refresh: bool = False) -> None:
+        """Walk the answers once the events in hand are handled; the many layouts and scrolls of
+        a stream ask for one walk at a time."""
+        if not self._fold_queued:
+            self._fold_queued = True
+            (self.call_after_refresh if after_refresh else self.call_later)(self._fold_far_answers, tries)
+
+    async def _fold_far_answers(self, tries: int) -> None:
         """Fold what is far from the view; one still being rebuilt or laid out is tried again
         after the next refresh (nothing else may come to ask), a bounded number of times."""
+        self._fold_queued = False
         waiting = [answer for answer in list(self._answers(folded=False, far=True)) if not await answer.fold()]
         if waiting and tries:
-            self.call_after_refresh(self._fold_far_answers, tries - 1)
+            self._fold_soon(tries - 1, after_refresh=True)
 
     def _laid_out(self) -> None:
-        """A layout changed the conversation's size. By then the compositor has moved an anchored
-        view to the new end, which it does with ``set_reactive``: no ``scroll_y`` watcher hears of
-        that move, so this is when far answers can be told apart after new text."""
-        self.call_later(self._fold_far_answers)
+        """A layout changed the conversation's size (new text, a resume, a new width). By then the
+        compositor has moved an anchored view to the new end, which it does with ``set_reactive``:
+        no ``scroll_y`` watcher hears of that move, so this is when far answers can be told apart."""
+        self._fold_soon()
 
     def _view_moved(self) -> None:
         """The user scrolled: answers the view came near get their widgets back, those it left fold.
         (An anchored view following new text moves without telling watchers: see ``_laid_out``.)"""
         for answer in self._answers(folded=True, far=False):
             self.call_later(answer.unfold)
-        self.call_later(self._fold_far_answers)
+        self._fold_soon()
 
     def on_resize(self) -> None:
         """A new width re-wraps every line: folded heights no longer hold."""
@@ -578,7 +587,6 @@ class ChatPane(Widget):
             widgets.append(turn_end)
         await self.conversation.mount_all(widgets)
         self.conversation.anchor()
-        self.call_after_refresh(self._fold_far_answers)  # answers still parsing are folded later
 
 
 TURN_END_NOTICES = {
