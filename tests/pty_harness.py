@@ -40,6 +40,8 @@ class Terminal:
         self.master = master
         self.output = bytearray()
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # new output, or the reader is done
+        self._ended = False
         self.process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
                                         start_new_session=True, close_fds=True)
         os.close(slave)
@@ -47,6 +49,14 @@ class Terminal:
         self._reader.start()
 
     def _read(self) -> None:
+        try:
+            self._read_until_done()
+        finally:
+            with self._changed:
+                self._ended = True
+                self._changed.notify_all()
+
+    def _read_until_done(self) -> None:
         while True:
             ready, _, _ = select.select([self.master], [], [], 0.1)
             if not ready:
@@ -59,20 +69,24 @@ class Terminal:
                 return
             if not data:
                 return
-            with self._lock:
+            with self._changed:
                 self.output += data
+                self._changed.notify_all()
 
     def seen(self) -> bytes:
         with self._lock:
             return bytes(self.output)
 
     def wait_for(self, condition: Callable[[bytes], bool], timeout: float = 45.0) -> None:
+        """Wait for output that satisfies ``condition``, woken by each read (no polling)."""
         deadline = time.monotonic() + timeout
-        while not condition(self.seen()):
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                tail = self.seen()[-2000:]
-                raise AssertionError(f"timed out; exit={self.process.poll()}; last output: {tail!r}")
-            time.sleep(0.05)
+        with self._changed:
+            while not condition(bytes(self.output)):
+                left = deadline - time.monotonic()
+                if left <= 0 or self._ended:
+                    tail = bytes(self.output[-2000:])
+                    raise AssertionError(f"timed out; exit={self.process.poll()}; last output: {tail!r}")
+                self._changed.wait(left)
 
     def type(self, data: str) -> None:
         os.write(self.master, data.encode())

@@ -347,9 +347,19 @@ def test_a_table_keeps_its_column_alignment_and_its_natural_width(server: FakeLL
         server.queue(Reply(text=TABLE_ANSWER.replace("| claude-sonnet |", f"| {long.strip()} |"), chunk_size=7))
 
         async def scenario(app: HermesApp, pilot: Pilot, width: int = width) -> None:
+            def screen() -> list[str]:
+                return [strip.text for strip in app.screen._compositor.render_strips()]
+
             type_bytes(app, "a table please\r")
-            await wait_for(pilot, lambda: not app.chat.busy and "Done." in "\n".join(s.text for s in app.screen._compositor.render_strips()))
-            lines_at[width] = [strip.text for strip in app.screen._compositor.render_strips()]
+            await wait_for(pilot, lambda: not app.chat.busy and "Done." in "\n".join(screen()))
+            # The last rows can still be re-laid out after "Done." shows: read a settled screen.
+            shown = screen()
+            while True:
+                await pilot.pause()
+                if (again := screen()) == shown:
+                    break
+                shown = again
+            lines_at[width] = shown
 
         run(scenario, size=(width, height))
 
