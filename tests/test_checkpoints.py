@@ -157,7 +157,7 @@ def test_the_loop_checkpoints_writes_and_shell_commands(loop_parts, fake_llm_env
     store = CheckpointStore(loop_parts[0].home, workspace)
     checkpoint = store.get(changed[0].checkpoint)
     assert checkpoint is not None and checkpoint.session_id == loop.session_id
-    assert checkpoint.message_id == loop.history[0]["_id"] and checkpoint.prompt == "make two files"
+    assert checkpoint.message_id == loop.history[0].id and checkpoint.prompt == "make two files"
 
     fake_llm_env.queue(Reply(tool_calls=[ToolCall("read_file", {"path": "w.txt"})]), Reply(text="Read."))
     events = list(loop.run_turn("just read"))  # a turn without a file-changing call takes no snapshot

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tui.config import Config
+from hermes_tui.conversation import ChatMessage, ToolCall
 from hermes_tui.events import Notice, SkillLearned
 from hermes_tui.learning.curator import ProposalError, parse_proposal, propose_skill, render_transcript
 from hermes_tui.llm import LLMClient
@@ -61,11 +62,10 @@ def test_strict_on_fields(bad: str) -> None:
 
 def test_transcript_trims_tool_results_and_skips_system() -> None:
     text = render_transcript([
-        {"role": "system", "content": "SYSTEM PROMPT"},
-        {"role": "user", "content": "count lines"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "run_bash", "arguments": '{"command": "wc -l f"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "name": "run_bash", "content": "x" * 5000},
+        ChatMessage(1, 1, "system", "SYSTEM PROMPT"),
+        ChatMessage(2, 1, "user", "count lines"),
+        ChatMessage(3, 1, "assistant", None, (ToolCall.parse("c1", "run_bash", '{"command": "wc -l f"}'),)),
+        ChatMessage(4, 1, "tool", "x" * 5000, tool_call_id="c1", name="run_bash"),
     ])
     assert "SYSTEM PROMPT" not in text
     assert "[assistant calls run_bash]" in text and "wc -l f" in text
@@ -75,8 +75,8 @@ def test_transcript_trims_tool_results_and_skips_system() -> None:
 # -- saving proposals: through the real LLM client and the fake server -----------------------------
 
 TRANSCRIPT = [
-    {"role": "user", "content": "install the tool and check the line count of notes.md"},
-    {"role": "assistant", "content": "Done: 12 lines."},
+    ChatMessage(1, 1, "user", "install the tool and check the line count of notes.md"),
+    ChatMessage(2, 1, "assistant", "Done: 12 lines."),
 ]
 
 

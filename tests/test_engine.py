@@ -125,7 +125,7 @@ def test_parallel_tool_calls_run_in_order(stores, fake_llm_env: FakeLLMServer, w
     assert [e.result for e in finished] == ["    1\tA", "    1\tB"]
     started = [e for e in events if isinstance(e, ToolCallStarted)]
     assert [e.id for e in started] == [e.id for e in finished] and len({e.id for e in started}) == 2
-    assert_history_valid(loop.history)
+    assert_history_valid([m.to_llm() for m in loop.history])
 
 
 def test_usage_and_cost(stores, fake_llm_env: FakeLLMServer) -> None:

@@ -33,6 +33,7 @@ from hermes_tui.agent.prompts import (
     COMPACTION_SECTIONS,
 )
 from hermes_tui.config import Config
+from hermes_tui.conversation import ChatMessage
 from hermes_tui.learning.curator import TRANSCRIPT_CHARS, render_transcript
 from hermes_tui.llm import LLMClient, LLMError
 from hermes_tui.windows import SERVER, Window, window_of
@@ -75,8 +76,8 @@ class Compacted:
 class ContextWindow:
     """The compaction state of one conversation, and the arithmetic around the window.
 
-    ``history`` arguments are the loop's message list (OpenAI chat format, append-only, each
-    stored message carrying its store id as ``_id``); this object never changes it.
+    ``history`` arguments are the loop's messages as stored (typed, append-only; compactions
+    refer to their store ids); this object never changes it, and makes the dicts that are sent.
     """
 
     llm: LLMClient
@@ -85,7 +86,7 @@ class ContextWindow:
     start: int = 0  # index of the first message sent verbatim
     trim_before: int = 0  # tool results at indexes below this are sent trimmed
     learned_limit: int | None = None  # what a provider's "too long" refusal taught
-    _counts: dict[tuple[int, bool], tuple[dict[str, Any], int]] = field(default_factory=dict, repr=False)
+    _counts: dict[tuple[int, bool], tuple[ChatMessage, int]] = field(default_factory=dict, repr=False)
     _summary_count: tuple[str | None, int] = field(default=(None, 0), repr=False)
     _known: Window | None = field(default=None, repr=False)  # the window before anything was learned
 
@@ -142,14 +143,14 @@ class ContextWindow:
 
     # -- what is sent
 
-    def view(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def view(self, history: list[ChatMessage]) -> list[dict[str, Any]]:
         """The messages to send (without the system prompt): summary, then the verbatim rest."""
         part = [self._sent_form(history, i) for i in range(self.start, len(history))]
         if self.summary:
             part.insert(0, {"role": "user", "content": COMPACTED_VIEW_HEADER + self.summary})
-        return [{k: v for k, v in m.items() if not k.startswith("_")} for m in repair(part)]
+        return repair(part)
 
-    def tokens(self, history: list[dict[str, Any]], fixed: int) -> int:
+    def tokens(self, history: list[ChatMessage], fixed: int) -> int:
         """Tokens of the view plus ``fixed`` (the system prompt and the tool schemas)."""
         return fixed + self._summary_tokens() + self._suffix_tokens(history, self.trim_before)[self.start]
 
@@ -158,15 +159,15 @@ class ContextWindow:
 
     # -- compaction
 
-    def compact(self, history: list[dict[str, Any]], fixed: int, *, focus: str | None = None,
+    def compact(self, history: list[ChatMessage], fixed: int, *, focus: str | None = None,
                 manual: bool = False) -> Compacted | None:
         """Fold older messages into the summary and trim old tool results; None if nothing to do."""
         before = self.tokens(history, fixed)
         n = len(history)
         if self.start >= n:
             return None
-        last_user = max((i for i in range(self.start, n) if history[i].get("role") == "user"), default=self.start)
-        steps = [i for i in range(self.start, n) if history[i].get("role") != "tool"]
+        last_user = max((i for i in range(self.start, n) if history[i].role == "user"), default=self.start)
+        steps = [i for i in range(self.start, n) if history[i].role != "tool"]
         budget = self.limit() * KEEP_SHARE - fixed - SUMMARY_RESERVE
         trim_before = last_user
         suffix = self._suffix_tokens(history, trim_before)
@@ -200,21 +201,21 @@ class ContextWindow:
         self.start, self.trim_before = start, max(trim_before, self.trim_before)
         return Compacted(before, self.tokens(history, fixed), len(folded), fallback, note)
 
-    def _worse(self, history: list[dict[str, Any]], start: int, summary: str) -> str | None:
+    def _worse(self, history: list[ChatMessage], start: int, summary: str) -> str | None:
         """Why the model's ``summary`` must not replace ``history[self.start:start]``, or None."""
         missing = [name for name in COMPACTION_SECTIONS
                    if not re.search(rf"^#+\s*{re.escape(name)}\s*$", summary, re.I | re.M)]
         if missing:
             return f"the model's summary lacks the section(s) {', '.join(missing)}"
         replaced = self._summary_tokens() + sum(self._count_message(history[i], i < self.trim_before
-                                                                    and history[i].get("role") == "tool")
+                                                                    and history[i].role == "tool")
                                                 for i in range(self.start, start))
         size = self.llm.count_tokens([{"role": "user", "content": COMPACTED_VIEW_HEADER + summary}])
         if size >= replaced:
             return f"the model's summary ({size:,} tokens) was not smaller than what it replaced ({replaced:,})"
         return None
 
-    def _trim_only(self, history: list[dict[str, Any]], fixed: int, last_user: int, before: int) -> int | None:
+    def _trim_only(self, history: list[ChatMessage], fixed: int, last_user: int, before: int) -> int | None:
         """Keep every turn, trim the tool results before the current turn: the tokens then, or None
         when that saves nothing or does not bring the request under the threshold."""
         if last_user <= self.trim_before:
@@ -225,14 +226,14 @@ class ContextWindow:
         self.trim_before = last_user
         return tokens
 
-    def checkpoint(self, history: list[dict[str, Any]]) -> tuple[int, int | None] | None:
+    def checkpoint(self, history: list[ChatMessage]) -> tuple[int, int | None] | None:
         """Store ids that identify this state: (last summarized id, last trimmed id), or None."""
         through = _id_before(history, self.start)
         if through is None or not self.summary:
             return None
         return through, _id_before(history, self.trim_before)
 
-    def restore(self, history: list[dict[str, Any]], summary: str, through_id: int,
+    def restore(self, history: list[ChatMessage], summary: str, through_id: int,
                 trim_through_id: int | None) -> None:
         """Take up a stored compaction: what a resumed session sends is what was sent before."""
         self.summary = summary
@@ -241,30 +242,25 @@ class ContextWindow:
 
     # -- internals
 
-    def _sent_form(self, history: list[dict[str, Any]], index: int) -> dict[str, Any]:
+    def _sent_form(self, history: list[ChatMessage], index: int) -> dict[str, Any]:
         message = history[index]
-        if index < self.trim_before and message.get("role") == "tool":
-            return {**message, "content": trimmed(message.get("content") or "")}
-        return message
+        return _wire(message, trim=index < self.trim_before and message.role == "tool")
 
     def _count_message(self, message: dict[str, Any], trim: bool) -> int:
         key = (id(message), trim)
         cached = self._counts.get(key)
         if cached is not None and cached[0] is message:
             return cached[1]
-        sent = {k: v for k, v in message.items() if not k.startswith("_")}
-        if trim:
-            sent["content"] = trimmed(sent.get("content") or "")
-        value = self.llm.count_tokens([sent])
+        value = self.llm.count_tokens([_wire(message, trim)])
         self._counts[key] = (message, value)
         return value
 
-    def _suffix_tokens(self, history: list[dict[str, Any]], trim_before: int) -> list[int]:
+    def _suffix_tokens(self, history: list[ChatMessage], trim_before: int) -> list[int]:
         """``suffix[i]``: tokens of ``history[i:]`` as sent with tool results below ``trim_before`` trimmed."""
         suffix = [0] * (len(history) + 1)
         for i in range(len(history) - 1, self.start - 1, -1):
             message = history[i]
-            trim = i < trim_before and message.get("role") == "tool"
+            trim = i < trim_before and message.role == "tool"
             suffix[i] = suffix[i + 1] + self._count_message(message, trim)
         return suffix
 
@@ -276,7 +272,7 @@ class ContextWindow:
             self._summary_count = (self.summary, self.llm.count_tokens([message]))
         return self._summary_count[1]
 
-    def _summarize(self, folded: list[dict[str, Any]], focus: str | None) -> tuple[str, str | None]:
+    def _summarize(self, folded: list[ChatMessage], focus: str | None) -> tuple[str, str | None]:
         """The model's summary of the previous summary plus ``folded``, or why there is none."""
         prompt = COMPACTION_PROMPT.format(
             focus=COMPACTION_FOCUS.format(focus=focus.strip()) if focus and focus.strip() else "",
@@ -308,31 +304,29 @@ def trimmed(content: str) -> str:
             f"context; run the tool again if you need them ...]\n\n{content[-TRIM_TAIL:]}")
 
 
-def _mechanical_summary(previous: str | None, folded: list[dict[str, Any]]) -> str:
+def _mechanical_summary(previous: str | None, folded: list[ChatMessage]) -> str:
     """What stands in for the summary when the model cannot write one: nothing the user said is lost."""
     lines = [previous or "", "## Earlier requests (the summary could not be written; the user's messages follow)"]
     for message in folded:
-        if message.get("role") == "user" and message.get("content"):
-            text = " ".join(str(message["content"]).split())
+        if message.role == "user" and message.content:
+            text = " ".join(message.content.split())
             lines.append(f"- {text[:600]}")
     return "\n".join(line for line in lines if line)
 
 
-def _id_before(history: list[dict[str, Any]], index: int) -> int | None:
-    """The store id of the last stored message before ``index``."""
-    for message in reversed(history[:index]):
-        if message.get("_id") is not None:
-            return int(message["_id"])
-    return None
+def _wire(message: ChatMessage, trim: bool) -> dict[str, Any]:
+    """``message`` as sent (before ``repair``), an old tool result trimmed."""
+    sent = message.to_llm()
+    if trim:
+        sent["content"] = trimmed(message.content or "")
+    return sent
 
 
-def _index_after(history: list[dict[str, Any]], message_id: int) -> int:
-    """How many leading messages belong up to ``message_id`` (unstored ones go with the one before)."""
-    index = 0
-    current: int | None = None
-    for i, message in enumerate(history):
-        current = message.get("_id", current)
-        if current is not None and current > message_id:
-            return i
-        index = i + 1
-    return index
+def _id_before(history: list[ChatMessage], index: int) -> int | None:
+    """The store id of the last message before ``index``."""
+    return history[index - 1].id if index > 0 else None
+
+
+def _index_after(history: list[ChatMessage], message_id: int) -> int:
+    """How many leading messages belong up to ``message_id``."""
+    return next((i for i, message in enumerate(history) if message.id > message_id), len(history))

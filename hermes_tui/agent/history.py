@@ -29,7 +29,6 @@ def repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     * roles alternate the way Anthropic needs: consecutive user messages are merged, as are
       consecutive text-only assistant messages; empty messages are dropped or filled;
     * the conversation starts with a user message.
-    Keys starting with ``_`` (Hermes' own bookkeeping) are kept on the copies.
     """
     out: list[dict[str, Any]] = []
     used_ids: set[str] = set()

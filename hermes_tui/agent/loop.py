@@ -17,7 +17,6 @@ from typing import Any
 
 from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
-from hermes_tui.agent.history import repair
 from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.prompts import relevant_skills_note
 from hermes_tui.agent.sandbox import Sandbox
@@ -83,7 +82,7 @@ class AgentLoop:
         )
         self.checkpoints = TurnCheckpoints(config.home, config.workspace)
         self._cancel = threading.Event()
-        self._last_turn: list[dict[str, Any]] = []
+        self._last_turn: list[ChatMessage] = []
         self.context = ContextWindow(self.llm, config)
         self._fixed: tuple[str, int] | None = None  # (tool names, tokens of system prompt + tools)
         self._sent_tokens = 0
@@ -91,14 +90,14 @@ class AgentLoop:
         self.context_fill: tuple[int, int] | None = None  # (tokens, window) of the last request, for status bars
         if session_id is None:
             self.session_id = memory.new_session(source=source, workspace=str(config.workspace))
-            # Each stored message keeps its store id as "_id" (never sent): compactions refer to them.
-            self.history: list[dict[str, Any]] = []
+            # The conversation as stored, typed; what is sent of it is ``context.view`` (repaired there).
+            self.history: list[ChatMessage] = []
         else:
             if memory.get_session(session_id) is None:
                 raise ValueError(f"There is no session {session_id}; /sessions lists them.")
             self.session_id = session_id
-            # Whatever a crash or a full disk left behind, the loaded history is sendable.
-            self.history = repair([{**m.to_llm(), "_id": m.id} for m in _sendable(memory, session_id)])
+            # Whatever a crash or a full disk left behind: ``context.view`` repairs what is sent.
+            self.history = _sendable(memory, session_id)
             compaction = memory.latest_compaction(session_id)
             if compaction is not None:
                 self.context.restore(self.history, compaction.summary, compaction.through_id,
@@ -143,7 +142,7 @@ class AgentLoop:
         message_id = self.memory.add_message(self.session_id, "user", text)
         self.tools.message_id = message_id
         note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS))
-        self.history.append({"role": "user", "content": text + note, "_id": message_id})
+        self.history.append(ChatMessage(message_id, self.session_id, "user", text + note))
         self.checkpoints.start_turn(self.session_id, message_id, text)
 
         texts: list[str] = []
@@ -182,7 +181,7 @@ class AgentLoop:
             yield changed
         if reason in TURN_STATUS:
             self._record_status(message_id, TURN_STATUS[reason])
-        if reason == "error" and self.history[-1].get("_id") == message_id:  # nothing answered
+        if reason == "error" and self.history[-1].id == message_id:  # nothing answered
             self.history.pop()  # never sent again, nor folded into a compaction summary
             yield Unsent(text)
         if not receipts and claims_to_remember("".join(texts)):
@@ -215,7 +214,7 @@ class AgentLoop:
         summary = pending.close_session(self.memory, self.llm, self.session_id, timeout, cancel=cancel)
         left = deadline - time.monotonic()
         if left > 1 and not (cancel is not None and cancel.is_set()):  # alongside, within the same budget
-            messages = [m.to_llm() for m in self.memory.get_messages(self.session_id)]
+            messages = self.memory.get_messages(self.session_id)
             if messages:
                 propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left,
                                  cancel=cancel)
@@ -253,11 +252,11 @@ class AgentLoop:
         finally:
             text = "".join(partial)
             texts.append(text)
-            calls = result.tool_calls if result else []
+            # As stored and sent: arguments that are not a JSON object become {} (``ToolCall.json``).
+            calls = tuple(ToolCall.parse(c.id, c.name, c.json) for c in (result.tool_calls if result else []))
             if text or calls:  # a cut or cancelled stream keeps the text it had; no half tool calls
-                message = {"role": "assistant", "content": text or None,
-                           "tool_calls": [_sendable_call(c) for c in calls] or None}
-                self._store(message, message_id=saved.finish(text, message["tool_calls"]))
+                stored = saved.finish(text, [c.to_llm() for c in calls] or None)
+                self._store("assistant", text or None, calls=calls, stored_as=stored)
         assert result is not None
         self.context_fill = (tokens, self.context.limit())
         yield replace(result.usage or Usage(), context_tokens=tokens, context_limit=self.context_fill[1],
@@ -333,7 +332,7 @@ class AgentLoop:
         output = result.output
         if call.error:  # what was stored (and is sent) as the call's arguments is {}
             output = f"{call.note()}\n\n{output}"
-        self._store({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output},
+        self._store("tool", output, tool_call_id=call.id, name=call.name,
                     status=result.status)  # a resumed view draws the call's ✓ or ✗ from it
         yield ToolCallFinished(call.id, call.name, output, result.ok, round(time.monotonic() - started, 3))
         if result.ok and result.receipt:
@@ -348,23 +347,20 @@ class AgentLoop:
         except (sqlite3.Error, OSError) as exc:
             log.warning("could not record that message %s ended %s: %s", message_id, status, exc)
 
-    def _store(self, message: dict[str, Any], message_id: int | None = None, status: Status = Status.OK) -> None:
-        if message_id is None:
-            message_id = self.memory.add_message(
-                self.session_id, message["role"], message.get("content"),
-                tool_calls=message.get("tool_calls"), tool_call_id=message.get("tool_call_id"),
-                name=message.get("name"), status=status,
-            )
-        self.history.append({**{k: v for k, v in message.items() if v is not None}, "_id": message_id})
+    def _store(self, role: str, content: str | None, *, calls: tuple[ToolCall, ...] = (),
+               tool_call_id: str | None = None, name: str | None = None, status: Status = Status.OK,
+               stored_as: int | None = None) -> None:
+        """Store a message (unless it is stored already, as ``stored_as``) and add it to the history."""
+        if stored_as is None:
+            stored_as = self.memory.add_message(self.session_id, role, content,
+                                                tool_calls=[c.to_llm() for c in calls] or None,
+                                                tool_call_id=tool_call_id, name=name, status=status)
+        self.history.append(ChatMessage(stored_as, self.session_id, role, content, calls, tool_call_id, name,
+                                        status=status))
 
 
 TURN_STATUS = {"cancelled": Status.CANCELLED, "error": Status.FAILED}
 """A turn that ended so marks its user message (``messages.status``)."""
-
-
-def _sendable_call(call: ToolCall) -> dict[str, Any]:
-    """The call as stored and sent: arguments that are not a JSON object become ``{}``."""
-    return replace(call, raw=call.json).to_llm()
 
 
 class _PartialAnswer:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hermes_tui.agent.prompts import MEMORY_CURATOR_PROMPT, SESSION_SUMMARY_PROMPT, SKILL_AUTHORING_PROMPT
-from hermes_tui.conversation import parse_calls
+from hermes_tui.conversation import ChatMessage
 from hermes_tui.events import Notice, SkillLearned
 from hermes_tui.llm import LLMError
 from hermes_tui.memory.facts import FactError, FactStore, Saved
@@ -88,24 +88,23 @@ def parse_proposal(text: str) -> Proposal | None:
     return Proposal(name, fields["DESCRIPTION"], triggers, body)
 
 
-def render_transcript(messages: Sequence[dict[str, Any]], *, tool_chars: int = TOOL_RESULT_CHARS,
+def render_transcript(messages: Sequence[ChatMessage], *, tool_chars: int = TOOL_RESULT_CHARS,
                       max_chars: int = TRANSCRIPT_CHARS) -> str:
     """Plain-text transcript with tool results trimmed, newest part kept when over ``max_chars``."""
     parts: list[str] = []
     for message in messages:
-        role = message.get("role")
-        content = message.get("content") or ""
-        if role == "system":
+        content = message.content or ""
+        if message.role == "system":
             continue
-        if role == "tool":
+        if message.role == "tool":
             if len(content) > tool_chars:
                 content = content[:tool_chars] + f" [... {len(content) - tool_chars} characters trimmed]"
-            parts.append(f"[tool result {message.get('name') or ''}] {content}")
+            parts.append(f"[tool result {message.name or ''}] {content}")
             continue
         if content:
-            parts.append(f"[{role}] {content}")
-        for call in parse_calls(message.get("tool_calls")):
-            parts.append(f"[{role} calls {call.name}] {call.raw or '{}'}")
+            parts.append(f"[{message.role}] {content}")
+        for call in message.calls:
+            parts.append(f"[{message.role} calls {call.name}] {call.raw or '{}'}")
     text = "\n".join(parts)
     return text if len(text) <= max_chars else "[... earlier part trimmed ...]\n" + text[-max_chars:]
 
@@ -114,7 +113,7 @@ EXISTING_SHOWN = 25  # existing skills named in the authoring prompt (the closes
 
 
 def propose_skill(
-    llm: Completer, skills: SkillManager, transcript: Sequence[dict[str, Any]],
+    llm: Completer, skills: SkillManager, transcript: Sequence[ChatMessage],
     cancel: threading.Event | None = None,
 ) -> SkillLearned | Notice | None:
     """Ask the model to author or refine a skill from ``transcript``; save it; report what happened.
@@ -155,9 +154,9 @@ def propose_skill(
     return None
 
 
-def _existing(skills: SkillManager, transcript: Sequence[dict[str, Any]]) -> str:
+def _existing(skills: SkillManager, transcript: Sequence[ChatMessage]) -> str:
     """The skills the curator should know about: those closest to the task, then the most used."""
-    request = next((str(m.get("content") or "") for m in transcript if m.get("role") == "user"), "")
+    request = next((m.content or "" for m in transcript if m.role == "user"), "")
     shown = {s.name: s for s in skills.search(request, limit=EXISTING_SHOWN)}
     for skill in skills.list(limit=EXISTING_SHOWN):
         if len(shown) >= EXISTING_SHOWN:
@@ -166,13 +165,13 @@ def _existing(skills: SkillManager, transcript: Sequence[dict[str, Any]]) -> str
     return "\n".join(f"- {s.name}: {json.dumps(s.description, ensure_ascii=False)}" for s in shown.values()) or "(none)"
 
 
-def summarize_session(llm: Completer, transcript: Sequence[dict[str, Any]], *, timeout: float = 30.0,
+def summarize_session(llm: Completer, transcript: Sequence[ChatMessage], *, timeout: float = 30.0,
                       cancel: threading.Event | None = None) -> str | None:
     """A first-person note for a future self, or None (empty session, provider failure, abandoned).
 
     At ``timeout``, or when ``cancel`` is set, the request is abandoned and its connection closed.
     """
-    if not any(m.get("role") == "user" for m in transcript):
+    if not any(m.role == "user" for m in transcript):
         return None
     prompt = SESSION_SUMMARY_PROMPT.format(transcript=render_transcript(transcript, tool_chars=200))
     try:
@@ -203,14 +202,14 @@ MEMORY_SAID_CHARS = 12_000  # of the user's own words handed to the memory curat
 MEMORY_PROPOSALS = 8  # at most, per session
 
 
-def propose_memories(llm: Completer, transcript: Sequence[dict[str, Any]], facts: FactStore, *,
+def propose_memories(llm: Completer, transcript: Sequence[ChatMessage], facts: FactStore, *,
                      session_id: int | None = None, timeout: float = 30.0,
                      cancel: threading.Event | None = None) -> list[Saved]:
     """At session close: keep what the user stated (preferences, corrections, environment facts,
     decisions) as curated facts; near-duplicates only confirm, a REPLACE keeps the old wording in
     the fact's history. Lines not in the strict format are dropped."""
-    said = "\n".join(f"- {' '.join(str(m.get('content') or '').split())}" for m in transcript
-                     if m.get("role") == "user" and m.get("content"))[-MEMORY_SAID_CHARS:]
+    said = "\n".join(f"- {' '.join(m.content.split())}" for m in transcript
+                     if m.role == "user" and m.content)[-MEMORY_SAID_CHARS:]
     if not said:
         return []
     existing = "\n".join(f"- [{f.id}] ({f.scope}) {f.text}" for f in facts.facts()) or "(none)"

@@ -117,8 +117,8 @@ class _Streamed:
 def write(store: MemoryStore, llm: LLMClient, session_id: int, *, timeout: float = BACKGROUND_TIMEOUT,
           cancel: threading.Event | None = None) -> tuple[Outcome, str | None]:
     """Summarize one session now and unmark it, unless the attempt is left for later."""
-    messages = [m.to_llm() for m in store.get_messages(session_id)]
-    if not any(m.get("role") == "user" for m in messages):
+    messages = store.get_messages(session_id)
+    if not any(m.role == "user" for m in messages):
         finish(store, session_id, None)
         return Outcome.NOTHING, None
     completer = _Streamed(llm, cancel or threading.Event())

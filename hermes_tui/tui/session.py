@@ -80,13 +80,13 @@ class ChatSession:
         raises ValueError when it does not exist."""
         self.loop = self._make(session_id)
         if undone:
-            self.loop.history[:] = [m for m in self.loop.history if m.get("_id") not in undone]
+            self.loop.history[:] = [m for m in self.loop.history if m.id not in undone]
         return self.loop
 
     def last_turn_message_id(self) -> int | None:
         """The store id of the last user message still in the conversation (what /undo takes out)."""
-        users = [m for m in (self.loop.history if self.loop else []) if m.get("role") == "user"]
-        return int(users[-1]["_id"]) if users and users[-1].get("_id") is not None else None
+        users = [m for m in (self.loop.history if self.loop else []) if m.role == "user"]
+        return users[-1].id if users else None
 
     def retract_last_turn(self) -> tuple[str, list[int]] | None:
         """Take the last user message and everything after it out of what is sent next (the
@@ -95,16 +95,16 @@ class ChatSession:
         loop = self.loop
         if loop is None:
             return None
-        starts = [i for i, message in enumerate(loop.history) if message.get("role") == "user"]
+        starts = [i for i, message in enumerate(loop.history) if message.role == "user"]
         if not starts:
             return None
         taken = loop.history[starts[-1]:]
         del loop.history[starts[-1]:]
-        ids = [int(m["_id"]) for m in taken if m.get("_id") is not None]
-        loop.skills.correct_turn(taken[0].get("_id"))  # the skills that turn used did not satisfy
+        ids = [m.id for m in taken]
+        loop.skills.correct_turn(ids[0])  # the skills that turn used did not satisfy
         typed = {m.id: m.content for m in self.stores.memory.get_messages(loop.session_id)}
-        text = typed.get(ids[0]) if ids else None
-        return (text if text is not None else str(taken[0].get("content") or "")), ids
+        text = typed.get(ids[0])  # as typed: the history's copy carries the relevant-skills note
+        return (text if text is not None else taken[0].content or ""), ids
 
     def set_config(self, config: Config) -> None:
         """Adopt a new configuration (after the setup saved a key); keeps the session going."""
