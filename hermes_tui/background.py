@@ -1,7 +1,9 @@
-"""Work a surface runs off its own thread, started and waited for in one place.
+"""The one runner of work a surface does off its own thread: started, cancelled and waited for
+in one place.
 
 Its own small module (threading and logging only) so the TUI can build it before its first
-frame; the agent's turns have their own runner (``agent.runtime.RunningTurn``).
+frame. The agent's turns (``agent.runtime.RunningTurn``: a turn, ``/learn``, ``/compact``) start
+here too, so ``shutdown`` is the one place a surface stops its agent work and waits for it.
 """
 
 from __future__ import annotations
@@ -10,27 +12,39 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from hermes_tui.clock import Clock
 
 log = logging.getLogger(__name__)
 
+POLL = 0.05
+"""How often ``shutdown`` looks at its clock while it waits (a test's clock moves between looks)."""
+
+
+@dataclass(frozen=True)
+class _Job:
+    thread: threading.Thread
+    keep: bool
+    cancel: Callable[[], None] | None
+
 
 class Background:
-    """The one place a surface starts work off its own thread (a session's summary, a usage or
-    undo write, a warm-up), and the one place that waits for what must finish at exit.
+    """Each job runs on a named daemon thread (a job still running never keeps the process alive);
+    a failure is logged, never raised into the surface.
 
-    Each job runs on a named daemon thread (a job still running never keeps the process alive);
-    a failure is logged, never raised into the surface. ``keep=True`` jobs (summaries) are what
-    ``shutdown`` and ``running`` wait for, on the surface's injectable clock.
+    ``keep=True`` jobs (a session's summary) are waited for at exit; jobs with a ``cancel`` (agent
+    turns) are cancelled at exit, then waited for as well; the rest (warm-ups, usage and undo
+    writes) are left to end with the process. Waits run on the surface's injectable clock.
     """
 
     def __init__(self, clock: Clock = time.monotonic) -> None:
         self.clock = clock
-        self._kept: list[threading.Thread] = []
+        self._jobs: list[_Job] = []
         self._lock = threading.Lock()
 
-    def start(self, name: str, job: Callable[[], object], *, keep: bool = False) -> threading.Thread:
+    def start(self, name: str, job: Callable[[], object], *, keep: bool = False,
+              cancel: Callable[[], None] | None = None) -> threading.Thread:
         def run() -> None:
             try:
                 job()
@@ -38,21 +52,31 @@ class Background:
                 log.exception("%s failed", name)
 
         thread = threading.Thread(target=run, name=name, daemon=True)
-        if keep:
+        if keep or cancel is not None:
             with self._lock:
-                self._kept = [t for t in self._kept if t.is_alive()] + [thread]
+                self._jobs = [j for j in self._jobs if j.thread.is_alive()] + [_Job(thread, keep, cancel)]
         thread.start()
         return thread
 
     def running(self) -> list[str]:
-        """The kept jobs not finished yet, by name."""
-        with self._lock:
-            return [t.name for t in self._kept if t.is_alive()]
+        """The jobs waited for at exit (kept or cancellable) not finished yet, by name."""
+        return [job.thread.name for job in self._waited()]
+
+    def cancel(self) -> None:
+        """Ask every cancellable job still running to stop (the first half of ``shutdown``, for a
+        surface that waits on its own event loop: the TUI polls ``running``)."""
+        for job in self._waited():
+            if job.cancel is not None:
+                job.cancel()
 
     def shutdown(self, deadline: float) -> list[str]:
-        """Wait for the kept jobs until ``deadline`` (on ``clock``); the names still running."""
-        with self._lock:
-            kept = list(self._kept)
-        for thread in kept:
-            thread.join(max(0.0, deadline - self.clock()))
+        """Cancel the cancellable jobs, then wait for them and the kept ones until ``deadline``
+        (on ``clock``); the names still running."""
+        self.cancel()
+        while (left := self._waited()) and (wait := deadline - self.clock()) > 0:
+            left[0].thread.join(min(wait, POLL))
         return self.running()
+
+    def _waited(self) -> list[_Job]:
+        with self._lock:
+            return [job for job in self._jobs if job.thread.is_alive()]

@@ -345,8 +345,10 @@ def helper_main(argv: Sequence[str]) -> int:
 def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int:
     """Consume the turn on the main thread, so Ctrl-C lands here and cancels it cleanly."""
     from hermes_tui.agent.runtime import start_turn
+    from hermes_tui.background import Background
 
-    turn = start_turn(agent, text, events.put, on_end=events.end)
+    runner = Background()
+    turn = start_turn(agent, text, events.put, runner, on_end=events.end)
     code = EXIT_OK
     interrupted: int | None = None  # the exit code of the interruption (Ctrl-C, SIGTERM, SIGHUP)
     unsent = False  # the turn failed before any answer: its message is out of the conversation
@@ -372,7 +374,7 @@ def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int
                 interrupted = EXIT_INTERRUPTED
             if event.stopped_reason == "max_steps" and code == EXIT_OK:
                 code = EXIT_MAX_STEPS
-    turn.join(timeout=5)
+    runner.shutdown(runner.clock() + 5)  # the turn's thread lets go of the agent (its curator too)
     code = interrupted if interrupted is not None else code
     # The last line names the session, so it can be continued (JSON: turn_started has its id). Not
     # after a failure before any answer: that one line says what went wrong, and nothing was done.

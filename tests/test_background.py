@@ -30,3 +30,24 @@ def test_shutdown_waits_for_kept_jobs_only_and_only_until_its_deadline(caplog: p
     with caplog.at_level(logging.ERROR, logger="hermes_tui.background"):
         background.start("hermes-usage", lambda: 1 / 0).join()  # a failure is logged, never raised
     assert "hermes-usage failed" in caplog.text and "ZeroDivisionError" in caplog.text
+
+
+def test_shutdown_cancels_cancellable_jobs_and_waits_on_the_injected_clock() -> None:
+    now = [0.0]
+    background = Background(lambda: now[0])
+    stop, never = threading.Event(), threading.Event()
+    turn = background.start("hermes-turn-1", stop.wait, cancel=stop.set)
+    stuck = background.start("hermes-close-2", never.wait, keep=True)
+    assert background.running() == ["hermes-turn-1", "hermes-close-2"]
+
+    def move_the_clock() -> None:  # another thread moves time past the deadline once the turn ended
+        turn.join()
+        now[0] = 100.0
+
+    mover = threading.Thread(target=move_the_clock)
+    mover.start()
+    assert background.shutdown(deadline=50.0) == ["hermes-close-2"]  # cancelled the turn; gave up on the stuck one
+    assert not turn.is_alive() and stuck.is_alive()
+    mover.join()
+    never.set()
+    stuck.join()

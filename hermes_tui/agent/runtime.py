@@ -2,9 +2,11 @@
 
 Headless, the TUI and the web differ only in what ``Surface`` declares (where sessions are
 recorded as coming from, which tools are on, who approves) and in what they do with the events.
-``start_turn`` runs a turn on its own daemon thread and hands every event, in order, to the
-surface's ``sink``; ``cancel()`` may be called from any thread. The sink is called on the turn's
-thread, so the TUI's sink only posts messages (it never touches a widget).
+``start_turn`` runs a turn on a thread of the surface's one runner (``background.Background``,
+whose ``shutdown(deadline)`` cancels and waits for every agent thread the surface started) and
+hands every event, in order, to the surface's ``sink``; ``cancel()`` may be called from any
+thread. The sink is called on the turn's thread, so the TUI's sink only posts messages (it never
+touches a widget).
 
 Whatever goes wrong inside the agent, the surface gets an ``Error`` and a ``TurnFinished``,
 and ``on_end`` is called once the thread is done with the agent (curator included).
@@ -20,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.agent.toolkit import FAMILIES
+from hermes_tui.background import Background
 from hermes_tui.events import Error, Event, TurnFinished
 
 if TYPE_CHECKING:
@@ -123,16 +126,19 @@ def context_report(config: Config, memory: MemoryStore, skills: SkillManager, su
 
 
 class RunningTurn:
-    """A turn (or any agent event stream, such as ``/learn``) running on its own daemon thread.
+    """A turn (or any agent event stream, such as ``/learn``) running on a thread of ``runner``.
 
-    Daemon, because a curator still thinking must never delay quitting; the messages of the turn
-    are stored as they complete, so nothing is lost when the process ends.
+    A daemon thread, cancelled (and waited for, within its deadline) by ``runner.shutdown``: a
+    curator still thinking never holds the process; the messages of the turn are stored as they
+    complete, so nothing is lost when the process ends.
     """
 
-    def __init__(self, events: Iterator[Event], sink: Sink, *, cancel: Callable[[], None] | None = None,
-                 on_end: Callable[[], None] | None = None, name: str = "hermes-events",
-                 is_turn: bool = False) -> None:
+    def __init__(self, events: Iterator[Event], sink: Sink, runner: Background, *,
+                 cancel: Callable[[], None] | None = None, on_end: Callable[[], None] | None = None,
+                 name: str = "hermes-events", is_turn: bool = False) -> None:
         self._events = events
+        self._runner = runner
+        self._name = name
         self._is_turn = is_turn  # a failed turn still ends with TurnFinished: surfaces wait for it
         self._sink = sink
         self._cancel = cancel
@@ -140,10 +146,10 @@ class RunningTurn:
         self.finished = threading.Event()  # TurnFinished was delivered (the user may type again)
         self.done = threading.Event()  # the thread is done with the agent (curator included)
         self.stopped_reason: str | None = None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread: threading.Thread | None = None
 
     def start(self) -> RunningTurn:
-        self._thread.start()
+        self._thread = self._runner.start(self._name, self._run, cancel=self.cancel)
         return self
 
     def cancel(self) -> None:
@@ -152,6 +158,7 @@ class RunningTurn:
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the thread; True when it ended."""
+        assert self._thread is not None, "join() before start()"
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
@@ -167,7 +174,7 @@ class RunningTurn:
             for event in self._events:
                 self._deliver(event)
         except Exception as exc:  # noqa: BLE001 - the surface gets one line; the log the details
-            log.exception("%s failed", self._thread.name)
+            log.exception("%s failed", self._name)
             if not self.finished.is_set():
                 detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
                 self._deliver(Error(f"Unexpected failure: {type(exc).__name__}: {detail} (details in the log)."))
@@ -179,9 +186,10 @@ class RunningTurn:
                 self._on_end()
 
 
-def start_turn(agent: AgentLoop, text: str, sink: Sink, *, on_end: Callable[[], None] | None = None) -> RunningTurn:
-    """Run one user turn of ``agent`` in the background; ``cancel()`` stops it."""
-    return RunningTurn(agent.run_turn(text), sink, cancel=agent.cancel, on_end=on_end,
+def start_turn(agent: AgentLoop, text: str, sink: Sink, runner: Background, *,
+               on_end: Callable[[], None] | None = None) -> RunningTurn:
+    """Run one user turn of ``agent`` on ``runner``; ``cancel()`` stops it."""
+    return RunningTurn(agent.run_turn(text), sink, runner, cancel=agent.cancel, on_end=on_end,
                        name=f"hermes-turn-{agent.session_id}", is_turn=True).start()
 
 

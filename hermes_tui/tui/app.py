@@ -135,7 +135,7 @@ class HermesApp(App[int]):
         yield HeaderBar(id="header")
         yield PaneBar(PANE_TABS, id="pane-bar")
         with ContentSwitcher(id="panes", initial="chat-pane"):
-            yield ChatPane(self.history, self.clock, id="chat-pane")
+            yield ChatPane(self.history, self.clock, self.background, id="chat-pane")
         yield StatusLine(self.clock, id="status")
         yield Footer()
 
@@ -582,6 +582,7 @@ class HermesApp(App[int]):
         if loop is not None:
             self.status.set_activity("saving the session summary… (ctrl+q again quits at once)")
             self._summarise(loop)
+        self.background.cancel()  # /learn, /compact: their requests close
         await self._wait_until(lambda: not self.background.running(), QUIT_GRACE)
         self.exit(0)
 

@@ -8,7 +8,7 @@ modules (``blocks``, ``answer``) are imported where first used, to keep them off
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.runtime import RunningTurn
+    from hermes_tui.background import Background
     from hermes_tui.events import (
         ApprovalNeeded,
         Error,
@@ -109,10 +110,11 @@ class ChatPane(Widget):
         def control(self) -> ChatPane:
             return self.chat
 
-    def __init__(self, history: PromptHistory, clock: Clock, **kwargs: Any) -> None:
+    def __init__(self, history: PromptHistory, clock: Clock, runner: Background, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.history = history
         self.clock = clock
+        self.runner = runner  # the app's one runner: turns start there, and quitting stops them
         self.inbox = EventInbox(self)
         self.busy = False
         self._turn_loop: AgentLoop | None = None
@@ -201,13 +203,13 @@ class ChatPane(Widget):
         """The agent runtime runs the turn on its thread; its events only go to the inbox."""
         from hermes_tui.agent.runtime import start_turn
 
-        start_turn(loop, text, self.inbox.put)
+        start_turn(loop, text, self.inbox.put, self.runner)
 
-    def run_in_background(self, events: Iterator[Event], name: str) -> RunningTurn:
-        """Feed events from a daemon thread (/learn): they must never delay quitting."""
+    def run_in_background(self, events: Iterator[Event], name: str, cancel: Callable[[], None]) -> RunningTurn:
+        """Feed another agent stream's events (/learn, /compact) from the runner; quitting cancels it."""
         from hermes_tui.agent.runtime import RunningTurn
 
-        return RunningTurn(events, self.inbox.put, name=name).start()
+        return RunningTurn(events, self.inbox.put, self.runner, cancel=cancel, name=name).start()
 
     def cancel_turn(self) -> bool:
         """Ask the running turn to stop; True if there was one."""

@@ -110,7 +110,7 @@ class CommandRunner:
             await self.app.chat.add_notice("Nothing to learn from yet: run a task first.")
             return
         await self.app.chat.add_notice("Looking for a skill in the last turn…")
-        self.app.chat.run_in_background(loop.learn_now(), "hermes-learn")
+        self.app.chat.run_in_background(loop.learn_now(), "hermes-learn", loop.cancel)
 
     async def _compact(self, argument: str) -> None:
         if await self.refuse_while_busy("/compact"):
@@ -120,7 +120,7 @@ class CommandRunner:
             await self.app.chat.add_notice("Nothing to compact yet: the conversation is empty.")
             return
         await self.app.chat.add_notice("Compacting the conversation…")
-        self.app.chat.run_in_background(loop.compact(argument or None), "hermes-compact")
+        self.app.chat.run_in_background(loop.compact(argument or None), "hermes-compact", loop.cancel)
 
     async def _resume(self, argument: str) -> None:
         if not argument.isdigit():

@@ -58,7 +58,7 @@ class TurnStream:
 
         if turn.notice:
             self._events.put(Notice(turn.notice))
-        self._running = start_turn(turn.loop, text, self._events.put, on_end=end)
+        self._running = start_turn(turn.loop, text, self._events.put, turn.runner, on_end=end)
 
     def __iter__(self) -> Iterator[bytes]:
         block: list[str] = []

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from hermes_tui.agent.loop import AgentLoop
 from hermes_tui.agent.runtime import build_agent, web_surface
+from hermes_tui.background import Background
 from hermes_tui.config import Config
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
@@ -35,6 +36,7 @@ MAX_STREAMS = 4
 SUMMARY_TIMEOUT = 20.0
 SWEEP_EVERY = 60.0
 RETIRE_WAIT = 120.0  # how long a retiring loop waits for its running turn to end
+CLOSE_GRACE = 3.0  # how long closing waits for the cancelled turns to end
 ABANDONED_WAIT = 10.0  # how long a message waits for a turn its page left (a reload) to wind down
 
 
@@ -62,8 +64,9 @@ class Turn:
     """The right to run one turn on ``loop``; ``release()`` (idempotent) gives it back."""
 
     def __init__(self, slot: _Slot, held: list[threading.Lock | threading.BoundedSemaphore],
-                 notice: str = "") -> None:
+                 runner: Background, notice: str = "") -> None:
         self.loop = slot.loop
+        self.runner = runner  # the process's one runner of agent threads (``AppState.close`` stops it)
         self.notice = notice  # said before the turn's first event (e.g. why a new session began)
         self._slot = slot
         self._held = held
@@ -104,6 +107,7 @@ class AppState:
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._lock = threading.Lock()
         self._streams = threading.BoundedSemaphore(max_streams)
+        self.runner = Background()  # every turn's thread
         self._retirer = ThreadPoolExecutor(1, thread_name_prefix="hermes-web-retire")
         self._stop = threading.Event()
         self._sweeper = threading.Thread(target=self._sweep_forever, name="hermes-web-sweeper", daemon=True)
@@ -180,7 +184,7 @@ class AppState:
         except BaseException:
             self._streams.release()
             raise
-        return Turn(slot, [slot.running, self._streams], notice)
+        return Turn(slot, [slot.running, self._streams], self.runner, notice)
 
     def cancel(self, key: str) -> bool:
         """Cancel this browser's running turn; False when none is running."""
@@ -230,12 +234,12 @@ class AppState:
         self._retirer.submit(lambda: None).result(timeout=timeout)
 
     def close(self) -> None:
-        """Stop background work, cancel running turns; queued summaries not yet started are dropped."""
+        """Stop background work, cancel running turns (and give them ``CLOSE_GRACE`` to store their
+        last messages); queued summaries not yet started are dropped."""
         self._stop.set()
         with self._lock:
-            slots, self._slots = list(self._slots.values()), OrderedDict()
-        for slot in slots:
-            slot.loop.cancel()
+            self._slots = OrderedDict()
+        self.runner.shutdown(self.runner.clock() + CLOSE_GRACE)
         self._retirer.shutdown(wait=True, cancel_futures=True)
         self.memory.close()
         self.mcp.close()
