@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hermes_tui.clock import Clock, wait_for
 from hermes_tui.config import Config
 from hermes_tui.conversation import ToolCall
 from hermes_tui.events import Notice, TextDelta, Usage
@@ -204,13 +205,14 @@ class LLMClient:
     this one; everything else (token counts, one-shot completions) runs here either way.
     """
 
-    def __init__(self, config: Config, host: StreamHost | None = None) -> None:
+    def __init__(self, config: Config, host: StreamHost | None = None, clock: Clock = time.monotonic) -> None:
         self.config = config
         self.host = host
+        self.clock = clock  # what a retry's backoff is counted on
 
     def with_config(self, config: Config) -> LLMClient:
         """The same kind of client for another provider or model (``/model``)."""
-        return LLMClient(config, self.host)
+        return LLMClient(config, self.host, self.clock)
 
     @property
     def _remote(self) -> bool:
@@ -286,7 +288,7 @@ class LLMClient:
                     raise error from exc
                 wait = _retry_delay(exc, attempt)
                 yield Notice(f"{error.message} Retrying in {wait:.1f} s (try {attempt + 1} of {MAX_TRIES}).")
-                if cancel.wait(wait):
+                if wait_for(cancel, wait, self.clock):
                     break
             finally:
                 chunks.close()
@@ -360,7 +362,7 @@ class LLMClient:
                 wait = _retry_delay(exc, attempt)
                 if not last.retryable or attempt == MAX_TRIES or time.monotonic() + wait >= deadline:
                     break
-                if cancel.wait(wait):
+                if wait_for(cancel, wait, self.clock):
                     break
             finally:
                 chunks.abandon()

@@ -29,6 +29,18 @@ def types(events: Iterable[Event]) -> list[str]:
     return [event.type for event in events]
 
 
+class JumpingClock:
+    """A clock that moves ``step`` seconds at every read: every wait counted on it (``clock.wait_for``:
+    a retry's backoff) ends at its first look."""
+
+    def __init__(self, step: float = 1_000.0) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
 def assert_history_valid(messages: list[dict[str, Any]]) -> None:
     """Every assistant tool call has exactly one tool result, after it: valid for every provider."""
     pending: list[str] = []

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from hermes_tui.background import Background
+from hermes_tui.clock import wait_for
 
 
 def test_shutdown_waits_for_kept_jobs_only_and_only_until_its_deadline(caplog: pytest.LogCaptureFixture) -> None:
@@ -51,3 +52,19 @@ def test_shutdown_cancels_cancellable_jobs_and_waits_on_the_injected_clock() -> 
     mover.join()
     never.set()
     stuck.join()
+
+
+def test_wait_for_counts_its_seconds_on_the_injected_clock() -> None:
+    now = [0.0]
+    never, set_soon = threading.Event(), threading.Event()
+
+    def move() -> None:
+        now[0] = 59.0
+        set_soon.set()  # not yet at the deadline: the wait sees the event
+    mover = threading.Timer(0.01, move)
+    mover.start()
+    assert wait_for(set_soon, 60.0, lambda: now[0]) is True
+    mover.join()
+    now[0] = 0.0
+    threading.Timer(0.01, lambda: now.__setitem__(0, 3_600.0)).start()
+    assert wait_for(never, 600.0, lambda: now[0]) is False  # an hour passed on the clock: given up

@@ -28,9 +28,9 @@ from hermes_tui.events import (
     TurnFinished,
     Usage,
 )
-from hermes_tui.llm import litellm_model
+from hermes_tui.llm import LLMClient, litellm_model
 from tests.fakes.server import EmptyStream, Fault, FakeLLMServer, Reply, ToolCall
-from tests.helpers import assert_history_valid, types
+from tests.helpers import JumpingClock, assert_history_valid, types
 from tests.engine_harness import SKILL_ANSWER, make_loop, stores, three_tool_script  # noqa: F401 - fixtures among them
 
 
@@ -150,7 +150,8 @@ def test_rate_limit_then_success(stores, fake_llm_env: FakeLLMServer) -> None:
 
 def test_server_errors_give_up_after_three_tries(stores, fake_llm_env: FakeLLMServer) -> None:
     fake_llm_env.queue(Fault(500), Fault(503), Fault(500))
-    events = list(make_loop(stores).run_turn("hi"))
+    # The backoff (0.5 s, 1 s, with jitter) is counted on a clock that jumps: no real waiting.
+    events = list(make_loop(stores, llm=LLMClient(stores[0], clock=JumpingClock())).run_turn("hi"))
     errors = [e for e in events if isinstance(e, Error)]
     assert len(errors) == 1 and "server error" in errors[0].message
     assert len(fake_llm_env.requests) == 3
@@ -413,7 +414,8 @@ def test_unreachable_server_is_named(stores, fake_llm_env: FakeLLMServer, host: 
     base = "http://" + host.format(port=_closed_port())
     if fake_llm_env.wire_under_test == "openai":
         base += "/v1"
-    loop = AgentLoop(replace(config, api_base=base), memory, skills)
+    config = replace(config, api_base=base)
+    loop = AgentLoop(config, memory, skills, llm=LLMClient(config, clock=JumpingClock()))  # backoff: no real wait
     events = list(loop.run_turn("hi"))
     error = next(e for e in events if isinstance(e, Error))
     assert error.message.startswith(f"Cannot reach {base} (")

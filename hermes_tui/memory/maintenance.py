@@ -24,6 +24,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from hermes_tui.clock import Clock, wait_for
+
 log = logging.getLogger(__name__)
 
 INTERVAL = 0.25
@@ -52,7 +54,9 @@ class Maintenance:
         path: Path,
         connection: Callable[[], AbstractContextManager[sqlite3.Connection]],
         writer: AbstractContextManager[object],
+        clock: Clock = time.monotonic,
     ) -> None:
+        self._clock = clock  # what the pauses between rounds and steps are counted on
         self._wal = Path(f"{path}-wal")
         self._connection = connection
         self._writer = writer  # the store's in-process write lock (see MemoryStore.__init__)
@@ -99,14 +103,14 @@ class Maintenance:
                     for _ in range(MERGE_STEPS):
                         if self._stop.is_set() or not self._merge_step(conn):
                             break
-                        time.sleep(STEP_PAUSE)
+                        wait_for(self._stop, STEP_PAUSE, self._clock)
                     else:
                         self._dirty.set()  # more to do next round
                     self._refresh_best(conn)
                     self._checkpoint(conn)
             except sqlite3.Error as exc:  # a locked or damaged file: retried after the next write
                 log.warning("memory upkeep skipped: %s", exc)
-            self._stop.wait(INTERVAL)
+            wait_for(self._stop, INTERVAL, self._clock)
 
     def _merge_step(self, conn: sqlite3.Connection) -> bool:
         """One bounded merge step per index; True if any did work."""
