@@ -182,3 +182,24 @@ def test_slash_command_handlers_reach_the_app_only_through_its_controls(server: 
         assert isinstance(app, Controls)
 
     run(scenario)
+
+
+def test_text_that_names_a_key_asks_the_action_table() -> None:
+    """No string in ``tui/`` spells a key itself (docstrings aside): a notice, a button or a
+    placeholder names its key through ``actions.main_key``/``all_keys``, so it follows the table."""
+    import ast
+
+    spelled = re.compile(r"\b(ctrl\+[a-z]|alt\+[a-z0-9]|shift\+[a-z]+|F\d{1,2}|Esc|Enter|PgUp|PgDn)\b|\s\(([a-z])\)")
+    textual_scrolling = " · nothing cut: ↑ ↓ PgUp PgDn scroll"  # a scroll view's own keys, not Hermes' bindings
+    found = []
+    for path in sorted((Path(__file__).parent.parent / "hermes_tui" / "tui").glob("*.py")):
+        if path.name in ("actions.py", "panes.py"):  # where keys are declared
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        found += [f"{path.name}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  and node.value != textual_scrolling and spelled.search(node.value)]
+    assert found == []

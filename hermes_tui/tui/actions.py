@@ -130,7 +130,9 @@ ACTIONS: tuple[Action, ...] = (
            priority=True),
     Action("transcript", "page('down')", ("pagedown",), "Page down", "transcript: scroll down a page", show=False,
            priority=True),
-    Action("rewind", "dismiss_none", ("escape",), "Close", "/rewind: close the list of checkpoints (Enter picks one)"),
+    Action("rewind", "select", ("enter",), "Pick", "/rewind: pick the highlighted checkpoint (what it restores is shown first)",
+           show=False, bound=False),
+    Action("rewind", "dismiss_none", ("escape",), "Close", "/rewind: close the list of checkpoints"),
     Action("restore", "choose('yes')", ("y",), "Restore",
            "/rewind, /undo: restore the files, keeping those changed since Hermes left them", show=False),
     Action("restore", "choose('all')", ("o",), "Overwrite",
@@ -154,7 +156,16 @@ def in_scope(scope: str) -> list[Action]:
 
 def main_key(scope: str, action: str) -> str:
     """The first key of one action as people write it (``F8``), for text that names the key."""
-    return next(_display(a.keys[0]) for a in ACTIONS if a.scope == scope and a.action == action)
+    return _display(_find(scope, action).keys[0])
+
+
+def all_keys(scope: str, action: str) -> str:
+    """Every key of one action, compactly (``n/Esc``), for a button that names them."""
+    return "/".join(_display(key) for key in _find(scope, action).keys)
+
+
+def _find(scope: str, action: str) -> Action:
+    return next(a for a in ACTIONS if a.scope == scope and a.action == action)
 
 
 ALT_DIGITS = "1234567890"

@@ -355,7 +355,8 @@ class HermesApp(App[int]):
             self.action_quit()
             return
         self._quit_armed_until = self.clock() + QUIT_CONFIRM
-        self.notify("Press ctrl+c again to quit (ctrl+q quits too).", timeout=QUIT_CONFIRM)
+        self.notify(f"Press {actions.main_key('app', 'interrupt')} again to quit ({actions.main_key('app', 'quit')} "
+                    "quits too).", timeout=QUIT_CONFIRM)
 
     def _prompt_selection(self) -> str:
         prompt = self.chat.prompt
@@ -580,7 +581,7 @@ class HermesApp(App[int]):
             self._pending_summaries.stop()  # the one being written stays pending; its request closes
         loop = self.session.detach()
         if loop is not None:
-            self.status.set_activity("saving the session summary… (ctrl+q again quits at once)")
+            self.status.set_activity(f"saving the session summary… ({actions.main_key('app', 'quit')} again quits at once)")
             self._summarise(loop)
         self.background.cancel()  # /learn, /compact: their requests close
         await self._wait_until(lambda: not self.background.running(), QUIT_GRACE)

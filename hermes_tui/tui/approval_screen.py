@@ -267,14 +267,14 @@ class ApprovalScreen(ModalScreen[str]):
             with CommandView(id="approval-details"):
                 yield Static(self.approval.body, id="approval-text")
             with Horizontal(id="approval-buttons"):
-                yield Button(Content("Once (y)"), id=ONCE, variant="primary")
-                yield Button(Content(f"{exact} (c)"), id=EXACT)
-                yield Button(Content(f"{every} (a)"), id=SESSION)
+                yield Button(Content(f"Once ({_keys(ONCE)})"), id=ONCE, variant="primary")
+                yield Button(Content(f"{exact} ({_keys(EXACT)})"), id=EXACT)
+                yield Button(Content(f"{every} ({_keys(SESSION)})"), id=SESSION)
                 if self.lasting:
-                    yield Button(Content("This command · always here (w)"), id=ALWAYS)
+                    yield Button(Content(f"This command · always here ({_keys(ALWAYS)})"), id=ALWAYS)
                 if self.program is not None:
-                    yield Button(Content(f"Any {self.program} · always here (p)"), id=PROGRAM)
-                yield Button(Content("Deny (n/Esc)"), id=DENY, variant="error")
+                    yield Button(Content(f"Any {self.program} · always here ({_keys(PROGRAM)})"), id=PROGRAM)
+                yield Button(Content(f"Deny ({_keys(DENY)})"), id=DENY, variant="error")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -324,3 +324,8 @@ class ApprovalScreen(ModalScreen[str]):
 
     def action_choose(self, choice: str) -> None:
         self.dismiss(choice)
+
+
+def _keys(choice: str) -> str:
+    """The keys of an answer as its button names them (``n/Esc``): from the action table."""
+    return actions.all_keys("approval", f"choose('{choice}')")

@@ -62,7 +62,9 @@ FLUSH_RATE = 10  # Markdown appends per second at most while an answer streams
 UPDATE_SHARE = 4  # wait at least 4x the last append's cost: appends take <= ~1/4 of the app thread
 FOLD_SCREENS = 1  # answers further than this many screens from the view are folded (answer.py)
 FOLD_TRIES = 50  # refreshes an answer being rebuilt is waited for before its fold is given up
-PLACEHOLDER = "Message Hermes · Enter sends · ctrl+j new line · / commands · ↑ history"
+PLACEHOLDER = (f"Message Hermes · {actions.main_key('prompt', 'submit')} sends · "
+               f"{actions.main_key('prompt', 'newline')} new line · / commands · "
+               f"{actions.main_key('prompt', 'history_previous')} history")
 
 
 class QueuedMessages(Static):
@@ -71,7 +73,7 @@ class QueuedMessages(Static):
     def show(self, texts: list[str]) -> None:
         self.display = bool(texts)
         lines = [f"⧗ queued: {one_line(printable(text), 200)}" for text in texts]
-        lines.append("sent when the answer ends · Esc takes the last one back")
+        lines.append(f"sent when the answer ends · {actions.main_key('chat', 'cancel_turn')} takes the last one back")
         self.update("\n".join(lines))
 
 
@@ -359,7 +361,7 @@ class ChatPane(Widget):
         self.unsent = event.text
         self.prompt.give_back(event.text)
         await self.add_notice("Not sent: the turn failed before any answer, so your message is back in the "
-                              "prompt and out of the conversation. Enter (or /retry) sends it again; edit it "
+                              f"prompt and out of the conversation. {actions.main_key('prompt', 'submit')} (or /retry) sends it again; edit it "
                               "first if it caused the error.")
 
     async def _show_skill_learned(self, event: SkillLearned) -> None:

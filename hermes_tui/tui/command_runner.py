@@ -13,6 +13,8 @@ from hermes_tui.tui import actions, commands, traces
 from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.session import model_switch_notice
 
+_SESSIONS_KEY = actions.main_key("app", "show_pane('sessions')")  # named where a usage line points at the pane
+
 if TYPE_CHECKING:
     from hermes_tui.tui.controls import Controls
     from hermes_tui.tui.rewind import Choice, FileRewinder
@@ -53,7 +55,7 @@ class CommandRunner:
     async def refuse_while_busy(self, what: str) -> bool:
         busy = self.app.chat.busy
         if busy:
-            await self.app.chat.add_notice(f"{what} has to wait for the running turn: press Esc to cancel it.",
+            await self.app.chat.add_notice(f"{what} has to wait for the running turn: press {actions.main_key('chat', 'cancel_turn')} to cancel it.",
                                            "error")
         return busy
 
@@ -124,7 +126,8 @@ class CommandRunner:
 
     async def _resume(self, argument: str) -> None:
         if not argument.isdigit():
-            await self.app.chat.add_notice("Usage: /resume <id> (the Sessions pane, F5, lists the ids).", "error")
+            await self.app.chat.add_notice(f"Usage: /resume <id> (the Sessions pane, {_SESSIONS_KEY}, lists the ids).",
+                                           "error")
             return
         await self.app.resume(int(argument))
 
@@ -315,7 +318,7 @@ class CommandRunner:
     async def _forget(self, argument: str) -> None:
         app = self.app
         if argument and not argument.isdigit():
-            await app.chat.add_notice("Usage: /forget [id] (the Sessions pane, F5, lists the ids).", "error")
+            await app.chat.add_notice(f"Usage: /forget [id] (the Sessions pane, {_SESSIONS_KEY}, lists the ids).", "error")
             return
         session_id = int(argument) if argument else app.session.session_id
         if session_id is None:

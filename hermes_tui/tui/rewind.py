@@ -75,13 +75,13 @@ class RestoreScreen(ModalScreen["Choice | None"]):
             with Horizontal(id="restore-buttons"):
                 if plan.conflicts:
                     if plan.safe_actions:
-                        yield Button("Restore, keep changed (y)", variant="primary", id="restore-keep")
-                    yield Button("Overwrite them too (o)", variant="error", id="restore-all")
+                        yield Button(f"Restore, keep changed ({_key('yes')})", variant="primary", id="restore-keep")
+                    yield Button(f"Overwrite them too ({_key('all')})", variant="error", id="restore-all")
                 else:
-                    yield Button("Restore files (y)", variant="primary", id="restore-all")
+                    yield Button(f"Restore files ({_key('yes')})", variant="primary", id="restore-all")
                 if self.undo:
-                    yield Button("Conversation only (c)", id="restore-chat")
-                yield Button("Cancel (n)", id="restore-cancel")
+                    yield Button(f"Conversation only ({_key('chat')})", id="restore-chat")
+                yield Button(f"Cancel ({_key('')})", id="restore-cancel")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -124,7 +124,8 @@ class RewindScreen(ModalScreen["int | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="rewind-dialog"):
-            yield Static("Rewind the files to before which checkpoint? (Enter picks, Esc closes)",
+            yield Static(f"Rewind the files to before which checkpoint? ({actions.main_key('rewind', 'select')} picks, "
+                         f"{actions.main_key('rewind', 'dismiss_none')} closes)",
                          id="rewind-title", markup=False)
             yield OptionList(*[Option(printable(headline(c)), id=str(c.number)) for c in reversed(self.checkpoints)],
                              id="rewind-list", markup=False)
@@ -227,3 +228,8 @@ class FileRewinder:
             self.ask(plan, undo=False, then=chosen)
 
         self.app.push_screen(RewindScreen(checkpoints), lambda n: self.app.run_worker(picked(n), group="rewind"))
+
+
+def _key(choice: str) -> str:
+    """The key a restore button names, from the action table."""
+    return actions.main_key("restore", f"choose('{choice}')")

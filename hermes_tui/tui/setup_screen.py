@@ -141,7 +141,7 @@ class SetupScreen(ModalScreen[Config | None]):
             yield Static("", id="setup-error")
             with Horizontal(id="setup-buttons"):
                 yield Button("Save", variant="primary", id="setup-save", compact=True)
-                yield Button("Later (Esc)", id="setup-later", compact=True)
+                yield Button(f"Later ({actions.main_key('setup', 'later')})", id="setup-later", compact=True)
         yield Footer()  # the dialog's keys, not those of the screen underneath
 
     def on_mount(self) -> None:
@@ -208,7 +208,8 @@ class SetupScreen(ModalScreen[Config | None]):
         keys = dict(self.config.api_keys) | ({variable: key} if variable and key else {})
         candidate = replace(self.config, provider=provider, api_keys=keys)
         if not candidate.has_api_key:
-            self._error(f"Paste the {variable} for {provider} (or press Esc to set it up later).")
+            self._error(f"Paste the {variable} for {provider} (or press {actions.main_key('setup', 'later')} to set it "
+                        "up later).")
             return
         if base and (problem := endpoint_problem(base)):
             self._error(problem)
