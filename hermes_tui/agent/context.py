@@ -246,7 +246,7 @@ class ContextWindow:
         message = history[index]
         return _wire(message, trim=index < self.trim_before and message.role == "tool")
 
-    def _count_message(self, message: dict[str, Any], trim: bool) -> int:
+    def _count_message(self, message: ChatMessage, trim: bool) -> int:
         key = (id(message), trim)
         cached = self._counts.get(key)
         if cached is not None and cached[0] is message:
