@@ -28,7 +28,8 @@ from _common import ROOT  # noqa: F401 - puts the repository on sys.path
 from hermes_tui.agent.loop import AgentLoop
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.events import Error, Notice, TextDelta, TurnFinished, Usage
-from hermes_tui.llm import LLMClient, LLMError
+from hermes_tui.llm import LLMClient
+from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.windows import ask_server

@@ -2,8 +2,8 @@
 
 Packages: ``agent`` (the loop and its tools), ``memory`` (sessions in SQLite), ``skills``,
 ``learning`` (curators), ``tui``, ``web``. Shared: ``conversation`` (the typed messages), ``db``
-(SQLite connections and migrations), ``llm``/``providers`` (models), ``config``, ``clock`` and
-``background`` (work off a surface's thread)."""
+(SQLite connections and migrations), ``llm``/``llm_errors``/``providers`` (models), ``config``,
+``clock`` and ``background`` (work off a surface's thread)."""
 
 __version__ = "0.1.0"
 

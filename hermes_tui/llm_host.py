@@ -34,7 +34,8 @@ from typing import Any
 
 from hermes_tui.config import Config
 from hermes_tui.events import Notice, TextDelta
-from hermes_tui.llm import LLMClient, LLMError, StreamResult
+from hermes_tui.llm import LLMClient, StreamResult
+from hermes_tui.llm_errors import LLMError
 
 log = logging.getLogger(__name__)
 

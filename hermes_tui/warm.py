@@ -267,7 +267,7 @@ class WarmHost:
 
 
 def _reply(connection: Connection) -> Any:
-    from hermes_tui.llm import LLMError
+    from hermes_tui.llm_errors import LLMError
 
     try:
         reply = connection.recv()

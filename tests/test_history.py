@@ -17,7 +17,8 @@ from hermes_tui.agent.history import INTERRUPTED, repair
 from hermes_tui.agent.loop import AgentLoop
 from hermes_tui.config import Config
 from hermes_tui.events import Error, TurnFinished
-from hermes_tui.llm import LLMClient, LLMError, StreamResult
+from hermes_tui.llm import LLMClient, StreamResult
+from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall, strict_violation, RecordedRequest

@@ -26,7 +26,8 @@ import pytest
 
 from hermes_tui.config import Config
 from hermes_tui.events import Notice, TextDelta
-from hermes_tui.llm import LLMClient, LLMError, StreamResult
+from hermes_tui.llm import LLMClient, StreamResult
+from hermes_tui.llm_errors import LLMError
 from hermes_tui.llm_host import StreamHost
 from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
 

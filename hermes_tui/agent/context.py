@@ -35,7 +35,8 @@ from hermes_tui.agent.prompts import (
 from hermes_tui.config import Config
 from hermes_tui.conversation import ChatMessage
 from hermes_tui.learning.curator import TRANSCRIPT_CHARS, render_transcript
-from hermes_tui.llm import LLMClient, LLMError
+from hermes_tui.llm import LLMClient
+from hermes_tui.llm_errors import LLMError
 from hermes_tui.windows import SERVER, Window, window_of
 
 log = logging.getLogger(__name__)

@@ -39,7 +39,8 @@ from hermes_tui.events import (
 )
 from hermes_tui.learning.curator import propose_memories, propose_skill
 from hermes_tui.conversation import ChatMessage, Status, ToolCall
-from hermes_tui.llm import LLMClient, LLMError, StreamResult
+from hermes_tui.llm import LLMClient, StreamResult
+from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory import facts
 from hermes_tui.memory.facts import claims_to_remember
 from hermes_tui.memory.store import MemoryStore

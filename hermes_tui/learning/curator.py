@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from hermes_tui.agent.prompts import MEMORY_CURATOR_PROMPT, SESSION_SUMMARY_PROMPT, SKILL_AUTHORING_PROMPT
 from hermes_tui.conversation import ChatMessage
 from hermes_tui.events import Notice, SkillLearned
-from hermes_tui.llm import LLMError
+from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory.facts import FactError, FactStore, Saved
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.skills.schema import SkillError, normalize_name

@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.learning.curator import split_title, summarize_session
-from hermes_tui.llm import LLMError, StreamResult
+from hermes_tui.llm import StreamResult
+from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory.schema import INDEX_COLUMN
 
 if TYPE_CHECKING:
