@@ -1,9 +1,10 @@
 """Hermes: a self-improving personal AI agent for the terminal.
 
 Packages: ``agent`` (the loop and its tools), ``memory`` (sessions in SQLite), ``skills``,
-``learning`` (curators), ``tui``, ``web``. Shared: ``conversation`` (the typed messages), ``db``
-(SQLite connections and migrations), ``llm``/``llm_errors``/``providers`` (models), ``config``,
-``clock`` and ``background`` (work off a surface's thread)."""
+``learning`` (curators), ``tui``, ``web``; ``cli`` and ``headless`` are the command lines. Shared:
+``conversation`` (the typed messages), ``db`` (SQLite connections and migrations),
+``llm``/``llm_errors``/``providers`` (models), ``config``, ``clock`` and ``background`` (work off
+a surface's thread)."""
 
 __version__ = "0.1.0"
 

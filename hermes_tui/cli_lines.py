@@ -1,6 +1,6 @@
 """What the small subcommands (``checkpoints``, ``permissions``) write: one line at a time, made
-printable first, since workspace paths, prompts and rule texts may hold control characters. Never
-imported by the full-screen app."""
+printable first, since workspace paths, prompts and rule texts may hold control characters; and
+the two exit codes every command line shares (``headless`` adds the turn's own)."""
 
 from __future__ import annotations
 

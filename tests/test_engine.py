@@ -327,7 +327,7 @@ def test_model_strings_per_provider(hermes_home: Path, monkeypatch: pytest.Monke
 def test_core_modules_do_not_import_litellm() -> None:
     code = (
         "import sys\n"
-        "import hermes_tui.cli, hermes_tui.agent.loop, hermes_tui.learning.curator, hermes_tui.llm\n"
+        "import hermes_tui.cli, hermes_tui.headless, hermes_tui.agent.loop, hermes_tui.learning.curator, hermes_tui.llm\n"
         "import hermes_tui.memory.store, hermes_tui.skills.manager, hermes_tui.agent.tools\n"
         "assert 'litellm' not in sys.modules, 'litellm imported eagerly'\n"
         "import hermes_tui.llm as llm\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tui.agent.loop import MAX_STEPS
-from hermes_tui.cli import EXIT_MAX_STEPS, session_line
+from hermes_tui.headless import EXIT_MAX_STEPS, session_line
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
