@@ -14,13 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hermes_tui.clock import Clock
+from hermes_tui.clock import POLL, Clock
 
 log = logging.getLogger(__name__)
-
-POLL = 0.05
-"""How often ``shutdown`` looks at its clock while it waits (a test's clock moves between looks)."""
-
 
 @dataclass(frozen=True)
 class _Job:

@@ -12,7 +12,8 @@ Clock = Callable[[], float]
 
 
 POLL = 0.05
-"""How often a wait looks at its clock (a test's clock moves between two looks)."""
+"""How often a wait looks at its clock (a test's clock moves between two looks): ``wait_for``
+and ``Background.shutdown``."""
 
 
 def wait_for(event: threading.Event, seconds: float, clock: Clock = time.monotonic) -> bool:

@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hermes_tui.cli_lines import EXIT_ERROR, EXIT_OK
+from hermes_tui.cli_lines import EXIT_ERROR, EXIT_OK, fail, warn
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.events import (
     Error,
@@ -69,13 +69,11 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     """One turn without a screen: answer on stdout, activity on stderr; a learned skill before exit."""
     text = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not text.strip():
-        print("hermes: the prompt is empty; pass some text to -p (or pipe it with -p -).", file=sys.stderr)
-        return EXIT_ERROR
+        return fail("the prompt is empty; pass some text to -p (or pipe it with -p -).")
     try:
         config.require_api_key()
     except ConfigError as exc:
-        print(f"hermes: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return fail(str(exc))
     from hermes_tui.logs import setup_logging
 
     setup_logging(config)
@@ -94,11 +92,10 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
 
     progress = for_stderr(sys.stderr)  # the reindex of an upgrade, a first skills index
     try:
-        memory = MemoryStore(config.db_path, on_upgrade=lambda line: print(f"hermes: {line}", file=sys.stderr),
+        memory = MemoryStore(config.db_path, on_upgrade=warn,
                              progress=progress)
     except StoreError as exc:
-        print(f"hermes: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return fail(str(exc))
     session_id = args.session
     if args.continue_last:
         from hermes_tui.memory.last_session import continued, title_of
@@ -106,14 +103,13 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         last, problem = continued(memory, config.workspace)
         if last is None:
             memory.close()
-            print(f"hermes: {problem}", file=sys.stderr)
-            return EXIT_ERROR
+            return fail(problem)
         session_id = last.id
         out.notice(f"hermes: continuing session {last.id} ({title_of(last)})")
     from hermes_tui.agent.permissions import headless_approver
 
     approver = headless_approver(config, None if args.yes else deny,
-                                 on_warning=lambda line: print(f"hermes: {line}", file=sys.stderr))
+                                 on_warning=warn)
     mcp = _start_mcp(config, out)
     try:
         agent = build_agent(config, memory, SkillManager.for_config(config, progress),
@@ -121,8 +117,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
                             host=host)
     except ValueError as exc:
         memory.close()
-        print(f"hermes: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return fail(str(exc))
     try:
         if mcp is not None:
             _wait_for_mcp(mcp, out)
