@@ -521,3 +521,16 @@ def test_openrouter_anthropic_models_are_marked(stores, fake_llm: FakeLLMServer)
         # (Anthropic caches in the order tools, system, messages).
         assert marks == ([("system", loop.system_prompt), ("user", fake_llm.requests[0].messages[-1]["content"])]
                          if marked else [])
+
+
+def test_a_cancel_that_lands_before_the_turns_thread_runs_is_kept(stores, fake_llm_env: FakeLLMServer) -> None:
+    """A browser that leaves at once, Esc right after Enter: the turn is cancelled before its
+    thread ran a line of it. That cancel must stop the turn, not be wiped when it starts."""
+    fake_llm_env.queue(Reply(text="word " * 2000, chunk_size=4, chunk_delay=0.02))  # ~50 s if it ran
+    loop = make_loop(stores)
+    turn = loop.run_turn("talk slowly")  # what start_turn hands the thread
+    loop.cancel()
+    events = list(turn)
+    assert next(e for e in events if isinstance(e, TurnFinished)).stopped_reason == "cancelled"
+    user = next(m for m in stores[1].get_messages(loop.session_id) if m.role == "user")
+    assert user.content == "talk slowly" and user.status is Status.CANCELLED  # kept, marked

@@ -135,8 +135,14 @@ class AgentLoop:
     # -- one turn -----------------------------------------------------------------------------
 
     def run_turn(self, text: str) -> Iterator[Event]:
-        """Yield the events of one user turn; after ``TurnFinished`` maybe a ``SkillLearned``."""
+        """The events of one user turn; after ``TurnFinished`` maybe a ``SkillLearned``.
+
+        The cancel flag is reset here, when the turn is asked for, not when its thread first runs
+        it: a ``cancel()`` in between (a browser that left at once) then still stops it."""
         self._cancel.clear()
+        return self._turn(text)
+
+    def _turn(self, text: str) -> Iterator[Event]:
         start = len(self.history)
         yield TurnStarted(self.session_id)
         self._freeze_memory(text)
@@ -198,10 +204,13 @@ class AgentLoop:
 
     def learn_now(self) -> Iterator[Event]:
         """Force the curator on the last turn (``/learn``), whatever its tool count."""
+        self._cancel.clear()  # a cancel of the turn before does not abandon this request (see run_turn)
+        return self._learn()
+
+    def _learn(self) -> Iterator[Event]:
         if not self._last_turn:
             yield Notice("Nothing to learn from yet: run a task first.")
             return
-        self._cancel.clear()  # a cancel of the turn before does not abandon this request
         learned = propose_skill(self.llm, self.skills, self._last_turn, self._cancel)
         yield learned or Notice("Nothing worth saving as a skill in the last turn.")
 
