@@ -2,11 +2,13 @@
 
 Modes are set explicitly (``chmod`` after creating), so neither the umask nor a folder that already
 existed decides them. Folders that already existed keep their mode: they may be the user's own.
+``write_private`` is the one way Hermes replaces a file it owns.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 FOLDER_MODE = 0o700
@@ -38,3 +40,32 @@ def private_file(path: Path) -> Path:
     finally:
         os.close(fd)
     return path
+
+
+def write_private(target: Path, data: bytes | str) -> Path:
+    """Replace ``target`` with ``data`` (str as UTF-8), 0600: readers see the old file or the new
+    one, never a torn one, even after a crash or with a full disk.
+
+    The temporary file has a fresh name (two writers never share one), is left behind by no
+    failure, and replaces ``target`` itself: a symlink there is replaced, never written through.
+    """
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    target = Path(target)
+    private_dir(target.parent)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), FILE_MODE)
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    folder = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)  # the rename itself survives a crash
+    finally:
+        os.close(folder)
+    return target

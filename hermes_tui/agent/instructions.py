@@ -19,11 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_tui.private import private_file
+from hermes_tui.private import write_private
 from hermes_tui.skills.guard import verdict
 
 log = logging.getLogger(__name__)
@@ -146,12 +145,7 @@ def approve(home: Path, file: InstructionFile) -> None:
     """Let this exact content of a flagged file into later sessions (kept in HERMES_HOME, never the repo)."""
     approved = _approvals(home)
     approved[str(file.path)] = file.sha256
-    path = private_file(home / APPROVALS)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(approved, out, indent=1, sort_keys=True)
-    os.replace(tmp, path)
+    write_private(home / APPROVALS, json.dumps(approved, indent=1, sort_keys=True))
 
 
 def _approvals(home: Path) -> dict[str, str]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tui.private import private_dir, private_file
+from hermes_tui.private import write_private
 
 if TYPE_CHECKING:
     from hermes_tui.agent.tools import Approver
@@ -176,14 +176,8 @@ class LastingRules:
         return line
 
     def _save(self, rules: list[Rule]) -> None:
-        private_dir(self.path.parent)
         data = {"format": FORMAT, "workspace": self.workspace, "rules": [r.to_dict() for r in rules]}
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        try:
-            private_file(temporary).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-            os.replace(temporary, self.path)
-        finally:
-            temporary.unlink(missing_ok=True)
+        write_private(self.path, json.dumps(data, indent=2) + "\n")
 
 
 def _parse(data: Any, workspace: str) -> list[Rule]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from hermes_tui.clock import Clock
-from hermes_tui.private import private_dir
+from hermes_tui.private import private_dir, write_private
 from hermes_tui.skills.guard import verdict
 
 if TYPE_CHECKING:
@@ -260,15 +260,7 @@ class FactStore:
             FACTS_HEADING, "", *[f.line() for f in facts], "",
             *([EARLIER_HEADING, "", *earlier, ""] if earlier else []),
         ])
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(tmp, path)
-        except BaseException:  # a full disk: the old file stays, and no half-written copy beside it
-            tmp.unlink(missing_ok=True)
-            raise
+        write_private(path, text)  # a full disk: the old file stays, and no half-written copy beside it
 
 
 def for_config(config: Config) -> FactStore:

@@ -32,7 +32,6 @@ import re
 import shutil
 import stat
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -43,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from hermes_tui.clock import Clock
 from hermes_tui.progress import NO_PROGRESS, Progress
-from hermes_tui.private import private_dir, private_file
+from hermes_tui.private import private_dir, private_file, write_private
 from hermes_tui.skills import guard
 from hermes_tui.skills.index import Entry, Row, SkillIndex
 from hermes_tui.skills.layout import Found, base_name, namespace, walk
@@ -794,7 +793,7 @@ class SkillManager:
         folder = self._folder(row) / VERSIONS_DIR
         private_dir(folder)
         label = f"pending-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{time.time_ns() % 10**9:09d}"
-        _atomic_write(folder / f"{label}.md", pending.encode("utf-8"))
+        write_private(folder / f"{label}.md", pending.encode("utf-8"))
         log.info("skill %s: proposal kept as %s (the file is the user's)", row.name, label)
         return label
 
@@ -816,8 +815,8 @@ class SkillManager:
         private_dir(target.parent)
         if archive is not None:
             private_dir(target.parent / VERSIONS_DIR)
-            _atomic_write(target.parent / VERSIONS_DIR / archive[0], archive[1])
-        _atomic_write(target, data)
+            write_private(target.parent / VERSIONS_DIR / archive[0], archive[1])
+        write_private(target, data)
         if old_rel is not None:
             (self.skills_dir / old_rel).unlink(missing_ok=True)
         info = os.stat(target)
@@ -929,22 +928,3 @@ def _decode(data: bytes) -> str:
 
 def _read_text(path: Path, root: Path) -> str:
     return _decode(_read_bytes(path, root))
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    """Readers see the old file or the new one, never a torn one, even after a crash (mode 0600)."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from hermes_tui.private import private_dir
+from hermes_tui.private import write_private
 
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
 _BARE = re.compile(r"[A-Za-z0-9_\-./:@+=,]*")
@@ -47,13 +45,4 @@ def update_env_file(path: Path, values: Mapping[str, str | None]) -> None:
             if value is not None:
                 out.append(f"{name}={quote(value)}")
     out += [f"{name}={quote(value)}" for name, value in pending.items() if value is not None]
-    private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".env.", suffix=".tmp")  # created 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("\n".join(out) + "\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_private(path, "\n".join(out) + "\n")

@@ -11,6 +11,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from hermes_tui.private import write_private
+
 log = logging.getLogger(__name__)
 
 HISTORY_FILE = "tui_history.jsonl"
@@ -96,11 +98,7 @@ class PromptHistory:
             self.cap = cap
 
     def _rewrite(self, entries: list[str]) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
-        os.replace(tmp, self.path)
+        write_private(self.path, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
 
     def previous(self, current: str) -> str | None:
         """The entry before the cursor (None at the oldest); remembers ``current`` as the draft."""

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from dotenv import dotenv_values
 
-from hermes_tui.private import private_file
+from hermes_tui.private import write_private
 from hermes_tui.redaction import process_environment
 
 log = logging.getLogger(__name__)
@@ -246,10 +246,7 @@ class McpState:
         return data if isinstance(data, dict) else {}
 
     def _save(self, data: dict[str, Any]) -> None:
-        private_file(self.path)
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        private_file(temporary).write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
-        os.replace(temporary, self.path)
+        write_private(self.path, json.dumps(data, indent=2, sort_keys=True))
 
     def _key(self, spec: ServerSpec) -> str:
         return spec.name if spec.origin == "home" else f"{self.workspace}::{spec.name}"
