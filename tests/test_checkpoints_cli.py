@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.fixtures import wire_env
+from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli
 
@@ -27,6 +27,7 @@ def changing_turn(server: FakeLLMServer) -> None:
     )
 
 
+@on_wire("anthropic")
 def test_a_headless_turn_is_checkpointed_and_restored(env: FakeLLMServer, workspace: Path) -> None:
     (workspace / "notes.txt").write_text("my notes\n")
     (workspace / "old.txt").write_text("keep me\n")

@@ -15,6 +15,7 @@ from hermes_tui.memory.doctor import repair
 from hermes_tui.memory.schema import MIGRATIONS
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.tui.app import HermesApp
+from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.helpers import old_memory_store, run_cli
 from tests.memory_harness import pages_of, smash
@@ -96,6 +97,7 @@ def test_doctor_rebuilds_a_damaged_older_store_by_column_name(tmp_path: Path) ->
 # -- headless ----------------------------------------------------------------------------------
 
 
+@on_wire("openai")
 def test_headless_names_the_session_and_continues_the_last_one(env: FakeLLMServer, hermes_home: Path,
                                                                workspace: Path, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import ToolCallView
-from tests.fakes.fixtures import wire_env
+from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli
 from tests.tui_harness import conversation, run, send, text_of, wait_for
@@ -55,6 +55,7 @@ def project(workspace: Path) -> Path:
     return workspace
 
 
+@on_wire("anthropic")
 def test_headless_searches_without_asking_and_edits_with_yes(fake_llm_env: FakeLLMServer, hermes_home: Path,
                                                              project: Path) -> None:
     search_then_edit(fake_llm_env)
@@ -64,6 +65,7 @@ def test_headless_searches_without_asking_and_edits_with_yes(fake_llm_env: FakeL
     check_results(fake_llm_env, project)
 
 
+@on_wire("openai")
 def test_headless_without_yes_searches_but_denies_the_edit(fake_llm_env: FakeLLMServer, hermes_home: Path,
                                                            project: Path) -> None:
     search_then_edit(fake_llm_env)

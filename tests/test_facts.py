@@ -20,6 +20,7 @@ from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.app import build_app
 from hermes_tui.tui.blocks import NoticeLine
 from hermes_tui.tui.memory_pane import MemoryPane
+from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli
 from tests.tui_harness import SIZE, send, send_and_wait, server, text_of, wait_for  # noqa: F401 - fixture
@@ -135,6 +136,7 @@ def test_facts_are_checked_deduplicated_and_capped(hermes_home: Path, workspace:
     assert "tests/test_payments.py" in block and "more not shown here" in block
 
 
+@on_wire("anthropic")
 def test_headless_json_has_the_receipt_event(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
     fake_llm_env.queue(Reply(tool_calls=[ToolCall("memory", {"action": "save", "text": PYTEST})]),
                        Reply(text="Saved."))

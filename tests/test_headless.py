@@ -14,6 +14,7 @@ from hermes_tui.agent.loop import MAX_STEPS
 from hermes_tui.headless import EXIT_MAX_STEPS, session_line
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
+from tests.fakes.fixtures import on_wire
 from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
 from tests.helpers import HERMES_TUI, assert_history_valid, run_cli
 from tests.engine_harness import three_tool_script
@@ -69,6 +70,7 @@ def test_json_events_and_session_continue(env: FakeLLMServer, hermes_home: Path)
     assert MemoryStore(hermes_home / "memory.sqlite3").get_session(session_id).summary == "summary two"
 
 
+@on_wire("openai")
 def test_headless_denies_shell_without_yes(env: FakeLLMServer, workspace: Path) -> None:
     env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch made-it"})]), Reply(text="Denied."))
     result = run_cli("-p", "make a file")
@@ -101,6 +103,7 @@ def test_cut_stream_exit_1(env: FakeLLMServer, hermes_home: Path) -> None:
     assert_history_valid([m.to_llm() for m in memory.get_messages(session.id)])
 
 
+@on_wire("anthropic")
 def test_ctrl_c_exits_130(env: FakeLLMServer, hermes_home: Path) -> None:
     env.queue(Reply(text="slow " * 400, chunk_size=5, chunk_delay=0.05))
     proc = subprocess.Popen([HERMES_TUI, "-p", "talk"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -146,6 +149,7 @@ def test_version() -> None:
 
 
 
+@on_wire("openai")
 def test_step_cap_exits_with_its_own_code(env: FakeLLMServer) -> None:
     env.responder = lambda request: Reply(text="Looking.", tool_calls=[ToolCall("list_dir", {"path": "."})])
     result = run_cli("-p", "loop forever")
@@ -156,6 +160,7 @@ def test_step_cap_exits_with_its_own_code(env: FakeLLMServer) -> None:
     assert result.stdout.count("Looking.\n\n") == MAX_STEPS - 1  # every call's text is its own paragraph
 
 
+@on_wire("anthropic")
 def test_headless_skips_interpreter_teardown(env: FakeLLMServer, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     # Tearing down litellm's modules took over a second after the last event (bench/headless_turn.py):
@@ -173,6 +178,7 @@ def test_headless_skips_interpreter_teardown(env: FakeLLMServer, tmp_path: Path,
     assert run_cli("--version").returncode == 0 and marker.exists()  # the marker works
 
 
+@on_wire("anthropic")
 def test_an_old_store_says_it_is_upgrading_before_the_turn(env: FakeLLMServer, hermes_home: Path) -> None:
     """Bringing a stored file to this schema reindexes every message (minutes at a million):
     headless mode says so on stderr first, then answers as usual."""

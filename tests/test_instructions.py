@@ -19,6 +19,7 @@ from hermes_tui.config import Config
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.app import build_app
+from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.helpers import run_cli
 from tests.tui_harness import SIZE, help_card, send, server, wait_for  # noqa: F401 - fixture
@@ -103,6 +104,7 @@ def test_a_link_that_leaves_the_project_is_not_read(hermes_home: Path, workspace
     assert any("not read (a link that leaves" in note for note in found.notes)
 
 
+@on_wire("anthropic")
 def test_hermes_tui_context_shows_every_part_with_tokens(
     fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -17,6 +17,7 @@ from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import ToolCallView
 from hermes_tui.tui.permissions_screen import PermissionsScreen
+from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli
 from tests.tui_harness import conversation, notices, send, server, text_of, wait_for
@@ -232,6 +233,7 @@ def env(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> Fake
     return fake_llm_env
 
 
+@on_wire("openai")
 def test_headless_honours_lasting_rules_and_the_model_cannot_add_one(env: FakeLLMServer, hermes_home: Path,
                                                                      workspace: Path) -> None:
     LastingRules(hermes_home, workspace).add(PROGRAM, "touch")

@@ -29,6 +29,7 @@ from hermes_tui.events import Notice, TextDelta
 from hermes_tui.llm import LLMClient, StreamResult
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.llm_host import StreamHost
+from tests.fakes.fixtures import on_wire
 from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Read a.txt"}]
@@ -127,6 +128,7 @@ def test_a_caller_hanging_up_mid_stream_closes_the_providers_stream(env: FakeLLM
     assert summary(collect(client))[0] == "next"
 
 
+@on_wire("anthropic")
 def test_a_helper_killed_mid_stream_is_one_line_and_the_next_stream_starts_another(
         env: FakeLLMServer, host: StreamHost) -> None:
     env.queue(Reply(text=LONG, chunk_size=5, chunk_delay=0.02), Reply(text="after the crash"))
@@ -147,6 +149,7 @@ def test_a_helper_killed_mid_stream_is_one_line_and_the_next_stream_starts_anoth
     assert host.pid not in (None, killed)
 
 
+@on_wire("openai")
 def test_a_helper_found_dead_is_replaced_without_a_word(env: FakeLLMServer, host: StreamHost) -> None:
     env.queue(Reply(text="before"), Reply(text="fine"))
     client = LLMClient(Config.load(), host)

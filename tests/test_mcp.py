@@ -22,7 +22,7 @@ from hermes_tui.agent.mcp.manager import McpManager
 from hermes_tui.agent.tools import OUTPUT_CAP, ToolRegistry
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
-from tests.fakes.fixtures import wire_env
+from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli, wait_until
 from tests.mcp_harness import FAKE, declare, stdio_entry  # noqa: F401 - fixtures among them
@@ -255,6 +255,7 @@ def test_a_crash_is_one_line_the_others_keep_working_and_it_comes_back(tmp_path:
 # -- headless turns: the fake LLM drives a real MCP call ------------------------------------
 
 
+@on_wire("openai")
 def test_headless_turn_calls_an_mcp_tool(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
     declare(hermes_home / "mcp.json", {"fake": stdio_entry()})
     declare(workspace / ".mcp.json", {"repo": stdio_entry()})

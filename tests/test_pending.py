@@ -18,6 +18,7 @@ from hermes_tui.config import Config
 from hermes_tui.learning import pending
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
+from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.helpers import run_cli, wait_until
 
@@ -133,6 +134,7 @@ def test_doctor_writes_pending_summaries(stores: tuple[Config, MemoryStore], fak
     assert pending.pending(memory) == []
 
 
+@on_wire("openai")
 def test_a_one_shot_run_without_the_helper_leaves_its_summary_pending_for_the_next_start(
         fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
     fake_llm_env.queue(Reply(text="Answered."))

@@ -27,6 +27,7 @@ from hermes_tui.config import Config
 from hermes_tui.events import ToolCallStarted, TurnFinished
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
+from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import HERMES_TUI, run_cli
 
@@ -115,6 +116,7 @@ def test_kill_9_during_a_tool_then_resume(strict: FakeLLMServer, hermes_home: Pa
     assert INTERRUPTED in sent and "Run the slow command." in sent
 
 
+@on_wire("anthropic")
 def test_kill_9_during_a_stream_keeps_the_partial_answer(strict: FakeLLMServer, hermes_home: Path) -> None:
     strict.queue(Reply(text=LONG_TEXT, chunk_size=6, chunk_delay=0.02))
     run = Running("Tell me a long story.")
@@ -131,7 +133,9 @@ def test_kill_9_during_a_stream_keeps_the_partial_answer(strict: FakeLLMServer, 
     assert saved[:200] in sent
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+# Each signal once, each on its own wire: the signal handling is above the wire.
+@pytest.mark.parametrize("fake_llm_env,sig,code", [("openai", signal.SIGTERM, 143), ("anthropic", signal.SIGHUP, 129)],
+                         indirect=["fake_llm_env"])
 def test_sigterm_and_sighup_act_like_ctrl_c(strict: FakeLLMServer, hermes_home: Path, sig: int, code: int) -> None:
     strict.queue(Reply(text=LONG_TEXT, chunk_size=6, chunk_delay=0.02))
     run = Running("Tell me a long story.")

@@ -20,6 +20,7 @@ from hermes_tui.agent.tools import OUTPUT_CAP, READ_CAP, ToolRegistry
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.redaction import Secrets
 from hermes_tui.skills.manager import SkillManager
+from tests.fakes.fixtures import on_wire
 from tests.fakes.server import Reply, ToolCall
 from tests.helpers import HERMES_TUI
 from tests.tools_harness import HOSTILE_PATHS, outside, registry  # noqa: F401 - fixtures among them
@@ -320,6 +321,7 @@ def _descendants_with(marker: str) -> list[int]:
     return found
 
 
+@on_wire("openai")
 def test_run_bash_children_die_with_a_killed_hermes(fake_llm_env, hermes_home: Path, workspace: Path) -> None:
     marker = f"{60 + random.random():.6f}"  # unique sleep durations identify our processes
     fake_llm_env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": f"sleep {marker} & sleep {marker}1"})]))

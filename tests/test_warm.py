@@ -25,6 +25,7 @@ import pytest
 from hermes_tui import warm
 from hermes_tui.learning import pending
 from hermes_tui.memory.store import MemoryStore
+from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply
 from tests.helpers import HERMES_TUI, run_cli, wait_until
 
@@ -105,6 +106,7 @@ def test_a_warm_run_reuses_the_helper_never_imports_litellm_and_its_summary_is_w
     assert sum("note to your future self" in str(r.messages) for r in env.requests) >= 2
 
 
+@on_wire("anthropic")
 def test_helper_off_or_unreachable_parses_in_the_run_with_one_log_line(
         env: FakeLLMServer, on: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")

@@ -3,6 +3,7 @@
 * ``fake_llm``: a started ``FakeLLMServer``, stopped after the test.
 * ``fake_llm_env``: the same, run once per wire format ("openai", "anthropic"), with the HERMES_* and
   key variables set so ``Config.load()`` points Hermes at it; ``server.wire_under_test`` names the wire.
+* ``on_wire(wire)``: runs a ``fake_llm_env`` test in one wire format only (see its docstring).
 """
 
 from __future__ import annotations
@@ -21,6 +22,18 @@ def wire_env(server: FakeLLMServer, wire: Wire) -> dict[str, str]:
                 "HERMES_API_BASE": server.url, "ANTHROPIC_API_KEY": "sk-ant-test"}
     return {"HERMES_PROVIDER": "openai", "HERMES_MODEL": "test-model",
             "HERMES_API_BASE": server.openai_base, "OPENAI_API_KEY": "sk-test"}
+
+
+def on_wire(*wires: Wire) -> pytest.MarkDecorator:
+    """Run a ``fake_llm_env`` test over ``wires`` only, instead of both.
+
+    For tests of a layer above the wire (signals, permissions, checkpoints, start-up) that spawn a
+    real ``hermes-tui``: its second run only repeated LiteLLM's parse of the same stream, at
+    seconds of ``import litellm`` each, while the tests of the wire itself (test_fake_server,
+    test_engine, test_llm_host, and the headless turn, tool and resume tests) keep both formats.
+    Such tests alternate wires, so each format still goes through every layer somewhere.
+    """
+    return pytest.mark.parametrize("fake_llm_env", wires, indirect=True)
 
 
 @pytest.fixture
