@@ -1,7 +1,8 @@
 """Hermes: a self-improving personal AI agent for the terminal.
 
 Packages: ``agent`` (the loop and its tools), ``memory`` (sessions in SQLite), ``skills``,
-``learning`` (curators), ``tui``, ``web``; ``cli`` and ``headless`` are the command lines. Shared:
+``learning`` (curators), ``tui``, ``web``; ``cli`` and ``headless`` are the command lines, ``warm``
+and ``warm_helper`` the helper process of ``-p`` runs. Shared:
 ``conversation`` (the typed messages), ``db`` (SQLite connections and migrations),
 ``llm``/``llm_errors``/``providers`` (models), ``config``, ``clock`` and ``background`` (work off
 a surface's thread)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui import warm
+from hermes_tui import warm, warm_helper
 from hermes_tui.learning import pending
 from hermes_tui.memory.store import MemoryStore
 from tests.fakes.fixtures import on_wire
@@ -162,8 +162,8 @@ def test_a_helper_killed_mid_turn_costs_one_line_and_loses_nothing(env: FakeLLMS
 OLD_HELPER = f"""
 import sys
 sys.path.append({ROOT!r})
-from hermes_tui import warm
-helper = warm.Helper(warm.private_folder(), ident="0.0.1+an-older-version")
+from hermes_tui import warm, warm_helper
+helper = warm_helper.Helper(warm.private_folder(), ident="0.0.1+an-older-version")
 helper.bind()
 print("ready", flush=True)
 helper.serve()
@@ -220,7 +220,7 @@ def where(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(base, ignore_errors=True)
 
 
-def serving(helper: warm.Helper) -> threading.Thread:
+def serving(helper: warm_helper.Helper) -> threading.Thread:
     helper.bind()
     thread = threading.Thread(target=helper.serve, daemon=True)
     thread.start()
@@ -229,7 +229,7 @@ def serving(helper: warm.Helper) -> threading.Thread:
 
 def test_the_helper_exits_after_its_idle_time_on_its_clock(where: Path) -> None:
     clock = Clock()
-    helper = warm.Helper(where, idle=600, clock=clock)
+    helper = warm_helper.Helper(where, idle=600, clock=clock)
     serving(helper)
     assert stat_mode(where / "key") == 0o600
     clock.now = 599.0
@@ -248,7 +248,7 @@ def stat_mode(path: Path) -> int:
 
 def test_the_helper_answers_only_its_owners_uid_and_key(where: Path, caplog: pytest.LogCaptureFixture) -> None:
     for owner in (os.geteuid() + 1, os.geteuid()):  # someone else's helper first: we are the foreign user
-        helper = warm.Helper(where, owner=owner)
+        helper = warm_helper.Helper(where, owner=owner)
         serving(helper)
         try:
             if owner != os.geteuid():
@@ -281,7 +281,7 @@ def test_a_request_leaves_no_key_in_the_helper(where: Path, fake_llm_env: FakeLL
     from hermes_tui.config import Config
     from hermes_tui.llm import LLMClient, _lib
 
-    helper = warm.Helper(where)
+    helper = warm_helper.Helper(where)
     serving(helper)
     try:
         client = LLMClient(Config.load(), warm.WarmHost())
