@@ -3,6 +3,7 @@
 The turn runs on the agent runtime's thread (``agent.runtime.start_turn``), which only ``put``s
 events into an ``EventInbox``; everything that touches widgets happens here, on the app thread. The conversation's widget
 modules (``blocks``, ``answer``) are imported where first used, to keep them off the start-up path.
+How each event shows is in ``chat_events``; the answer's streaming and folding in ``chat_answer``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from hermes_tui.clock import Clock
 from hermes_tui.conversation import ChatMessage, Status
 from hermes_tui.textsafe import StreamCleaner, printable, printable_data
 from hermes_tui.tui import actions, collector
-from hermes_tui.tui.format import one_line, widget_id
+from hermes_tui.tui.chat_answer import AnswerFlow
+from hermes_tui.tui.chat_events import EventViews
+from hermes_tui.tui.format import one_line
 from hermes_tui.tui.history import PromptHistory
 from hermes_tui.tui.inbox import EventInbox, EventsReady
 from hermes_tui.tui.prompt import PromptArea
@@ -36,21 +39,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.runtime import RunningTurn
     from hermes_tui.background import Background
-    from hermes_tui.events import (
-        ApprovalNeeded,
-        Error,
-        Event,
-        FilesChanged,
-        Notice,
-        Receipt,
-        SkillLearned,
-        TextDelta,
-        ToolCallFinished,
-        ToolCallStarted,
-        TurnFinished,
-        Unsent,
-        Usage,
-    )
+    from hermes_tui.events import Event, Usage
     from hermes_tui.tui.answer import AnswerText
     from hermes_tui.tui.blocks import ToolCallView
 
@@ -58,10 +47,6 @@ log = logging.getLogger(__name__)
 
 RESTORED_MESSAGES = 200  # a resumed session shows its newest messages; Sessions has them all
 DRAIN_INTERVAL = 0.02  # seconds between inbox takes while events keep coming
-FLUSH_RATE = 10  # Markdown appends per second at most while an answer streams
-UPDATE_SHARE = 4  # wait at least 4x the last append's cost: appends take <= ~1/4 of the app thread
-FOLD_SCREENS = 1  # answers further than this many screens from the view are folded (answer.py)
-FOLD_TRIES = 50  # refreshes an answer being rebuilt is waited for before its fold is given up
 PLACEHOLDER = (f"Message Hermes · {actions.main_key('prompt', 'submit')} sends · "
                f"{actions.main_key('prompt', 'newline')} new line · / commands · "
                f"{actions.main_key('prompt', 'history_previous')} history")
@@ -77,7 +62,7 @@ class QueuedMessages(Static):
         self.update("\n".join(lines))
 
 
-class ChatPane(Widget):
+class ChatPane(EventViews, AnswerFlow, Widget):
     BINDINGS = actions.bindings("chat")
 
     class Activity(Message):
@@ -298,231 +283,6 @@ class ChatPane(Widget):
         handler = getattr(self, f"_show_{event.type}", None)
         if handler is not None:  # turn_started needs nothing here
             await handler(event if event.type == "text_delta" else printable_data(event))
-
-    def _set_activity(self, label: str | None, since: float | None = None) -> None:
-        self._activity = label
-        self.post_message(self.Activity(label, since))
-
-    async def _show_text_delta(self, event: TextDelta) -> None:
-        text = self._cleaner.feed(event.text)
-        if text:
-            if self._activity != "answering…":  # not "thinking…" while the words arrive
-                self._set_activity("answering…")
-            await self._write(text)
-
-    async def _show_tool_call_started(self, event: ToolCallStarted) -> None:
-        from hermes_tui.tui.blocks import ToolCallView
-
-        await self._end_block()
-        view = ToolCallView(event.id, event.name, event.arguments, self.clock, id=self._tool_widget_id(event.id))
-        self._tools[event.id] = view
-        await self._mount(view)
-        self._set_activity(f"running {event.name}", since=view.started)
-
-    async def _show_approval_needed(self, event: ApprovalNeeded) -> None:
-        view = self._tools.get(event.id)
-        if view is not None and not view.answered:
-            view.waiting = True
-        self._set_activity(f"waiting for your approval of {event.name}")
-
-    def approval_answered(self, name: str) -> None:
-        """The user answered an approval for ``name``: its view's timer starts from now."""
-        running = [v for v in self._tools.values() if v.tool_name == name and not v.finished and not v.answered]
-        if running:
-            view = running[0]
-            view.start_timer()
-            self._set_activity(f"running {name}", since=view.started)
-
-    async def _show_tool_call_finished(self, event: ToolCallFinished) -> None:
-        view = self._tools.get(event.id)
-        if view is not None and not view.finished:
-            await view.finish(event.result, event.ok)
-        self._set_activity("thinking…")
-
-    async def _show_usage(self, event: Usage) -> None:
-        self.post_message(self.UsageChanged(event))
-
-    async def _show_notice(self, event: Notice) -> None:
-        await self.add_notice(event.message)
-
-    async def _show_receipt(self, event: Receipt) -> None:
-        await self.add_notice(event.text, "receipt")
-
-    async def _show_error(self, event: Error) -> None:
-        await self.add_notice(event.message, "error")
-
-    async def _show_files_changed(self, event: FilesChanged) -> None:
-        await self._end_block()
-        names = ", ".join(f["path"] for f in event.files[:5]) + (" …" if len(event.files) > 5 else "")
-        await self.add_notice(f"Changed {len(event.files)} file(s): {names} (checkpoint {event.checkpoint}; "
-                              "/undo restores them)")
-
-    async def _show_unsent(self, event: Unsent) -> None:
-        self.unsent = event.text
-        self.prompt.give_back(event.text)
-        await self.add_notice("Not sent: the turn failed before any answer, so your message is back in the "
-                              f"prompt and out of the conversation. {actions.main_key('prompt', 'submit')} (or /retry) sends it again; edit it "
-                              "first if it caused the error.")
-
-    async def _show_skill_learned(self, event: SkillLearned) -> None:
-        verb = "Learned skill" if event.created else "Refined skill"
-        version = "" if event.created else f" (v{event.version})"
-        await self.add_notice(f"{verb} {event.name}{version}", "learned")
-        self.post_message(self.SkillsChanged())
-
-    async def _show_turn_finished(self, event: TurnFinished) -> None:
-        await self._finish_turn(event)
-
-    async def _finish_turn(self, event: TurnFinished) -> None:
-        await self._end_block()
-        for view in self._tools.values():
-            if not view.finished:  # a call cut short by a cancel never reports back
-                await view.finish("Cancelled.", False)
-        if event.stopped_reason == "cancelled":
-            await self.add_notice("Cancelled. The conversation is intact; send the next message.", "cancelled")
-        self.busy = False
-        self._turn_loop = None
-        self._fold_soon()  # the block that streamed is no longer kept out (and again once laid out)
-        collector.turn_ended()
-        self.call_after_refresh(self._collect_when_quiet)
-        self._set_activity(None)  # the prompt takes the next message; a curator may still run
-        self.refresh_bindings()
-        self.post_message(self.TurnEnded(self))
-
-    def _collect_when_quiet(self) -> None:
-        """Collect what the turn left (its last words are on screen), once the user is quiet."""
-        if (left := collector.quiet_left(self.clock())) > 0:
-            self.set_timer(left, self._collect_when_quiet)
-        else:
-            collector.collect_after_turn()
-
-    def _tool_widget_id(self, call_id: str) -> str:
-        base = candidate = widget_id("tool", call_id)
-        number = 1
-        while self.conversation.query(f"#{candidate}"):
-            number += 1
-            candidate = f"{base}-{number}"
-        return candidate
-
-    # -- answer text: one Markdown widget per block, fed through a MarkdownStream
-
-    # While text keeps coming it is handed to the stream at most FLUSH_RATE times a second, and
-    # less often as appends get dearer: each one re-parses the open block, remounts its last
-    # widget, re-lays out and repaints the conversation (tens of ms for a long one), so appending
-    # every token of a fast stream would starve the keyboard and the worker thread that parses
-    # the stream. When the stream pauses or ends, the text is flushed at once.
-
-    async def _write(self, text: str) -> None:
-        self._pending_text.append(text)
-        if self._stream is None:
-            await self._open_block()
-            await self._flush()  # the first words show at once
-        elif self._flush_timer is None:
-            cost = self._block.update_cost if self._block is not None else 0.0
-            delay = max(1 / FLUSH_RATE, UPDATE_SHARE * cost)
-            self._flush_timer = self.set_timer(delay, lambda: self.post_message(self.FlushDue()))
-
-    async def on_chat_pane_flush_due(self, message: FlushDue) -> None:
-        message.stop()
-        self._flush_timer = None
-        await self._write_pending()
-
-    async def _flush(self) -> None:
-        """Hand the pending text to the stream now."""
-        if self._flush_timer is not None:
-            self._flush_timer.stop()
-            self._flush_timer = None
-        await self._write_pending()
-
-    async def _write_pending(self) -> None:
-        """Hand the text to the stream; a long answer continues in a new widget at a paragraph
-        break (``splitter``), so no append ever re-renders a huge widget."""
-        text, self._pending_text = "".join(self._pending_text), []
-        if not text or self._stream is None:
-            return
-        *ended, rest = self._splitter.feed(text)
-        for piece in ended:
-            await self._stream.write(piece)
-            await self._close_stream()
-            await self._open_block()
-        if rest:
-            await self._stream.write(rest)
-
-    # -- folding: answers far from the view keep their height but lose their widgets (answer.py)
-
-    def _answers(self, folded: bool, far: bool) -> Iterator[AnswerText]:
-        """The answers, folded or not, more (or less) than FOLD_SCREENS screens from the view;
-        never the one streaming.
-
-        Positions are summed from the children's heights, not asked of the compositor: asking
-        (``virtual_region``) re-lays out the whole screen whenever a layout is pending.
-        """
-        view = self.conversation
-        margin = view.size.height * FOLD_SCREENS
-        near_top, near_bottom = view.scroll_y - margin, view.scroll_y + view.size.height + margin
-        y = 0
-        for child in view.children:
-            top = y + child.styles.margin.top
-            y = top + child.outer_size.height + child.styles.margin.bottom
-            # Only an AnswerText has ``folded`` (its module loads with the first answer, not here).
-            if getattr(child, "folded", None) is folded and child is not self._block:
-                if (y < near_top or top > near_bottom) == far:
-                    yield child
-
-    def _fold_soon(self, tries: int = FOLD_TRIES, *, after_refresh: bool = False) -> None:
-        """Walk the answers once the events in hand are handled; the many layouts and scrolls of
-        a stream ask for one walk at a time."""
-        if not self._fold_queued:
-            self._fold_queued = True
-            (self.call_after_refresh if after_refresh else self.call_later)(self._fold_far_answers, tries)
-
-    async def _fold_far_answers(self, tries: int) -> None:
-        """Fold what is far from the view; one still being rebuilt or laid out is tried again
-        after the next refresh (nothing else may come to ask), a bounded number of times."""
-        self._fold_queued = False
-        waiting = [answer for answer in list(self._answers(folded=False, far=True)) if not await answer.fold()]
-        if waiting and tries:
-            self._fold_soon(tries - 1, after_refresh=True)
-
-    def _laid_out(self) -> None:
-        """A layout changed the conversation's size (new text, a resume, a new width). By then the
-        compositor has moved an anchored view to the new end, which it does with ``set_reactive``:
-        no ``scroll_y`` watcher hears of that move, so this is when far answers can be told apart."""
-        self._fold_soon()
-
-    def _view_moved(self) -> None:
-        """The user scrolled: answers the view came near get their widgets back, those it left fold.
-        (An anchored view following new text moves without telling watchers: see ``_laid_out``.)"""
-        for answer in self._answers(folded=True, far=False):
-            self.call_later(answer.unfold)
-        self._fold_soon()
-
-    def on_resize(self) -> None:
-        """A new width re-wraps every line: folded heights no longer hold."""
-        if self.size.width != self._folded_width:
-            self._folded_width = self.size.width
-            for child in self.conversation.children:
-                if getattr(child, "folded", False):
-                    self.call_later(child.unfold)
-
-    async def _open_block(self) -> None:
-        from hermes_tui.tui.answer import AnswerText  # Markdown loads with the first answer
-
-        self._block = AnswerText(classes="answer")
-        await self._mount(self._block)
-        self._stream = AnswerText.get_stream(self._block)
-
-    async def _close_stream(self) -> None:
-        stream, self._stream, self._block = self._stream, None, None
-        if stream is not None:
-            await stream.stop()
-
-    async def _end_block(self) -> None:
-        if held := self._cleaner.flush():
-            self._pending_text.append(held)
-        await self._flush()
-        await self._close_stream()
-        self._splitter = BlockSplitter()
 
     # -- other content
 
