@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlite_utils import Database  # noqa: E402
 
-from hermes_tui.memory.store import _INSERT_MESSAGE_SQL, MemoryStore, _message_row  # noqa: E402
+from hermes_tui.memory.records import INSERT_MESSAGE_SQL, message_row  # noqa: E402
+from hermes_tui.memory.store import MemoryStore  # noqa: E402
 from hermes_tui.memory.text import index_text  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / ".data"
@@ -172,8 +173,8 @@ def _insert_sessions(store: MemoryStore, sessions: list[list[dict]]) -> int:
                 "INSERT INTO sessions (source, started, last_activity) VALUES ('bench', ?, ?)",
                 (rows[0]["created"], rows[-1]["created"]),
             )
-            conn.executemany(_INSERT_MESSAGE_SQL,
-                             [_message_row(cur.lastrowid, r, r["created"]) for r in rows])
+            conn.executemany(INSERT_MESSAGE_SQL,
+                             [message_row(cur.lastrowid, r, r["created"]) for r in rows])
     return sum(map(len, sessions))
 
 

@@ -5,7 +5,8 @@ use the same file at once, so the store relies on WAL (readers never block the w
 10 s ``busy_timeout`` and short ``BEGIN IMMEDIATE`` write transactions (a writer queues for
 the lock up front instead of failing with "database is locked" when it upgrades a read).
 The schema and its steps are in ``schema.py``, the connections in ``pool.py``, ranking in
-``search.py``; what is left is the store's API, each method one short transaction.
+``search.py``, rows and their records in ``records.py``, what forgetting deletes in ``forget.py``;
+what is left is the store's API, each method one short transaction.
 """
 
 from __future__ import annotations
@@ -18,21 +19,21 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes_tui.conversation import ChatMessage, Status, parse_calls
 from hermes_tui.db import connect, enable_wal, immediate, prepare
+from hermes_tui.memory import forget, records
 from hermes_tui.memory import search as ranking
 from hermes_tui.memory.errors import StoreError, check_header, describe
-from hermes_tui.memory.maintenance import FTS_TABLES, Maintenance
+from hermes_tui.memory.maintenance import Maintenance
 from hermes_tui.memory.pool import ConnectionPool
+from hermes_tui.memory.query import parse
+from hermes_tui.memory.records import Compaction, SessionInfo
 from hermes_tui.memory.schema import INDEX_COLUMN, REINDEXING, SCHEMA, index_column, reindex, tool_args_sql
-from hermes_tui.memory.query import ROLES, parse
 from hermes_tui.memory.search import SearchHit, SessionHit
 from hermes_tui.memory.text import (
-    ELLIPSIS,
     HIT_END,
     HIT_START,
     index_text,
@@ -45,31 +46,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-FIRST_LINE_CHARS = 120
-
-
-@dataclass(frozen=True)
-class Compaction:
-    """Messages up to ``through_id`` are sent as ``summary``; tool results up to
-    ``trim_through_id`` (None: none) are sent trimmed."""
-
-    through_id: int
-    trim_through_id: int | None
-    summary: str
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    id: int
-    source: str
-    title: str | None
-    summary: str | None
-    started: float
-    last_activity: float
-    message_count: int
-    first_user_line: str | None
-
 
 # --------------------------------------------------------------------------- the store
 
@@ -223,26 +199,26 @@ class MemoryStore:
 
     def get_session(self, session_id: int) -> SessionInfo | None:
         with self._read() as conn:
-            rows = conn.execute(_SESSIONS_SQL + " WHERE s.id = ?", (session_id,)).fetchall()
-        return _session_info(rows[0]) if rows else None
+            rows = conn.execute(records.SESSIONS_SQL + " WHERE s.id = ?", (session_id,)).fetchall()
+        return records.session_info(rows[0]) if rows else None
 
     def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
         """Newest activity first (the index on ``last_activity`` makes this a short range scan)."""
         with self._read() as conn:
             rows = conn.execute(
-                _SESSIONS_SQL + " ORDER BY s.last_activity DESC, s.id DESC LIMIT ? OFFSET ?",
+                records.SESSIONS_SQL + " ORDER BY s.last_activity DESC, s.id DESC LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
-        return [_session_info(row) for row in rows]
+        return [records.session_info(row) for row in rows]
 
     def last_session(self, workspace: str) -> SessionInfo | None:
         """The session of this workspace with the latest activity that holds a message (an empty
         one has nothing to continue), or None."""
         with self._read() as conn:
             rows = conn.execute(
-                _SESSIONS_SQL + " WHERE s.workspace = ? AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
+                records.SESSIONS_SQL + " WHERE s.workspace = ? AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
                 " ORDER BY s.last_activity DESC, s.id DESC LIMIT 1", (workspace,)).fetchall()
-        return _session_info(rows[0]) if rows else None
+        return records.session_info(rows[0]) if rows else None
 
     # -- messages
 
@@ -259,7 +235,7 @@ class MemoryStore:
     ) -> int:
         """Append a message; ``tool_calls`` in the OpenAI form, as the column keeps them (other
         SQLite clients and the index read that form); they are read back typed (``ChatMessage``)."""
-        row = _message_row(
+        row = records.message_row(
             session_id,
             {
                 "role": role,
@@ -272,8 +248,8 @@ class MemoryStore:
             time.time(),
         )
         with self._write() as conn:
-            _touch_session(conn, session_id, row[_CREATED])
-            return int(conn.execute(_INSERT_MESSAGE_SQL, row).lastrowid)
+            _touch_session(conn, session_id, row[records.CREATED])
+            return int(conn.execute(records.INSERT_MESSAGE_SQL, row).lastrowid)
 
     def bulk_add_messages(self, session_id: int, rows: Iterable[Mapping[str, Any]]) -> int:
         """Append many messages in one transaction (imports, benchmarks); returns how many.
@@ -282,12 +258,12 @@ class MemoryStore:
         ``tool_call_id``, ``name``, ``status`` and ``created`` (epoch seconds, default now).
         """
         now = time.time()
-        values = [_message_row(session_id, row, row.get("created", now)) for row in rows]
+        values = [records.message_row(session_id, row, row.get("created", now)) for row in rows]
         if not values:
             return 0
         with self._write() as conn:
-            _touch_session(conn, session_id, max(v[_CREATED] for v in values))
-            conn.executemany(_INSERT_MESSAGE_SQL, values)
+            _touch_session(conn, session_id, max(v[records.CREATED] for v in values))
+            conn.executemany(records.INSERT_MESSAGE_SQL, values)
         return len(values)
 
     def update_message(self, message_id: int, content: str | None,
@@ -346,7 +322,7 @@ class MemoryStore:
                 tool_call_id=r[5],
                 name=r[6],
                 created=r[7],
-                status=_status(r[8]),
+                status=records.status_of(r[8]),
             )
             for r in rows
         ]
@@ -363,8 +339,8 @@ class MemoryStore:
             (count,) = conn.execute(
                 "SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)
             ).fetchone()
-            _delete_with_dependents(conn, "sessions", "id = ?", (session_id,))
-            _optimize_index(conn)
+            forget.delete_with_dependents(conn, "sessions", "id = ?", (session_id,))
+            forget.optimize_index(conn)
         self._scrub()
         return int(count)
 
@@ -374,8 +350,8 @@ class MemoryStore:
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone() is None:
                 return False
-            _delete_with_dependents(conn, "messages", "id = ?", (message_id,))
-            _optimize_index(conn)
+            forget.delete_with_dependents(conn, "messages", "id = ?", (message_id,))
+            forget.optimize_index(conn)
         self._scrub()
         return True
 
@@ -435,24 +411,6 @@ class MemoryStore:
 
 RECALL_SESSIONS = 3  # session summaries listed before the messages by recall()
 
-_INSERT_MESSAGE_SQL = (
-    "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, name, created, status,"
-    " index_content, index_tool_args)"
-    f" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, {INDEX_COLUMN}(?3), {INDEX_COLUMN}({tool_args_sql('?4')}))"
-)
-
-_SESSIONS_SQL = """
-SELECT s.id, s.source, s.title, s.summary, s.started, s.last_activity,
-       (SELECT count(*) FROM messages m WHERE m.session_id = s.id),
-       (SELECT substr(m.content, 1, 2000) FROM messages m
-         WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.id LIMIT 1)
-  FROM sessions s"""
-
-
-
-
-
-
 def _writable(path: Path) -> bool:
     """Whether this process may write the file and create its -wal/-shm files beside it."""
     folder = path.parent
@@ -463,72 +421,8 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
-
-
-def _delete_with_dependents(
-    conn: sqlite3.Connection, table: str, where: str, args: tuple[Any, ...]
-) -> None:
-    """Delete rows of ``table`` and, first, the rows of every table whose foreign key points at
-    them (found in the schema, so tables added later by other features are covered too)."""
-    for child, column, parent_column in _referrers(conn, table):
-        _delete_with_dependents(
-            conn,
-            child,
-            f'"{column}" IN (SELECT "{parent_column}" FROM "{table}" WHERE {where})',
-            args,
-        )
-    conn.execute(f'DELETE FROM "{table}" WHERE {where}', args)
-
-
-def _referrers(conn: sqlite3.Connection, table: str) -> list[tuple[str, str, str]]:
-    """(child table, its column, the referenced column) for foreign keys pointing at ``table``."""
-    found = []
-    names = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    for (name,) in names:
-        for fk in conn.execute(f'PRAGMA foreign_key_list("{name}")').fetchall():
-            # (id, seq, table, from, to, on_update, on_delete, match); "to" is None for the pk
-            if fk[2] == table and name != table:
-                found.append((name, fk[3], fk[4] or "rowid"))
-    return found
-
-
-def _optimize_index(conn: sqlite3.Connection) -> None:
-    """Merge each FTS5 index into one segment: a delete only adds a tombstone, and the words
-    of a forgotten message stay in the old segment until a merge that includes it."""
-    for table in FTS_TABLES:
-        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-
-
 def _user_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
-
-
-_CREATED = 6  # where a _message_row holds its time
-
-
-def _message_row(session_id: int, row: Mapping[str, Any], created: float) -> tuple[Any, ...]:
-    role = row["role"]
-    if role not in ROLES:
-        raise ValueError(f"role must be one of {ROLES}, not {role!r}")
-    tool_calls = row.get("tool_calls")
-    return (
-        session_id,
-        role,
-        row.get("content"),
-        json.dumps(tool_calls) if tool_calls is not None else None,
-        row.get("tool_call_id"),
-        row.get("name"),
-        float(created),
-        Status(row.get("status", Status.OK)).value,
-    )
-
-
-def _status(stored: str) -> Status:
-    """The column's text; a value written by some other client reads as ``OK``."""
-    try:
-        return Status(stored)
-    except ValueError:
-        return Status.OK
 
 
 def _touch_session(conn: sqlite3.Connection, session_id: int, when: float) -> None:
@@ -537,26 +431,3 @@ def _touch_session(conn: sqlite3.Connection, session_id: int, when: float) -> No
     )
     if cur.rowcount == 0:
         raise KeyError(f"no session {session_id}")
-
-
-def _first_line(text: str | None) -> str | None:
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if line:
-            if len(line) > FIRST_LINE_CHARS:
-                line = line[: FIRST_LINE_CHARS - 1] + ELLIPSIS
-            return line
-    return None
-
-
-def _session_info(row: tuple[Any, ...]) -> SessionInfo:
-    return SessionInfo(
-        id=row[0],
-        source=row[1],
-        title=row[2],
-        summary=row[3],
-        started=row[4],
-        last_activity=row[5],
-        message_count=row[6],
-        first_user_line=_first_line(row[7]),
-    )
