@@ -4,7 +4,7 @@ Packages: ``agent`` (the loop and its tools), ``memory`` (sessions in SQLite), `
 ``learning`` (curators), ``tui``, ``web``; ``cli`` and ``headless`` are the command lines, ``warm``
 and ``warm_helper`` the helper process of ``-p`` runs. Shared:
 ``conversation`` (the typed messages), ``db`` (SQLite connections and migrations),
-``llm``/``llm_errors``/``providers`` (models), ``config``, ``clock`` and ``background`` (work off
+``llm``/``llm_stream``/``llm_errors``/``providers`` (models), ``config``, ``clock`` and ``background`` (work off
 a surface's thread)."""
 
 __version__ = "0.1.0"

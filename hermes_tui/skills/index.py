@@ -9,7 +9,7 @@ ranker, used by search, paging, the per-turn hint and the Skills pane. The rest 
 in a second FTS5 table that is read only when a page is not full, so a word deep in a body is still
 found without every search paying for it. Rows are refreshed from the files by (mtime, size), so a
 lookup never rescans the library; the files and search tables are a cache of the files
-(``_rebuild_search``), the rest is bookkeeping.
+(``index_schema._rebuild_search``), the rest is bookkeeping.
 
 It also keeps what each use of a skill led to (``uses``: the turn finished, ended in an error, or
 the user corrected it with /retry or /undo), which skills are pinned, and which were archived.
@@ -24,15 +24,11 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from hermes_tui.db import Migrations, connect, enable_wal, immediate, prepare
+from hermes_tui.db import connect, enable_wal, immediate, prepare
 from hermes_tui.memory.text import WORD
-
-if TYPE_CHECKING:
-    from sqlite_utils import Database
+from hermes_tui.skills.index_schema import INDEX_SCHEMA, ROW_SQL, Entry, Row, row_of
 
 # bm25 weights, in column order: name, triggers (with tags), description, the body's lead.
 # Measured on the 1,301 published skills (bench/router_recall.py): ranking the lead in the same
@@ -53,48 +49,6 @@ STOP_WORDS = frozenset(
     we were what when where which while who why will with would you your
     s t d ll re ve m don doesn didn isn aren wasn weren haven hasn hadn wouldn couldn shouldn""".split()
 )
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS files (
-    id INTEGER PRIMARY KEY,
-    rel TEXT NOT NULL UNIQUE,
-    mtime_ns INTEGER NOT NULL,
-    size INTEGER NOT NULL,
-    depth INTEGER NOT NULL,
-    sha TEXT NOT NULL DEFAULT '',
-    base TEXT,
-    name TEXT,
-    skipped TEXT NOT NULL DEFAULT '',
-    flag TEXT NOT NULL DEFAULT '',
-    notice TEXT NOT NULL DEFAULT '',
-    description TEXT NOT NULL DEFAULT '',
-    triggers TEXT NOT NULL DEFAULT '[]',
-    keywords TEXT NOT NULL DEFAULT '[]',
-    platforms TEXT NOT NULL DEFAULT '[]',
-    version INTEGER NOT NULL DEFAULT 1,
-    created REAL NOT NULL DEFAULT 0,
-    updated REAL NOT NULL DEFAULT 0,
-    learned INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS files_name ON files(name);
-CREATE INDEX IF NOT EXISTS files_base ON files(base);
-CREATE VIRTUAL TABLE IF NOT EXISTS skills_search USING fts5(
-    name, triggers, description, lead, tokenize = 'porter unicode61'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS skills_rest USING fts5(rest, tokenize = 'porter unicode61');
-CREATE TABLE IF NOT EXISTS usage (rel TEXT PRIMARY KEY, use_count INTEGER NOT NULL, last_used REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS written (rel TEXT PRIMARY KEY, sha TEXT NOT NULL, body TEXT);
-CREATE TABLE IF NOT EXISTS approved (rel TEXT PRIMARY KEY, sha TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS uses (
-    id INTEGER PRIMARY KEY, rel TEXT NOT NULL, turn INTEGER, at REAL NOT NULL, outcome TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS uses_rel ON uses(rel);
-CREATE INDEX IF NOT EXISTS uses_turn ON uses(turn);
-CREATE TABLE IF NOT EXISTS pinned (rel TEXT PRIMARY KEY);
-CREATE TABLE IF NOT EXISTS archived (
-    name TEXT PRIMARY KEY, rel TEXT NOT NULL, folder TEXT NOT NULL, at REAL NOT NULL
-);
-"""
 
 # The outcomes a use can end with, and which of them count against a skill ("cancelled" and an
 # unfinished turn count neither way).
@@ -117,70 +71,10 @@ def usefulness_sql(now: float) -> str:
             "FROM uses GROUP BY rel)")
 
 
-@dataclass(frozen=True)
-class Row:
-    """One indexed skill file (usable, quarantined, or skipped with a reason)."""
-
-    id: int
-    rel: str
-    name: str | None
-    skipped: str
-    flag: str
-    notice: str
-    description: str
-    triggers: list[str]
-    keywords: list[str]
-    platforms: list[str]
-    version: int
-    created: float
-    updated: float
-    learned: bool
-    use_count: int
-    last_used: float
-    sha: str
-
-
-@dataclass(frozen=True)
-class Entry:
-    """What a refresh writes for one file."""
-
-    rel: str
-    mtime_ns: int
-    size: int
-    depth: int
-    sha: str = ""
-    base: str | None = None
-    skipped: str = ""
-    flag: str = ""
-    notice: str = ""
-    description: str = ""
-    triggers: tuple[str, ...] = ()
-    keywords: tuple[str, ...] = ()
-    platforms: tuple[str, ...] = ()
-    version: int = 1
-    created: float = 0.0
-    updated: float = 0.0
-    learned: bool = False
-    body: str = ""
-    legacy_uses: int = 0
-
-
-_ROW_SQL = """
-SELECT f.id, f.rel, f.name, f.skipped, f.flag, f.notice, f.description, f.triggers, f.keywords, f.platforms,
-       f.version, f.created, f.updated, f.learned, coalesce(u.use_count, 0), coalesce(u.last_used, 0), f.sha
-  FROM files f LEFT JOIN usage u ON u.rel = f.rel"""
 USABLE = "f.name IS NOT NULL AND f.skipped = '' AND f.flag = ''"
 # Which skills age (only those Hermes wrote, and never a pinned one), and when one was last touched.
 _AGES = "f.learned = 1 AND f.rel NOT IN (SELECT rel FROM pinned)"
 _ACTIVITY = "max(coalesce(u.last_used, 0), f.created, f.updated)"
-
-
-def _row(values: tuple[object, ...]) -> Row:
-    v = list(values)
-    for i in (7, 8, 9):
-        v[i] = json.loads(str(v[i]))
-    v[13] = bool(v[13])
-    return Row(*v)  # type: ignore[arg-type]
 
 
 def query_words(query: str) -> list[str]:
@@ -217,31 +111,6 @@ def _matches(table: str) -> str:
 def _unindex(conn: sqlite3.Connection, row_id: int) -> None:
     conn.execute(f"DELETE FROM {_SEARCH} WHERE rowid = ?", (row_id,))
     conn.execute(f"DELETE FROM {_REST} WHERE rowid = ?", (row_id,))
-
-
-def _rebuild_search(conn: sqlite3.Connection) -> None:
-    """An index made before the lead/rest split has one ``skills_fts`` table: drop it and forget
-    the files' stats, so the next refresh re-reads every file into the new tables. Only the
-    cache goes; uses, outcomes, approvals, pins and the archive are kept (they are keyed by path)."""
-    old = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'skills_fts'").fetchone()
-    if old is not None:
-        conn.execute("DROP TABLE skills_fts")
-        conn.execute("DELETE FROM files")
-
-
-INDEX_SCHEMA = Migrations("skills")
-"""The index's named steps (``db.Migrations``, recorded in its own file): a change is a new one."""
-
-
-@INDEX_SCHEMA
-def skills_tables(db: Database) -> None:
-    """The tables, taking over an index made before steps were named, in any of its layouts."""
-    _rebuild_search(db.conn)
-    for statement in SCHEMA.split(";"):
-        if statement.strip():
-            db.execute(statement)
-    if "body" not in {column[1] for column in db.execute("PRAGMA table_info(written)")}:
-        db.execute("ALTER TABLE written ADD COLUMN body TEXT")  # an index from before F8 merged
 
 
 class SkillIndex:
@@ -338,21 +207,21 @@ class SkillIndex:
     # -- queries
 
     def by_name(self, name: str) -> Row | None:
-        found = self.conn.execute(f"{_ROW_SQL} WHERE f.name = ?", (name,)).fetchone()
-        return _row(found) if found else None
+        found = self.conn.execute(f"{ROW_SQL} WHERE f.name = ?", (name,)).fetchone()
+        return row_of(found) if found else None
 
     def by_rel(self, rel: str) -> Row | None:
-        found = self.conn.execute(f"{_ROW_SQL} WHERE f.rel = ?", (rel,)).fetchone()
-        return _row(found) if found else None
+        found = self.conn.execute(f"{ROW_SQL} WHERE f.rel = ?", (rel,)).fetchone()
+        return row_of(found) if found else None
 
     def usable(self, limit: int = -1, offset: int = 0) -> list[Row]:
         """Most used first, then most recently updated, then by name."""
         rows = self.conn.execute(
-            f"{_ROW_SQL} WHERE {USABLE} ORDER BY coalesce(u.use_count, 0) DESC, f.updated DESC, f.name "
+            f"{ROW_SQL} WHERE {USABLE} ORDER BY coalesce(u.use_count, 0) DESC, f.updated DESC, f.name "
             "LIMIT ? OFFSET ?",
             (limit, offset),
         )
-        return [_row(r) for r in rows]
+        return [row_of(r) for r in rows]
 
     def count_usable(self) -> int:
         return self.conn.execute(f"SELECT count(*) FROM files f WHERE {USABLE}").fetchone()[0]
@@ -361,25 +230,25 @@ class SkillIndex:
         """The system-prompt index: the most useful (see ``usefulness_sql``), then the most used, then
         the newest learned. Stale skills (learned, unpinned, untouched since ``stale_before``) are left out."""
         rows = self.conn.execute(
-            f"{_ROW_SQL} LEFT JOIN {usefulness_sql(now)} q ON q.rel = f.rel "
+            f"{ROW_SQL} LEFT JOIN {usefulness_sql(now)} q ON q.rel = f.rel "
             f"WHERE {USABLE} AND NOT ({_AGES} AND {_ACTIVITY} < ?) "
             "ORDER BY coalesce(q.factor, 1.0) DESC, coalesce(u.use_count, 0) DESC, f.learned DESC, f.created DESC, "
             "f.name LIMIT ?",
             (stale_before, limit),
         )
-        return [_row(r) for r in rows]
+        return [row_of(r) for r in rows]
 
     def aged(self, before: float) -> list[Row]:
         """Usable skills that age (learned, not pinned) and were last touched before ``before``."""
-        rows = self.conn.execute(f"{_ROW_SQL} WHERE {USABLE} AND {_AGES} AND {_ACTIVITY} < ? ORDER BY f.rel",
+        rows = self.conn.execute(f"{ROW_SQL} WHERE {USABLE} AND {_AGES} AND {_ACTIVITY} < ? ORDER BY f.rel",
                                  (before,))
-        return [_row(r) for r in rows]
+        return [row_of(r) for r in rows]
 
     def held_back(self) -> list[Row]:
         """Quarantined skills and skipped files, for the Skills pane and the web."""
-        rows = self.conn.execute(f"{_ROW_SQL} WHERE f.skipped != '' OR (f.flag != '' AND f.name IS NOT NULL) "
+        rows = self.conn.execute(f"{ROW_SQL} WHERE f.skipped != '' OR (f.flag != '' AND f.name IS NOT NULL) "
                                  "ORDER BY f.rel")
-        return [_row(r) for r in rows]
+        return [row_of(r) for r in rows]
 
     def search(self, query: str, limit: int, offset: int = 0, *, now: float | None = None) -> list[tuple[Row, float]]:
         """Usable skills ranked by weighted bm25 times usefulness (best first) with their scores
@@ -416,7 +285,7 @@ class SkillIndex:
                 f"""SELECT r.*, m.score * coalesce(q.factor, 1.0) AS ranked FROM (
                         SELECT rowid, bm25({table}, {weights}) AS score {_matches(table)}
                          ORDER BY score LIMIT ?2) m
-                      JOIN ({_ROW_SQL} WHERE {USABLE}) r ON r.id = m.rowid
+                      JOIN ({ROW_SQL} WHERE {USABLE}) r ON r.id = m.rowid
                       LEFT JOIN {usefulness_sql(now)} q ON q.rel = r.rel
                      ORDER BY ranked, r.name LIMIT ?3 OFFSET ?4""",
                 (expression, cap, limit, offset),
@@ -426,7 +295,7 @@ class SkillIndex:
             if self.conn.execute(f"SELECT count(*) {_matches(table)}",
                                  (expression,)).fetchone()[0] <= cap:
                 break
-        return [(_row(r[:-1]), r[-1]) for r in rows]
+        return [(row_of(r[:-1]), r[-1]) for r in rows]
 
     def described_terms(self, query: str, rowids: list[int]) -> dict[int, int]:
         """For each skill in ``rowids``: how many distinct words of ``query`` its name, triggers or
