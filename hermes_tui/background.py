@@ -69,6 +69,11 @@ class Background:
         """Cancel the cancellable jobs, then wait for them and the kept ones until ``deadline``
         (on ``clock``); the names still running."""
         self.cancel()
+        return self.wait(deadline)
+
+    def wait(self, deadline: float) -> list[str]:
+        """Wait, cancelling nothing, for the kept and cancellable jobs until ``deadline`` (on
+        ``clock``); the names still running."""
         while (left := self._waited()) and (wait := deadline - self.clock()) > 0:
             left[0].thread.join(min(wait, POLL))
         return self.running()

@@ -29,6 +29,16 @@ def types(events: Iterable[Event]) -> list[str]:
     return [event.type for event in events]
 
 
+class MovedClock:
+    """A clock that stands still until the test moves it (``now``)."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class JumpingClock:
     """A clock that moves ``step`` seconds at every read: every wait counted on it (``clock.wait_for``:
     a retry's backoff) ends at its first look."""

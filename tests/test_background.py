@@ -54,6 +54,25 @@ def test_shutdown_cancels_cancellable_jobs_and_waits_on_the_injected_clock() -> 
     stuck.join()
 
 
+def test_wait_cancels_nothing_and_gives_up_at_its_deadline() -> None:
+    """``wait`` (the web's drain) waits for the kept and cancellable jobs as they are; only
+    ``shutdown`` cancels."""
+    now = [0.0]
+    background = Background(lambda: now[0])
+    stop, summary_may_end = threading.Event(), threading.Event()
+    turn = background.start("hermes-turn-1", stop.wait, cancel=stop.set)
+    summary = background.start("hermes-web-summary-1", summary_may_end.wait, keep=True)
+
+    now[0] = 10.0
+    assert background.wait(deadline=5.0) == ["hermes-turn-1", "hermes-web-summary-1"]
+    assert not stop.is_set()  # the turn was not cancelled
+    summary_may_end.set()
+    summary.join()
+    assert background.wait(deadline=5.0) == ["hermes-turn-1"]
+    stop.set()
+    assert background.wait(deadline=20.0) == [] and not turn.is_alive()
+
+
 def test_wait_for_counts_its_seconds_on_the_injected_clock() -> None:
     now = [0.0]
     never, set_soon = threading.Event(), threading.Event()

@@ -27,7 +27,7 @@ from hermes_tui.learning import pending
 from hermes_tui.memory.store import MemoryStore
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply
-from tests.helpers import HERMES_TUI, run_cli, wait_until
+from tests.helpers import HERMES_TUI, MovedClock, run_cli, wait_until
 
 pytestmark = pytest.mark.timeout(900)  # a helper's first start imports litellm: 5 s idle, a minute loaded
 
@@ -204,14 +204,6 @@ def test_another_user_cannot_reach_the_helper(on: Path) -> None:
 # -- the server in this process ----------------------------------------------------------------------
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def where(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     base = Path(tempfile.mkdtemp(prefix="hw-", dir="/tmp"))
@@ -228,7 +220,7 @@ def serving(helper: warm_helper.Helper) -> threading.Thread:
 
 
 def test_the_helper_exits_after_its_idle_time_on_its_clock(where: Path) -> None:
-    clock = Clock()
+    clock = MovedClock()
     helper = warm_helper.Helper(where, idle=600, clock=clock)
     serving(helper)
     assert stat_mode(where / "key") == 0o600

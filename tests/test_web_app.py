@@ -35,7 +35,7 @@ from hermes_tui.web.lockout import GLOBAL_MAX_FAILURES
 from hermes_tui.web.render import markdown_html, sanitize, snippet_html
 from hermes_tui.web.security import CSP
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import hold_slow_clients
+from tests.helpers import MovedClock, hold_slow_clients
 from tests.web_harness import (  # noqa: F401 - fixtures among them
     COOKIE, PASSWORD, SECRET, XSS_HTML, XSS_MARKDOWN, app, assert_inert, chat, cookie_value, csrf_from,
     free_port, lines_of, llm, login, make_app, ndjson, Served, try_login, types, web_env,
@@ -546,14 +546,19 @@ def test_new_session_and_logout_retire_the_loop_with_a_summary(app: Flask, llm: 
     assert state.current_session("anything") is None
 
 
-def test_idle_loops_are_evicted_and_summarized(app: Flask, llm: FakeLLMServer) -> None:
+def test_idle_loops_are_evicted_and_summarized(make_app: Any, llm: FakeLLMServer) -> None:
+    clock = MovedClock(1_000.0)
+    app = make_app(clock=clock)
     client = app.test_client()
     token = login(client)
     llm.queue(Reply(text="answer"))
     session_id = ndjson(chat(client, token, "hello there"))[0]["session_id"]
     state = app.extensions[EXTENSION].state
+    clock.now += state.idle_seconds  # idle for exactly the limit: kept
+    assert state.sweep() == 0
     llm.queue(Reply(text="An idle summary."))
-    assert state.sweep(now=10**12) == 1
+    clock.now += 1
+    assert state.sweep() == 1
     state.drain()
     assert state.memory.get_session(session_id).summary == "An idle summary."
     assert client.get("/api/sessions").get_json()["current"] is None

@@ -8,6 +8,7 @@ the variable, before anything is served.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from hermes_tui.agent.sandbox import startup_notice
+from hermes_tui.clock import Clock
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.web import api, auth, errors, inputs, pages, security
 from hermes_tui.web.context import EXTENSION, WebContext
@@ -72,11 +74,13 @@ def create_app(
     keepalive_seconds: float = KEEPALIVE_SECONDS,
     bound_host: str = "127.0.0.1",
     mcp: McpManager | None = None,
+    clock: Clock = time.monotonic,
 ) -> Flask:
     """Build the dashboard on one set of core objects; raises ``ConfigError`` when misconfigured.
 
     ``mcp``: the MCP servers to use; by default those ``config`` declares start now, in the
-    background, and stop with the app's state. A given manager stays its caller's to close."""
+    background, and stop with the app's state. A given manager stays its caller's to close.
+    ``clock``: what idle loops are measured on (tests move it)."""
     config = Config.load() if config is None else config
     check_config(config)
     if not config.web_password:
@@ -103,7 +107,7 @@ def create_app(
         n = config.web_trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
 
-    state = AppState(config, max_streams=max_streams,
+    state = AppState(config, max_streams=max_streams, clock=clock,
                      mcp=WebMcp.start(config) if mcp is None else WebMcp(mcp, owned=False))
     db = WebDB(config.db_path)
     app.extensions[EXTENSION] = WebContext(

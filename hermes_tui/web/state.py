@@ -2,9 +2,11 @@
 
 Each logged-in browser session owns at most one live AgentLoop (its current conversation). The
 pool is an LRU of ``max_loops`` entries; a loop idle for ``idle_seconds`` (or pushed out of the
-LRU, or whose browser logged out or started a new session) is *retired*: on a single background
-thread it waits for any running turn to end, then ``close()`` stores the session summary. That
-keeps memory bounded and never makes a request wait for a summary.
+LRU, or whose browser logged out or started a new session) is *retired*: a job of the process's
+one runner (``background.Background``, which also runs every turn and the idle sweep) waits for
+any running turn to end, then ``close()`` stores the session summary, one retirement at a time.
+That keeps memory bounded and never makes a request wait for a summary. Idle times are read on
+the runner's injectable clock.
 
 Two limits protect the server: one running turn per browser session (``Busy`` -> 409), and at most
 ``max_streams`` open chat streams in the process (``Saturated`` -> 503), which must stay below the
@@ -17,12 +19,12 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from hermes_tui.agent.loop import AgentLoop
 from hermes_tui.agent.runtime import build_agent, web_surface
 from hermes_tui.background import Background
+from hermes_tui.clock import Clock
 from hermes_tui.config import Config
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
@@ -55,8 +57,8 @@ class Saturated(Exception):
 @dataclass
 class _Slot:
     loop: AgentLoop
+    last_used: float  # on the runner's clock
     running: threading.Lock = field(default_factory=threading.Lock)
-    last_used: float = field(default_factory=time.monotonic)
     abandoned: threading.Event = field(default_factory=threading.Event)  # its page went away mid-turn
 
 
@@ -80,7 +82,7 @@ class Turn:
     def release(self) -> None:
         with self._done:
             held, self._held = self._held, []
-        self._slot.last_used = time.monotonic()
+        self._slot.last_used = self.runner.clock()
         for lock in held:
             lock.release()
 
@@ -95,6 +97,7 @@ class AppState:
         idle_seconds: float = IDLE_SECONDS,
         max_streams: int = MAX_STREAMS,
         summary_timeout: float = SUMMARY_TIMEOUT,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.config = config
         self.mcp = mcp  # the MCP servers (closed with the state); their tools per ``surface``
@@ -107,11 +110,10 @@ class AppState:
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._lock = threading.Lock()
         self._streams = threading.BoundedSemaphore(max_streams)
-        self.runner = Background()  # every turn's thread
-        self._retirer = ThreadPoolExecutor(1, thread_name_prefix="hermes-web-retire")
+        self.runner = Background(clock)  # every turn, retirement and the sweep
+        self._summarizing = threading.Lock()  # one retirement's summary at a time
         self._stop = threading.Event()
-        self._sweeper = threading.Thread(target=self._sweep_forever, name="hermes-web-sweeper", daemon=True)
-        self._sweeper.start()
+        self.runner.start("hermes-web-sweeper", self._sweep_forever)
 
     # -- per browser session --------------------------------------------------------------
 
@@ -218,9 +220,9 @@ class AppState:
 
     # -- housekeeping ---------------------------------------------------------------------
 
-    def sweep(self, now: float | None = None) -> int:
-        """Retire loops idle for longer than ``idle_seconds``; returns how many."""
-        now = time.monotonic() if now is None else now
+    def sweep(self) -> int:
+        """Retire loops idle for longer than ``idle_seconds`` (on the runner's clock); how many."""
+        now = self.runner.clock()
         with self._lock:
             idle = [k for k, s in self._slots.items()
                     if not s.running.locked() and now - s.last_used > self.idle_seconds]
@@ -230,17 +232,21 @@ class AppState:
         return len(slots)
 
     def drain(self, timeout: float = 30.0) -> None:
-        """Wait until every retirement queued so far is done (tests, shutdown)."""
-        self._retirer.submit(lambda: None).result(timeout=timeout)
+        """Wait until every retirement (and turn) started so far is done (tests); TimeoutError
+        when some are still running after ``timeout`` seconds on the runner's clock."""
+        if left := self.runner.wait(self.runner.clock() + timeout):
+            raise TimeoutError(f"still running after {timeout:.0f} s: {', '.join(left)}")
 
     def close(self) -> None:
         """Stop background work, cancel running turns (and give them ``CLOSE_GRACE`` to store their
-        last messages); queued summaries not yet started are dropped."""
+        last messages); retirements not yet summarizing are dropped (their sessions stay pending,
+        written at the next start), one already summarizing ends before the store closes."""
         self._stop.set()
         with self._lock:
             self._slots = OrderedDict()
         self.runner.shutdown(self.runner.clock() + CLOSE_GRACE)
-        self._retirer.shutdown(wait=True, cancel_futures=True)
+        with self._summarizing:  # a summary under way: its turn was cancelled, then ``summary_timeout``
+            pass
         self.memory.close()
         self.mcp.close()
 
@@ -254,7 +260,8 @@ class AppState:
             if victim is None:
                 break
             self._retire(self._slots.pop(victim))
-        slot = _Slot(build_agent(self.config, self.memory, self.skills, self.surface, session_id=session_id))
+        loop = build_agent(self.config, self.memory, self.skills, self.surface, session_id=session_id)
+        slot = _Slot(loop, last_used=self.runner.clock())
         self._slots[key] = slot
         return slot
 
@@ -265,23 +272,29 @@ class AppState:
             pending.mark(self.memory, slot.loop.session_id, told=True)
         except Exception:  # noqa: BLE001 - a read-only or closed store: nothing to keep it in
             log.debug("session %d not marked pending", slot.loop.session_id, exc_info=True)
-        try:
-            self._retirer.submit(self._summarize, slot)
-        except RuntimeError:  # shutting down: the messages are stored anyway, only the summary is lost
-            log.info("not summarizing session %d: shutting down", slot.loop.session_id)
+        self.runner.start(f"hermes-web-summary-{slot.loop.session_id}", lambda: self._summarize(slot), keep=True)
 
     def _summarize(self, slot: _Slot) -> None:
+        with self._summarizing:
+            if self._stop.is_set():  # shutting down: the session stays pending for the next start
+                log.info("not summarizing session %d: shutting down", slot.loop.session_id)
+                return
+            self._summarize_now(slot)
+
+    def _summarize_now(self, slot: _Slot) -> None:
         if not slot.running.acquire(timeout=RETIRE_WAIT):
             log.warning("session %d still busy after %.0f s; not summarized", slot.loop.session_id, RETIRE_WAIT)
             return
         try:
             slot.loop.close(timeout=self.summary_timeout)
-        except Exception:  # noqa: BLE001 - a failed summary must not kill the retire thread
+        except Exception:  # noqa: BLE001 - one readable log line; the session stays pending
             log.exception("summarizing session %d failed", slot.loop.session_id)
         finally:
             slot.running.release()
 
     def _sweep_forever(self) -> None:
+        # The period is real time (a tick, nothing waits on it); what counts as idle is read on
+        # the runner's clock (``sweep``).
         while not self._stop.wait(SWEEP_EVERY):
             try:
                 self.sweep()
