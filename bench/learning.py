@@ -31,7 +31,7 @@ from hermes_tui.memory import facts
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.skills.similar import CANDIDATES, near_duplicate
-from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
+from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
 
 FACTS = [
     ("user", "I use pytest, never unittest."), ("user", "I prefer short answers with code first."),

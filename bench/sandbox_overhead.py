@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import _common
+
 from hermes_tui.agent.sandbox import Sandbox, unavailable_reason
 from hermes_tui.agent.shell import run_command
 

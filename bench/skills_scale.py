@@ -23,7 +23,7 @@ from _common import summary_ms
 from hermes_tui.agent.skill_tools import load
 from hermes_tui.skills.index import match_expression
 from hermes_tui.skills.manager import SkillManager
-from hermes_tui.skills.schema import render_skill, Skill
+from hermes_tui.skills.schema import Skill, render_skill
 from tests.skill_corpus import _BENIGN_STEPS, _TOPICS, PARAPHRASES, RECALL_SKILLS, UNRELATED
 
 PROSE = ("Check the logs before and after the change. Keep a copy of the previous configuration so the "

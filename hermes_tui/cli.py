@@ -15,7 +15,6 @@ from hermes_tui.config import Config, ConfigError
 from hermes_tui.progress import for_stderr, is_terminal
 from hermes_tui.redaction import withhold_from_environment
 
-
 # hermes-tui NAME ...: run by NAME_main below; --help lists them with these lines.
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("doctor", "check the memory database; if damaged, back it up and rebuild it"),

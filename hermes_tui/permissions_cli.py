@@ -10,9 +10,8 @@ import argparse
 from collections.abc import Sequence
 
 from hermes_tui.agent.permissions import LastingRules
-from hermes_tui.config import Config, ConfigError
 from hermes_tui.cli_lines import EXIT_OK, fail, say
-
+from hermes_tui.config import Config, ConfigError
 
 
 def permissions_main(argv: Sequence[str]) -> int:

@@ -12,9 +12,9 @@ import threading
 from pathlib import Path
 
 from hermes_tui.events import SkillLearned, TurnFinished
+from tests.engine_harness import SKILL_ANSWER, make_loop, stores  # noqa: F401 - the fixture
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import wait_until
-from tests.engine_harness import SKILL_ANSWER, make_loop, stores  # noqa: F401 - the fixture
 
 SLOW = Reply(text="a summary that takes long " * 100, chunk_size=4, chunk_delay=0.05)  # ~650 events, ~30 s
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from hermes_tui.headless import session_line
 from hermes_tui.db import connect
+from hermes_tui.headless import session_line
 from hermes_tui.memory.doctor import repair
 from hermes_tui.memory.schema import MIGRATIONS
 from hermes_tui.memory.store import MemoryStore

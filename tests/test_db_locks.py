@@ -28,7 +28,7 @@ from hermes_tui.web.context import EXTENSION
 from hermes_tui.web.webdb import WebDB
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.tui_harness import SIZE, send_and_wait, server  # noqa: F401 - fixture
-from tests.web_harness import app, llm, chat, login, make_app, ndjson, web_env  # noqa: F401 - fixtures
+from tests.web_harness import app, chat, llm, login, make_app, ndjson, web_env  # noqa: F401 - fixtures
 
 FOREIGN = """
 import sqlite3, sys

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tui.agent.edit import apply_changes, Change, EditError
+from hermes_tui.agent.edit import Change, EditError, apply_changes
 from hermes_tui.agent.loop import AgentLoop
 from hermes_tui.agent.tools import ToolRegistry
 from hermes_tui.config import Config

@@ -29,9 +29,9 @@ from hermes_tui.events import (
     Usage,
 )
 from hermes_tui.llm import LLMClient, litellm_model
-from tests.fakes.server import EmptyStream, Fault, FakeLLMServer, Reply, ToolCall
-from tests.helpers import JumpingClock, assert_history_valid, types
 from tests.engine_harness import SKILL_ANSWER, make_loop, stores, three_tool_script  # noqa: F401 - fixtures among them
+from tests.fakes.server import EmptyStream, FakeLLMServer, Fault, Reply, ToolCall
+from tests.helpers import JumpingClock, assert_history_valid, types
 
 
 def test_three_tool_task_learns_a_skill(stores, fake_llm_env: FakeLLMServer, workspace: Path) -> None:

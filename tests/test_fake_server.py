@@ -19,7 +19,6 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before the import: no price-list download
 import litellm  # noqa: E402  (imported once per module: it takes seconds)
-
 from litellm.exceptions import MidStreamFallbackError  # noqa: E402  (not exported as litellm.X)
 
 from hermes_tui.config import Config  # noqa: E402
@@ -27,8 +26,8 @@ from tests.fakes.server import (  # noqa: E402
     MALFORMED_EVENT,
     WIRES,
     EmptyStream,
-    Fault,
     FakeLLMServer,
+    Fault,
     Reply,
     ToolCall,
     Wire,

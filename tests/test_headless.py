@@ -14,10 +14,10 @@ from hermes_tui.agent.loop import MAX_STEPS
 from hermes_tui.headless import EXIT_MAX_STEPS, session_line
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
-from tests.fakes.fixtures import on_wire
-from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
-from tests.helpers import HERMES_TUI, assert_history_valid, run_cli
 from tests.engine_harness import three_tool_script
+from tests.fakes.fixtures import on_wire
+from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
+from tests.helpers import HERMES_TUI, assert_history_valid, run_cli
 
 
 @pytest.fixture

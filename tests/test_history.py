@@ -21,7 +21,7 @@ from hermes_tui.llm import LLMClient, StreamResult
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
-from tests.fakes.server import FakeLLMServer, Reply, ToolCall, strict_violation, RecordedRequest
+from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply, ToolCall, strict_violation
 from tests.helpers import assert_history_valid
 
 

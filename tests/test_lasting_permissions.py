@@ -20,8 +20,7 @@ from hermes_tui.tui.permissions_screen import PermissionsScreen
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import run_cli
-from tests.tui_harness import conversation, notices, send, server, text_of, wait_for
-from tests.tui_harness import dialog, run_with_clock
+from tests.tui_harness import conversation, dialog, notices, run_with_clock, send, server, text_of, wait_for
 
 __all__ = ["server"]
 
@@ -276,9 +275,7 @@ def test_permissions_command_lists_and_revokes(hermes_home: Path, workspace: Pat
 @pytest.mark.parametrize("size", [(80, 24), (140, 45)])
 def test_six_answers_fit_and_p_works_from_raw_bytes(server: FakeLLMServer, hermes_home: Path, workspace: Path,
                                                     size: tuple[int, int]) -> None:
-    from tests.tui_harness import screen_rows
-    from tests.tui_harness import run
-    from tests.tui_harness import type_bytes
+    from tests.tui_harness import run, screen_rows, type_bytes
 
     server.queue(bash("touch tested"), Reply(text="done"))
 

@@ -30,7 +30,7 @@ from hermes_tui.llm import LLMClient, StreamResult
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.llm_host import StreamHost
 from tests.fakes.fixtures import on_wire
-from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
+from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Read a.txt"}]
 TOOLS = [{"type": "function", "function": {

@@ -15,8 +15,8 @@ from hermes_tui.conversation import Status, ToolCall
 from hermes_tui.db import Migrations
 from hermes_tui.memory import search as search_module
 from hermes_tui.memory import store as store_module
-from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
 from hermes_tui.memory.schema import MIGRATIONS
+from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
 
 FILLER = [
     f"filler note {i}: weather report, lunch plans and a shopping list item {i}" for i in range(30)

@@ -27,8 +27,8 @@ from hermes_tui.tui.progress_bar import ProgressPanel, ProgressReport
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.helpers import HERMES_TUI, old_memory_store, run_cli
 from tests.memory_harness import pages_of, seeded, smash
-from tests.tui_harness import run, wait_for
 from tests.pty_harness import Terminal, terminal_env  # noqa: F401 - a fixture
+from tests.tui_harness import run, wait_for
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 

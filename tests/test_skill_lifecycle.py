@@ -21,7 +21,7 @@ from hermes_tui.skills.lifecycle import DAY, Ages, SkillState
 from hermes_tui.skills.manager import SkillError, SkillManager, SkillNotFoundError
 from hermes_tui.tui.session import ChatSession
 from hermes_tui.tui.stores import Stores
-from tests.fakes.server import Fault, FakeLLMServer, Reply, ToolCall
+from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
 
 T0 = 1_800_000_000.0
 

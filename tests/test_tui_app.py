@@ -32,14 +32,25 @@ from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage
 from hermes_tui.tui.memory_pane import MemoryPane
 from hermes_tui.tui.messages import EditSkill, UseSkill
-from hermes_tui.tui.suggestions import SlashSuggestions
 from hermes_tui.tui.setup_screen import SetupScreen
 from hermes_tui.tui.skills_pane import SkillsPane
-from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
+from hermes_tui.tui.suggestions import SlashSuggestions
 from tests.engine_harness import SKILL_ANSWER
+from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
 from tests.tui_harness import (  # noqa: F401 - fixtures among them
-    LONG_TEXT, SIZE, active_pane, conversation, help_screen, notices, press_and_exit, run, send,
-    send_and_wait, server, text_of, wait_for,
+    LONG_TEXT,
+    SIZE,
+    active_pane,
+    conversation,
+    help_screen,
+    notices,
+    press_and_exit,
+    run,
+    send,
+    send_and_wait,
+    server,
+    text_of,
+    wait_for,
 )
 
 # -- a turn: stream, tools, answer -----------------------------------------------------------

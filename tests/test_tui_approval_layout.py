@@ -10,9 +10,7 @@ from textual.widgets import Button
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.tui_harness import run, server, wait_for
-from tests.tui_harness import type_bytes
-from tests.tui_harness import dialog, screen_rows  # noqa: F401 - fixtures among them
+from tests.tui_harness import dialog, run, screen_rows, server, type_bytes, wait_for  # noqa: F401 - fixtures among them
 
 __all__ = ["server"]
 PAGE_DOWN, RIGHT = "\x1b[6~", "\x1b[C"

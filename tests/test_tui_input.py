@@ -16,7 +16,18 @@ from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import UserMessage
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.tui_harness import (  # noqa: F401 - server is a fixture
-    LONG_TEXT, conversation, help_card, help_screen, notices, rendered_text, run, send, server, text_of, type_bytes, wait_for,
+    LONG_TEXT,
+    conversation,
+    help_card,
+    help_screen,
+    notices,
+    rendered_text,
+    run,
+    send,
+    server,
+    text_of,
+    type_bytes,
+    wait_for,
 )
 
 

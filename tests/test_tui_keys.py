@@ -17,8 +17,7 @@ from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.chat import ChatPane
 from hermes_tui.tui.prompt import PromptArea
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.tui_harness import LONG_TEXT, conversation, help_screen, notices, run, send, send_and_wait, server, wait_for
-from tests.tui_harness import keys_from_bytes, type_bytes
+from tests.tui_harness import LONG_TEXT, conversation, help_screen, keys_from_bytes, notices, run, send, send_and_wait, server, type_bytes, wait_for
 
 __all__ = ["server"]
 README = Path(__file__).parent.parent / "README.md"

@@ -20,8 +20,7 @@ from hermes_tui.tui.messages import EditSkill, OpenTranscript, ResumeSession, Us
 from hermes_tui.tui.sessions_pane import SessionsPane
 from hermes_tui.tui.skills_pane import SkillsPane
 from hermes_tui.tui.transcript import TranscriptScreen
-from tests.panes_harness import PaneApp, SIZE, Stores, T0, hit_prompt, run, settle, stores, write_skill  # noqa: F401 - fixtures among them
-
+from tests.panes_harness import SIZE, T0, PaneApp, Stores, hit_prompt, run, settle, stores, write_skill  # noqa: F401 - fixtures among them
 
 # --------------------------------------------------------------------------- seeded stores
 

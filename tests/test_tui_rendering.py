@@ -23,10 +23,9 @@ from hermes_tui.tui.lists import SimpleBulletList
 from hermes_tui.tui.splitter import BlockSplitter
 from hermes_tui.tui.transcript import TranscriptScreen
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.tui_harness import conversation, run, send_and_wait, server, wait_for
-from tests.tui_harness import type_bytes
 from tests.panes_harness import PaneApp, SessionsPane, Stores, settle, stores
 from tests.panes_harness import run as run_pane
+from tests.tui_harness import conversation, run, send_and_wait, server, type_bytes, wait_for
 
 __all__ = ["server", "stores"]
 

@@ -7,7 +7,6 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
@@ -20,8 +19,7 @@ from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.session_tools import code_blocks
 from hermes_tui.tui.setup_screen import SetupScreen
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
-from tests.tui_harness import type_bytes
-from tests.tui_harness import conversation, help_card, notices, run, send, send_and_wait, server, text_of, wait_for
+from tests.tui_harness import conversation, help_card, notices, run, send, send_and_wait, server, text_of, type_bytes, wait_for
 
 __all__ = ["server"]
 ANSWER = "Two snippets:\n\n```python\nprint('one')\n```\n\nand\n\n```bash\necho two\n```\n"

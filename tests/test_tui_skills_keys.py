@@ -19,8 +19,7 @@ from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.skills_pane import SkillsPane
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.tui_harness import run, server, wait_for
-from tests.tui_harness import type_bytes
+from tests.tui_harness import run, server, type_bytes, wait_for
 
 __all__ = ["server"]
 SIZES = [(80, 24), (140, 45)]

@@ -10,8 +10,8 @@ from textual.pilot import Pilot
 
 from hermes_tui.events import Error, Unsent
 from hermes_tui.tui.app import HermesApp
-from tests.fakes.server import FakeLLMServer, Fault, Reply
 from tests.engine_harness import make_loop, stores
+from tests.fakes.server import FakeLLMServer, Fault, Reply
 from tests.tui_harness import notices, run, send, server, wait_for
 from tests.web_harness import PASSWORD, app, chat, llm, login, make_app, ndjson, types, web_env  # noqa: F401
 

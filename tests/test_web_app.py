@@ -26,10 +26,10 @@ from hermes_tui.conversation import Status
 from hermes_tui.memory.store import HIT_END, HIT_START
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.web import create_app
-from hermes_tui.web.app import check_config
-from hermes_tui.web.bridge import WSGIBridge, environ_for
 from hermes_tui.web.api import MAX_MESSAGE_CHARS
+from hermes_tui.web.app import check_config
 from hermes_tui.web.auth import PUBLIC_ENDPOINTS
+from hermes_tui.web.bridge import WSGIBridge, environ_for
 from hermes_tui.web.context import EXTENSION
 from hermes_tui.web.lockout import GLOBAL_MAX_FAILURES
 from hermes_tui.web.render import markdown_html, sanitize, snippet_html
@@ -37,8 +37,26 @@ from hermes_tui.web.security import CSP
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import MovedClock, hold_slow_clients
 from tests.web_harness import (  # noqa: F401 - fixtures among them
-    COOKIE, PASSWORD, SECRET, XSS_HTML, XSS_MARKDOWN, app, assert_inert, chat, cookie_value, csrf_from,
-    free_port, lines_of, llm, login, make_app, ndjson, Served, try_login, types, web_env,
+    COOKIE,
+    PASSWORD,
+    SECRET,
+    XSS_HTML,
+    XSS_MARKDOWN,
+    Served,
+    app,
+    assert_inert,
+    chat,
+    cookie_value,
+    csrf_from,
+    free_port,
+    lines_of,
+    llm,
+    login,
+    make_app,
+    ndjson,
+    try_login,
+    types,
+    web_env,
 )
 
 # --------------------------------------------------------------------------- the login gate

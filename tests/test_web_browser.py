@@ -29,7 +29,7 @@ import pytest
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import wire_env
-from tests.fakes.server import Fault, FakeLLMServer, RecordedRequest, Reply, ToolCall
+from tests.fakes.server import FakeLLMServer, Fault, RecordedRequest, Reply, ToolCall
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

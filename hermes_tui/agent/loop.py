@@ -11,18 +11,19 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import replace
 from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
+from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
-from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.prompts import relevant_skills_note
 from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.toolkit import CANCELLED, FAMILIES, Tool, ToolResult
 from hermes_tui.agent.tools import Approver, ToolRegistry
 from hermes_tui.config import Config
+from hermes_tui.conversation import ChatMessage, Status, ToolCall
 from hermes_tui.events import (
     ApprovalNeeded,
     Error,
@@ -38,7 +39,6 @@ from hermes_tui.events import (
     Usage,
 )
 from hermes_tui.learning.curator import propose_memories, propose_skill
-from hermes_tui.conversation import ChatMessage, Status, ToolCall
 from hermes_tui.llm import LLMClient, StreamResult
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory import facts

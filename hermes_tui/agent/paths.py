@@ -25,8 +25,8 @@ import secrets
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache, lru_cache
 from dataclasses import dataclass
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal
 

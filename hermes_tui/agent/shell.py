@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui import fds
+from hermes_tui.agent.sandbox import Sandbox
 
 BASH_DEFAULT_TIMEOUT = 120
 BASH_MAX_TIMEOUT = 600

@@ -23,8 +23,8 @@ from hermes_tui.agent.paths import PathError, WriteCancelled, display_path, open
 from hermes_tui.agent.reading import READ_CAP, READ_TOOL
 from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.search import SEARCH_TOOLS
-from hermes_tui.agent.skill_tools import SKILL_TOOLS
 from hermes_tui.agent.shell import BASH_DEFAULT_TIMEOUT, BASH_MAX_TIMEOUT, OUTPUT_CAP, run_command
+from hermes_tui.agent.skill_tools import SKILL_TOOLS
 from hermes_tui.agent.toolkit import (
     ASK,
     CANCELLED,

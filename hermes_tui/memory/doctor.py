@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_tui.db import connect
+from hermes_tui.db import MIGRATIONS_TABLE, connect
 from hermes_tui.memory.errors import StoreError, check_header
-from hermes_tui.db import MIGRATIONS_TABLE
-from hermes_tui.memory.store import MemoryStore
 from hermes_tui.memory.schema import refresh_index_columns
+from hermes_tui.memory.store import MemoryStore
 from hermes_tui.memory.text import index_text
 from hermes_tui.progress import NO_PROGRESS, Progress
 

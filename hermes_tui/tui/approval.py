@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App, ScreenStackError
 from textual.message import Message
 
-
 if TYPE_CHECKING:
     from hermes_tui.agent.permissions import LastingRules
     from hermes_tui.tui.approval_screen import ApprovalScreen

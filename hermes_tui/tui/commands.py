@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from hermes_tui.slash import SlashCommand, as_message, split_command  # noqa: F401 - as_message: the app sends with it
 
-
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("help", "", "show the commands and keys"),
     SlashCommand("new", "", "end this session (its summary is saved) and start a new one"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.content import Content
@@ -11,7 +10,6 @@ from textual.widgets import Static
 from hermes_tui.clock import Clock
 from hermes_tui.config import Config
 from hermes_tui.tui.format import elapsed, short_path, spinner_frame, usage_text
-
 
 
 class HeaderBar(Static):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hmac
 import secrets
-
 from collections.abc import Iterable
 
 from flask import Flask, Response, abort, current_app, request, session

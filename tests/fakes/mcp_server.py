@@ -17,7 +17,6 @@ import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 
-
 HOSTILE_NAME = '<img src=x onerror="alert(1)">'
 HOSTILE_DESCRIPTION = "<script>alert('description')</script>\x1b[31m\u202e red"
 
