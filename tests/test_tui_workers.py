@@ -1,9 +1,11 @@
-"""``tui/workers.off_thread``: the TUI's one way to do I/O off the app thread. A job's result or
-one readable line comes back on the app thread; the error table decides which line."""
+"""``tui/workers``: the TUI's one way to do I/O off the app thread. With ``off_thread`` a job's
+result or one readable line comes back on the app thread (the error table decides which line);
+``in_thread`` is awaited and raises the job's own exception."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 
 import pytest
@@ -11,7 +13,7 @@ from textual.app import App
 from textual.worker import WorkerCancelled
 
 from hermes_tui.skills.schema import SkillError
-from hermes_tui.tui.workers import off_thread
+from hermes_tui.tui.workers import in_thread, off_thread
 
 
 def test_results_and_errors_come_back_on_the_app_thread_as_one_line() -> None:
@@ -74,3 +76,27 @@ def test_a_newer_job_of_an_exclusive_group_drops_the_older_ones_result() -> None
 
     asyncio.run(main())
     assert seen == ["new"]
+
+
+def test_in_thread_returns_or_raises_the_jobs_own_exception_off_the_app_thread() -> None:
+    who = contextvars.ContextVar("who", default="nobody")
+    seen: list[object] = []
+
+    def job(a: int, *, b: int) -> tuple[int, bool, str]:
+        return a + b, threading.get_ident() == main_thread, who.get()
+
+    def missing() -> None:
+        raise KeyError("no session 7")
+
+    async def main() -> None:
+        app = App[None]()
+        async with app.run_test():
+            who.set("the caller")
+            seen.append(await in_thread(app, job, 1, b=2))
+            with pytest.raises(KeyError, match="no session 7"):  # itself, not a WorkerFailed
+                await in_thread(app, missing)
+            seen.append(app.is_running)  # a failed job never ends the app
+
+    main_thread = threading.get_ident()
+    asyncio.run(main())
+    assert seen == [(3, False, "the caller"), True]  # on a worker thread, in the caller's context

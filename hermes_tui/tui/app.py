@@ -8,7 +8,6 @@ only; the browsing panes are built the first time they are shown.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import threading
@@ -38,6 +37,7 @@ from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.session import ChatSession
 from hermes_tui.tui.status import HeaderBar, PaneBar, StatusLine
 from hermes_tui.tui.stores import Stores
+from hermes_tui.tui.workers import in_thread
 
 if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
@@ -232,7 +232,7 @@ class HermesApp(PaneRequests, Lifecycle, App[int]):
             self.notify(str(exc), severity="warning", markup=False)
             self.open_setup()
             return
-        loop = await asyncio.to_thread(self.session.ensure_loop)  # starts a session: a write, off the loop
+        loop = await in_thread(self, self.session.ensure_loop)  # starts a session: a write, off the loop
         self.show_header()
         await self.chat.start_turn(loop, text)
 

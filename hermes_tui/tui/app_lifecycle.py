@@ -17,6 +17,7 @@ from hermes_tui.config import Config
 from hermes_tui.tui import actions, collector
 from hermes_tui.tui.format import short_path
 from hermes_tui.tui.messages import McpLine
+from hermes_tui.tui.workers import in_thread
 
 if TYPE_CHECKING:
     from hermes_tui.learning.pending import Writer
@@ -34,7 +35,7 @@ class Lifecycle:
     async def _after_first_frame(self: HermesApp) -> None:
         # The MCP servers first: before a session can be built, so every session offers their tools.
         self.mcp.subscribe(lambda line: self.post_message(McpLine(line)))
-        await asyncio.to_thread(self.mcp.start)
+        await in_thread(self, self.mcp.start)
         # Said from whichever thread opens the store (``call_from_thread`` would raise on this one).
         loop = asyncio.get_running_loop()
         self.stores.on_upgrade = lambda line: loop.call_soon_threadsafe(
@@ -43,7 +44,7 @@ class Lifecycle:
 
         self.stores.progress = PostedProgress(self.post_message)  # the reindex, a first skills index
         try:
-            await asyncio.to_thread(self.stores.open)  # never on the event loop: it may upgrade the schema
+            await in_thread(self, self.stores.open)  # never on the event loop: it may upgrade the schema
         except Exception as exc:  # noqa: BLE001 - a readable line; the panes will say it again
             log.exception("opening the stores failed")
             await self.chat.add_notice(f"Cannot open Hermes' data in {short_path(self.config.home)}: {exc}", "error")
@@ -55,20 +56,20 @@ class Lifecycle:
         self.markdown_loading = self.background.start("hermes-markdown", load_markdown)
         warm_llm(self.config, self.background)
         if self.stores.opened:
-            self._pending_summaries = await asyncio.to_thread(write_pending_summaries, self)
+            self._pending_summaries = await in_thread(self, write_pending_summaries, self)
         if self._resume_at_start is not None:
             await self.resume(self._resume_at_start)
         elif self.stores.opened:
             from hermes_tui.tui.last_session import at_start
 
             await at_start(self, continue_last=self._continue_last)
-        if self.approvals.lasting is not None and (line := await asyncio.to_thread(self.approvals.lasting.warning)):
+        if self.approvals.lasting is not None and (line := await in_thread(self, self.approvals.lasting.warning)):
             await self.chat.add_notice(line, "error")
         if not self.config.has_api_key:
             self.open_setup()
         from hermes_tui.agent.sandbox import startup_notice
 
-        if sandbox_line := await asyncio.to_thread(startup_notice, self.config):  # probes bwrap once
+        if sandbox_line := await in_thread(self, startup_notice, self.config):  # probes bwrap once
             await self.chat.add_notice(sandbox_line, "error")
 
     # -- first-run setup
@@ -94,7 +95,7 @@ class Lifecycle:
         """Test the saved endpoint off the event loop and say what was found."""
         from hermes_tui.tui.setup_screen import connection_problem
 
-        problem = await asyncio.to_thread(connection_problem, url)
+        problem = await in_thread(self, connection_problem, url)
         if problem is None:
             await self.chat.add_notice(f"The endpoint {url} answers.")
         else:

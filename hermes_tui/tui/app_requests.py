@@ -5,7 +5,6 @@ whose chat, session and stores these methods use; Textual finds the ``on_*`` han
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from pathlib import Path
@@ -15,6 +14,7 @@ from textual.app import SuspendNotSupported
 
 from hermes_tui.tui import commands
 from hermes_tui.tui.format import plural, short_path
+from hermes_tui.tui.workers import in_thread
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
@@ -56,7 +56,7 @@ class PaneRequests:
         undone = self.undo_log.undone(session_id)
         async with self.chat.holding(f"loading session {session_id}…"):
             try:  # the store reads and the token count run off the app thread
-                messages = await asyncio.to_thread(self._load_session, session_id, undone)
+                messages = await in_thread(self, self._load_session, session_id, undone)
             except ValueError as exc:
                 await self.chat.add_notice(str(exc), "error")
                 return
@@ -102,8 +102,8 @@ class PaneRequests:
             await self.chat.clear()
             self.show_header()
         try:
-            prompts, files = await asyncio.to_thread(self._traces_of, session_id)
-            count = await asyncio.to_thread(self.memory.delete_session, session_id)
+            prompts, files = await in_thread(self, self._traces_of, session_id)
+            count = await in_thread(self, self.memory.delete_session, session_id)
         except KeyError:
             await self.chat.add_notice(f"There is no session {session_id}.", "error")
             return
@@ -113,9 +113,9 @@ class PaneRequests:
             return
         from hermes_tui.tui import traces
 
-        removed = await asyncio.to_thread(traces.remove, files)
-        dropped = await asyncio.to_thread(self.history.forget,
-                                          lambda entry: entry in prompts or commands.as_message(entry) in prompts)
+        removed = await in_thread(self, traces.remove, files)
+        dropped = await in_thread(self, self.history.forget,
+                                  lambda entry: entry in prompts or commands.as_message(entry) in prompts)
         self.show_usage()
         wrote = f"; removed {', '.join(short_path(p) for p in removed)}" if removed else ""
         await self.chat.add_notice(f"Forgot session {session_id} ({plural(count, 'message')}, "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +11,7 @@ from hermes_tui.config import ConfigError
 from hermes_tui.tui import actions, commands, traces
 from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.session import model_switch_notice
+from hermes_tui.tui.workers import in_thread
 
 _SESSIONS_KEY = actions.main_key("app", "show_pane('sessions')")  # named where a usage line points at the pane
 
@@ -219,7 +219,7 @@ class CommandRunner:
             return
         store = facts.for_config(self.app.config)
         try:
-            saved = await asyncio.to_thread(store.save, scope, text, session_id=self.app.session.session_id, by="user")
+            saved = await in_thread(self.app, store.save, scope, text, session_id=self.app.session.session_id, by="user")
         except (facts.FactError, OSError) as exc:
             await self.app.chat.add_notice(f"Not remembered: {exc}", "error")
             return
@@ -235,8 +235,8 @@ class CommandRunner:
             await app.chat.add_notice("Usage: /context, or /context approve N (N from the list /context shows).",
                                       "error")
             return
-        report = await asyncio.to_thread(context_report, app.config, app.memory, app.skills, Surface("tui"),
-                                         app.session.loop)
+        report = await in_thread(self.app, context_report, app.config, app.memory, app.skills, Surface("tui"),
+                                 app.session.loop)
         if not argument:
             await app.chat.add_help(report.markdown())
             return
@@ -245,7 +245,7 @@ class CommandRunner:
         if not 0 <= index < len(files) or not files[index].flagged or files[index].approved:
             await app.chat.add_notice(f"Instruction file {number} is not held back: /context lists them.", "error")
             return
-        await asyncio.to_thread(instructions.approve, app.config.home, files[index])
+        await in_thread(self.app, instructions.approve, app.config.home, files[index])
         await app.chat.add_notice(f"Approved {files[index].label}: sessions started from now on read it "
                                   "(this one keeps the prompt it started with).")
 
@@ -275,7 +275,7 @@ class CommandRunner:
         except OSError as exc:
             app.notify(f"Sent {what} by OSC 52; saving a copy failed: {exc}", severity="warning", markup=False)
             return
-        await asyncio.to_thread(traces.record, app.config.db_path, session_id, path, text)  # for /forget
+        await in_thread(self.app, traces.record, app.config.db_path, session_id, path, text)  # for /forget
         app.notify(f"This terminal may ignore OSC 52: {what} is saved in {short_path(path)}.", timeout=8,
                    markup=False)
 
@@ -293,13 +293,13 @@ class CommandRunner:
         if not path.is_absolute():
             path = app.config.workspace / path
         text = export_markdown(session_id, info.title or info.first_user_line or "", app.memory.get_messages(session_id),
-                               undone=await asyncio.to_thread(app.undo_log.undone, session_id))
+                               undone=await in_thread(self.app, app.undo_log.undone, session_id))
         try:
             write_private(path, text)
         except OSError as exc:
             await app.chat.add_notice(f"Could not write {short_path(path)}: {exc.strerror or exc}", "error")
             return
-        await asyncio.to_thread(traces.record, app.config.db_path, session_id, path, text)  # for /forget
+        await in_thread(self.app, traces.record, app.config.db_path, session_id, path, text)  # for /forget
         await app.chat.add_notice(f"Exported session {session_id} to {short_path(path)}.")
 
     async def _setup(self, argument: str) -> None:

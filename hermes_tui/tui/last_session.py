@@ -3,12 +3,12 @@ names that session in one line, so it is one command away (``/resume N``)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from hermes_tui.memory.last_session import title_of
 from hermes_tui.memory.store import SessionInfo
 from hermes_tui.tui.format import short_path
+from hermes_tui.tui.workers import in_thread
 
 if TYPE_CHECKING:
     from hermes_tui.tui.app import HermesApp
@@ -22,7 +22,7 @@ def hint(info: SessionInfo) -> str:
 
 
 async def at_start(app: HermesApp, *, continue_last: bool) -> None:
-    info = await asyncio.to_thread(app.memory.last_session, str(app.config.workspace))
+    info = await in_thread(app, app.memory.last_session, str(app.config.workspace))
     if continue_last:
         if info is None:
             await app.chat.add_notice(f"No earlier session in {short_path(app.config.workspace)} to continue: "

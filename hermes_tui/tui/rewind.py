@@ -3,12 +3,11 @@
 ``RestoreScreen`` shows what restoring a checkpoint writes, recreates and deletes, and which files
 someone changed since (``RestorePlan.conflicts``); it never restores those without the user's
 explicit choice. ``RewindScreen`` picks a checkpoint of the workspace. The git work runs on a
-thread (``asyncio.to_thread``), never on the event loop.
+thread (``workers.in_thread``), never on the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal
 
@@ -28,6 +27,7 @@ from hermes_tui.agent.checkpoints import (
 )
 from hermes_tui.textsafe import printable
 from hermes_tui.tui import actions
+from hermes_tui.tui.workers import in_thread
 
 if TYPE_CHECKING:
     from hermes_tui.tui.app import HermesApp
@@ -166,7 +166,7 @@ class FileRewinder:
             return store.plan(checkpoint.number) if checkpoint is not None else None
 
         try:
-            found = await asyncio.to_thread(plan)
+            found = await in_thread(self.app, plan)
         except CheckpointError as exc:
             await self.app.chat.add_notice(f"{exc} Only the conversation can be undone.", "error")
             return None
@@ -184,8 +184,8 @@ class FileRewinder:
         """Carry out the choice: the line saying what happened, or None when it failed (said in the chat)."""
         store = self.store
         try:
-            result = await asyncio.to_thread(store.restore, plan, overwrite=choice == "all",
-                                             session_id=self.app.session.session_id)
+            result = await in_thread(self.app, store.restore, plan, overwrite=choice == "all",
+                                     session_id=self.app.session.session_id)
         except CheckpointError as exc:
             await self.app.chat.add_notice(str(exc), "error")
             return None
@@ -202,7 +202,7 @@ class FileRewinder:
         if not store.available:
             await self.app.chat.add_notice("git is not installed, so there are no checkpoints to rewind to.", "error")
             return
-        checkpoints = await asyncio.to_thread(store.list)
+        checkpoints = await in_thread(self.app, store.list)
         if not checkpoints:
             await self.app.chat.add_notice("No checkpoints yet: they are taken when a turn changes files.")
             return
@@ -211,7 +211,7 @@ class FileRewinder:
             if number is None:
                 return
             try:
-                plan = await asyncio.to_thread(store.plan, number)
+                plan = await in_thread(self.app, store.plan, number)
             except CheckpointError as exc:
                 await self.app.chat.add_notice(str(exc), "error")
                 return

@@ -1,19 +1,23 @@
-"""The TUI's one way to read or change its stores off the app thread.
+"""The TUI's one way to read or change its stores off the app thread: Textual thread workers.
 
-``off_thread`` runs a job on a Textual thread worker and hands its result, or one readable line
-of what went wrong, back on the app thread: the job never touches a widget, and the widget's
-callback never runs on the worker. Which failures are the user's to read and which are bugs is
-declared once, in ``expected_errors``.
+``off_thread`` runs a job on a thread worker and hands its result, or one readable line of what
+went wrong, back on the app thread: the job never touches a widget, and the widget's callback
+never runs on the worker. Which failures are the user's to read and which are bugs is declared
+once, in ``expected_errors``. ``in_thread`` is the same worker for a coroutine that awaits the
+result and handles the job's own exceptions where its flow needs them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 import logging
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from textual.worker import get_current_worker
+from textual.worker import WorkerCancelled, WorkerFailed, get_current_worker
 
 if TYPE_CHECKING:
     from textual.dom import DOMNode
@@ -59,3 +63,19 @@ def off_thread(owner: DOMNode, job: Callable[[], T], then: Callable[[T | None, s
             owner.app.call_from_thread(then, result, error)
 
     return owner.run_worker(run, thread=True, group=group, exclusive=exclusive)
+
+
+async def in_thread(owner: DOMNode, job: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``job(*args, **kwargs)`` on a thread worker of ``owner``, awaited: its result, or the job's
+    own exception raised here. A worker cancelled (the app exits) cancels the awaiting task too.
+    The job runs in a copy of the caller's context, as ``asyncio.to_thread`` would run it."""
+    context = contextvars.copy_context()
+    worker = owner.run_worker(functools.partial(context.run, job, *args, **kwargs), thread=True,
+                              exit_on_error=False, group="in-thread",
+                              description=getattr(job, "__qualname__", "job"))
+    try:
+        return await worker.wait()
+    except WorkerFailed as failed:
+        raise failed.error from None
+    except WorkerCancelled:
+        raise asyncio.CancelledError from None
