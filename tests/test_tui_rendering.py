@@ -148,6 +148,28 @@ def test_answers_far_above_the_view_fold_and_come_back_when_scrolled_to(server: 
     run(scenario)
 
 
+def test_far_answers_fold_after_end_even_when_a_layout_moves_the_view_first(server: FakeLLMServer) -> None:
+    """``scroll_end`` (the End key) anchors the view again; a layout before its deferred scroll
+    moves the view with ``set_reactive``, which no ``scroll_y`` watcher hears, and the scroll
+    then changes nothing. The far answers still fold (this once left them unfolded for good)."""
+    server.queue(Reply(text=long_answer(200), chunk_size=400))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "a long one")
+        view = app.chat.conversation
+        answers = conversation(app, AnswerText)
+        await wait_for(pilot, lambda: answers[0].folded)
+        view.scroll_home(animate=False)
+        await wait_for(pilot, lambda: not answers[0].folded and answers[0].children and answers[-1].folded)
+        await pilot.pause()
+        view.scroll_end(animate=False)
+        view.refresh(layout=True)  # laid out before the deferred scroll: the anchor moves the view
+        await wait_for(pilot, lambda: answers[0].folded)
+        assert view.scroll_y == view.max_scroll_y and not answers[-1].folded
+
+    run(scenario)
+
+
 GROWING_TEXT = (
     "Intro paragraph.\n\n"
     + "".join(f"- bullet {i} with `code{i}` and *stress*\n" for i in range(6))

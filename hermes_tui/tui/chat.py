@@ -33,6 +33,7 @@ from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.splitter import BlockSplitter
 
 if TYPE_CHECKING:
+    from textual._types import CallbackType
     from textual.timer import Timer
     from textual.widgets.markdown import MarkdownStream
 
@@ -60,6 +61,23 @@ class QueuedMessages(Static):
         lines = [f"⧗ queued: {one_line(printable(text), 200)}" for text in texts]
         lines.append(f"sent when the answer ends · {actions.main_key('chat', 'cancel_turn')} takes the last one back")
         self.update("\n".join(lines))
+
+
+class Conversation(VerticalScroll):
+    """The conversation's scroll view. ``scroll_end`` (End, or code) anchors the view again, and
+    the compositor then moves an anchored view with ``set_reactive``, which no ``scroll_y``
+    watcher hears: when the scroll is done it posts ``Moved``, so far answers fold after it too."""
+
+    class Moved(Message):
+        """The view went to the end of the conversation."""
+
+    def scroll_end(self, *, on_complete: CallbackType | None = None, **kwargs: Any) -> None:
+        def moved() -> None:
+            self.post_message(self.Moved())
+            if on_complete is not None:
+                self.call_next(on_complete)
+
+        super().scroll_end(on_complete=moved, **kwargs)
 
 
 class ChatPane(EventViews, AnswerFlow, Widget):
@@ -119,7 +137,7 @@ class ChatPane(EventViews, AnswerFlow, Widget):
         self._fold_queued = False  # a fold walk is on its way (_fold_soon)
 
     def compose(self) -> ComposeResult:
-        yield VerticalScroll(id="conversation")
+        yield Conversation(id="conversation")
         yield QueuedMessages(id="queued", markup=False)
         yield PromptArea(self.history, id="prompt", placeholder=PLACEHOLDER)
 
@@ -130,8 +148,8 @@ class ChatPane(EventViews, AnswerFlow, Widget):
         self.watch(self.conversation, "virtual_size", self._laid_out, init=False)
 
     @property
-    def conversation(self) -> VerticalScroll:
-        return self.query_one("#conversation", VerticalScroll)
+    def conversation(self) -> Conversation:
+        return self.query_one("#conversation", Conversation)
 
     @property
     def prompt(self) -> PromptArea:

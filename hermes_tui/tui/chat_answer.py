@@ -15,7 +15,7 @@ from hermes_tui.tui.splitter import BlockSplitter
 
 if TYPE_CHECKING:
     from hermes_tui.tui.answer import AnswerText
-    from hermes_tui.tui.chat import ChatPane
+    from hermes_tui.tui.chat import ChatPane, Conversation
 
 FLUSH_RATE = 10  # Markdown appends per second at most while an answer streams
 UPDATE_SHARE = 4  # wait at least 4x the last append's cost: appends take <= ~1/4 of the app thread
@@ -114,10 +114,15 @@ class AnswerFlow:
 
     def _view_moved(self: ChatPane) -> None:
         """The user scrolled: answers the view came near get their widgets back, those it left fold.
-        (An anchored view following new text moves without telling watchers: see ``_laid_out``.)"""
+        (An anchored view moves without telling watchers: following new text, see ``_laid_out``;
+        after End, ``Conversation.Moved`` calls this.)"""
         for answer in self._answers(folded=True, far=False):
             self.call_later(answer.unfold)
         self._fold_soon()
+
+    def on_conversation_moved(self: ChatPane, message: Conversation.Moved) -> None:
+        message.stop()
+        self._view_moved()
 
     def on_resize(self: ChatPane) -> None:
         """A new width re-wraps every line: folded heights no longer hold."""
