@@ -100,3 +100,40 @@ def test_in_thread_returns_or_raises_the_jobs_own_exception_off_the_app_thread()
     main_thread = threading.get_ident()
     asyncio.run(main())
     assert seen == [(3, False, "the caller"), True]  # on a worker thread, in the caller's context
+
+
+def test_an_app_that_exits_while_in_thread_waits_cancels_the_waiting_task_not_the_quit() -> None:
+    """Quitting never waits for a blocked store read: the task awaiting it is cancelled."""
+    outcome: list[str] = []
+    job_started, release = threading.Event(), threading.Event()
+
+    def blocked() -> None:
+        job_started.set()
+        release.wait(60)
+
+    class Quitting(App[None]):
+        def on_mount(self) -> None:
+            self.run_worker(self.flow(), group="flow")
+
+        async def flow(self) -> None:
+            try:
+                await in_thread(self, blocked)
+                outcome.append("returned")
+            except asyncio.CancelledError:
+                outcome.append("cancelled")
+                raise
+
+    async def main() -> None:
+        app = Quitting()
+        async with app.run_test() as pilot:
+            assert await asyncio.to_thread(job_started.wait, 30)
+            app.exit()
+            await pilot.pause()
+        outcome.append("exited" if not release.is_set() else "exited late")
+        release.set()  # the job's thread ends too (asyncio.run joins it on the way out)
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
+    assert outcome == ["cancelled", "exited"]

@@ -279,18 +279,15 @@ class AppState:
             if self._stop.is_set():  # shutting down: the session stays pending for the next start
                 log.info("not summarizing session %d: shutting down", slot.loop.session_id)
                 return
-            self._summarize_now(slot)
-
-    def _summarize_now(self, slot: _Slot) -> None:
-        if not slot.running.acquire(timeout=RETIRE_WAIT):
-            log.warning("session %d still busy after %.0f s; not summarized", slot.loop.session_id, RETIRE_WAIT)
-            return
-        try:
-            slot.loop.close(timeout=self.summary_timeout)
-        except Exception:  # noqa: BLE001 - one readable log line; the session stays pending
-            log.exception("summarizing session %d failed", slot.loop.session_id)
-        finally:
-            slot.running.release()
+            if not slot.running.acquire(timeout=RETIRE_WAIT):
+                log.warning("session %d still busy after %.0f s; not summarized", slot.loop.session_id, RETIRE_WAIT)
+                return
+            try:
+                slot.loop.close(timeout=self.summary_timeout)
+            except Exception:  # noqa: BLE001 - one readable log line; the session stays pending
+                log.exception("summarizing session %d failed", slot.loop.session_id)
+            finally:
+                slot.running.release()
 
     def _sweep_forever(self) -> None:
         # The period is real time (a tick, nothing waits on it); what counts as idle is read on
