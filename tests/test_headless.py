@@ -223,6 +223,10 @@ def test_json_turn_text_keeps_model_calls_apart_and_denial_follows_its_call(env:
     kinds = [e["type"] for e in events]
     denial = next(i for i, e in enumerate(events) if e["type"] == "notice" and "denied" in e["message"])
     assert kinds.index("tool_call_started") < denial < kinds.index("tool_call_finished")
+
+
+@on_wire("anthropic")  # the lines are drawn above the wire; the events above ran on both
+def test_text_output_shows_the_denial_after_its_call(env: FakeLLMServer) -> None:
     env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch y"})]), Reply(text="ok"))
     lines = run_cli("-p", "count").stderr.splitlines()
     started = next(i for i, line in enumerate(lines) if line.startswith("→ run_bash"))

@@ -1,4 +1,4 @@
-"""Crash safety: the real ``hermes-tui -p`` killed mid-tool or mid-stream, then resumed.
+"""Crash safety: the real ``hermes-tui -p`` killed mid-tool or mid-stream, then its session resumed.
 
 Every resume runs against the fake server in strict mode, which refuses (as the real APIs do)
 a conversation with an unanswered tool call, so a resume only passes if the stored history
@@ -23,13 +23,14 @@ import pytest
 
 from hermes_tui.agent.history import INTERRUPTED
 from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.agent.runtime import build_agent, headless_surface
 from hermes_tui.config import Config
 from hermes_tui.events import ToolCallStarted, TurnFinished
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import HERMES_TUI, run_cli
+from tests.helpers import HERMES_TUI
 
 LONG_TEXT = "".join(f"word{n} " for n in range(3000))
 WAIT = 60.0  # generous bound for liveness on a loaded machine
@@ -92,12 +93,19 @@ def stored(hermes_home: Path, session_id: int) -> list[dict[str, Any]]:
 
 
 def resume(server: FakeLLMServer, session_id: int) -> str:
-    """Continue the session headless; it must be answered without a refusal. Returns what was sent."""
+    """Continue the session as ``-p --session`` does (``build_agent`` with its id, in this process:
+    the killed run is the real one, and a second ``-p`` would only import litellm again, seconds);
+    it must be answered without a refusal. Returns what was sent."""
     server.reset()
-    server.queue(Reply(text="Resumed fine."), Reply(text="summary"))
-    result = run_cli("-p", "Where were we?", "--session", str(session_id))
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "Resumed fine."
+    server.queue(Reply(text="Resumed fine."))
+    config = Config.load()
+    memory = MemoryStore(config.db_path)
+    try:
+        agent = build_agent(config, memory, SkillManager(config.skills_dir), headless_surface(None),
+                            session_id=session_id)
+        assert list(agent.run_turn("Where were we?"))[-1] == TurnFinished("Resumed fine.", 0, "done")
+    finally:
+        memory.close()
     assert server.violations == [] and server.refused == []
     return json.dumps(server.requests[0].messages)
 
@@ -122,8 +130,8 @@ def test_kill_9_during_a_stream_keeps_the_partial_answer(strict: FakeLLMServer, 
     run = Running("Tell me a long story.")
     session_id = run.wait_for("turn_started")["session_id"]
     run.wait_for("text_delta")
-    seen_before = run.stream_for(2.5)  # what had arrived 2.5 s before the kill must be saved
-    run.stream_for(2.5)
+    seen_before = run.stream_for(1.0)  # what had arrived 2.5 s before the kill must be saved
+    run.stream_for(2.5)  # (PERSIST_EVERY is 1 s: the margin is for a loaded machine)
     run.finish(signal.SIGKILL)
     messages = stored(hermes_home, session_id)
     assert messages[-1]["role"] == "assistant"

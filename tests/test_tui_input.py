@@ -151,7 +151,7 @@ def test_the_status_says_answering_while_text_streams(server: FakeLLMServer) -> 
     """It said "thinking…" the whole time the words were arriving."""
     from hermes_tui.tui.status import StatusLine
 
-    server.queue(Reply(text=LONG_TEXT, chunk_size=10, chunk_delay=0.02))
+    server.queue(Reply(text=LONG_TEXT[:1500], chunk_size=10, chunk_delay=0.02))  # words for 3 s
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         type_bytes(app, "talk\r")
