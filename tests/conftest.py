@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,13 @@ _HERMES_VARS = (
     "HERMES_CONTEXT_TOKENS", "HERMES_COMPACT_AT", "HERMES_SANDBOX", "HERMES_SANDBOX_NETWORK",
     "HERMES_SKILL_STALE_DAYS", "HERMES_SKILL_ARCHIVE_DAYS",
 )
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): one worker more than the cores. Many tests spend much of
+    their time waiting (a subprocess importing litellm, a paced stream, a browser), so a spare
+    worker fills the gaps: on 2 cores the suite took 322 s with three workers, 355 s with two."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.fixture(autouse=True)
