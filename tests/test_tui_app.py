@@ -13,6 +13,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -37,11 +38,13 @@ from hermes_tui.tui.skills_pane import SkillsPane
 from hermes_tui.tui.suggestions import SlashSuggestions
 from tests.engine_harness import SKILL_ANSWER
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
+from tests.helpers import MovedClock
 from tests.tui_harness import (  # noqa: F401 - fixtures among them
     LONG_TEXT,
     SIZE,
     active_pane,
     conversation,
+    exited,
     help_screen,
     notices,
     press_and_exit,
@@ -337,13 +340,31 @@ def test_quitting_with_an_open_approval_denies_and_exits(server: FakeLLMServer, 
     server.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch never.txt"})]))
     server.responder = lambda request: Fault(503, delay=30)  # the summary never comes back
 
+    clock = MovedClock(100.0)
+
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "do it")
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        assert await press_and_exit(app, pilot, "ctrl+q") < 8  # bounded, whatever the provider does
+        assert await quit_past_the_grace(app, pilot, server, clock) < 8  # bounded, whatever the provider does
 
-    run(scenario)
+    run(scenario, clock=clock)
     assert not (workspace / "never.txt").exists()
+
+
+async def quit_past_the_grace(app: HermesApp, pilot: Pilot, server: FakeLLMServer, clock: MovedClock) -> float:
+    """ctrl+q while the provider holds every summary: once the summary's request is out, the app
+    waits for it on its own clock until that passes ``QUIT_GRACE``, then exits. Returns the
+    seconds from the key to the exit."""
+    from hermes_tui.tui.app_lifecycle import QUIT_GRACE
+
+    started = time.monotonic()
+    app.simulate_key("ctrl+q")  # not pilot.press: the pilot waits for a screen that goes
+    await wait_for(pilot, lambda: len(server.requests) == 2)  # the turn's, then the summary's
+    await asyncio.sleep(0.2)
+    assert not exited(app)  # waiting for the summary
+    clock.now += QUIT_GRACE
+    await wait_for(pilot, lambda: exited(app), 15)
+    return time.monotonic() - started
 
 
 # -- the prompt ------------------------------------------------------------------------------
@@ -603,12 +624,14 @@ def test_quit_while_streaming_cancels_and_never_hangs(server: FakeLLMServer) -> 
     server.queue(Reply(text=LONG_TEXT, chunk_size=5, chunk_delay=0.05))
     server.responder = lambda request: Fault(503, delay=30)  # summary: provider unreachable
 
+    clock = MovedClock(100.0)
+
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "stream forever")
         await wait_for(pilot, lambda: conversation(app, AnswerText))
-        assert await press_and_exit(app, pilot, "ctrl+q") < 8
+        assert await quit_past_the_grace(app, pilot, server, clock) < 8
 
-    run(scenario)
+    run(scenario, clock=clock)
 
 
 def test_command_palette_offers_the_commands(server: FakeLLMServer) -> None:
