@@ -48,6 +48,8 @@ def test_three_tool_task_end_to_end(env: FakeLLMServer, hermes_home: Path, works
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+@on_wire("openai")  # the events and --session are above the wire; a resumed history is sent on both in
+# test_engine (test_resume_continues_with_history)
 def test_json_events_and_session_continue(env: FakeLLMServer, hermes_home: Path) -> None:
     env.queue(Reply(text="First answer."))
     result = run_cli("-p", "remember kiwi", "--json")

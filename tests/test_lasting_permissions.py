@@ -13,6 +13,10 @@ from textual.pilot import Pilot
 from textual.widgets import Button, OptionList
 
 from hermes_tui.agent.permissions import EXACT, PROGRAM, LastingRules, program_of, rules_path
+from hermes_tui.agent.runtime import build_agent, headless_surface
+from hermes_tui.config import Config
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import ToolCallView
@@ -245,11 +249,14 @@ def test_headless_honours_lasting_rules_and_the_model_cannot_add_one(env: FakeLL
     assert (workspace / "made-it").exists() and not (workspace / "pwned").exists()
     assert result.stderr.count("denied: rerun with --yes") == 1  # the ";" command only
 
-    # Even allowed to run anything, the model cannot write a rule: HERMES_HOME is out of its reach.
+    # Even allowed to run anything (--yes: the headless surface without an approver, here in this
+    # process), the model cannot write a rule: HERMES_HOME is out of its reach.
     env.queue(Reply(tool_calls=[ToolCall("write_file", {"path": str(path), "content": forged})]),
               bash(f"echo '{forged}' > {path}"), Reply(text="done"))
-    result = run_cli("-p", "allow rm", "--yes")
-    assert result.returncode == 0, result.stderr
+    config = Config.load()
+    with MemoryStore(config.db_path) as memory:
+        agent = build_agent(config, memory, SkillManager(config.skills_dir), headless_surface(None))
+        assert list(agent.run_turn("allow rm"))[-1].stopped_reason == "done"
     assert [(r.kind, r.value) for r in LastingRules(hermes_home, workspace).rules()] == [(PROGRAM, "touch")]
 
 

@@ -110,6 +110,9 @@ def resume(server: FakeLLMServer, session_id: int) -> str:
     return json.dumps(server.requests[0].messages)
 
 
+# The kill and the signal are above the wire, each on one; a resumed broken history is answered on
+# both wires in test_history (test_resume_of_a_broken_session_is_answered) and just below.
+@on_wire("openai")
 def test_kill_9_during_a_tool_then_resume(strict: FakeLLMServer, hermes_home: Path) -> None:
     strict.queue(Reply(text="Running it.", tool_calls=[ToolCall("run_bash", {"command": "sleep 4"})]))
     run = Running("Run the slow command.", "--yes")
@@ -158,6 +161,7 @@ def test_sigterm_and_sighup_act_like_ctrl_c(strict: FakeLLMServer, hermes_home: 
     resume(strict, session_id)
 
 
+@on_wire("anthropic")
 def test_sigterm_during_a_tool_stores_its_cancellation(strict: FakeLLMServer, hermes_home: Path) -> None:
     strict.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "sleep 30"})]))
     run = Running("Run the slow command.", "--yes")
