@@ -21,6 +21,7 @@ from hermes_tui.tui.answer import AnswerText
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.lists import SimpleBulletList
 from hermes_tui.tui.splitter import BlockSplitter
+from hermes_tui.tui.tables import AlignedTableContent
 from hermes_tui.tui.transcript import TranscriptScreen
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.panes_harness import PaneApp, SessionsPane, Stores, settle, stores
@@ -371,9 +372,13 @@ def test_a_table_keeps_its_column_alignment_and_its_natural_width(server: FakeLL
             def screen() -> list[str]:
                 return [strip.text for strip in app.screen._compositor.render_strips()]
 
+            def rows_mounted() -> bool:  # the last _update_rows mounts its cells after "Done." shows
+                tables = app.screen.query(AlignedTableContent)
+                return bool(tables) and len(tables.last().query(".cell")) == 6  # 2 rows of 3
+
             type_bytes(app, "a table please\r")
-            await wait_for(pilot, lambda: not app.chat.busy and "Done." in "\n".join(screen()))
-            # The last rows can still be re-laid out after "Done." shows: read a settled screen.
+            await wait_for(pilot, lambda: not app.chat.busy and "Done." in "\n".join(screen()) and rows_mounted())
+            # The last rows can still be re-laid out after they are mounted: read a settled screen.
             shown = screen()
             while True:
                 await pilot.pause()
