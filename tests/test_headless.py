@@ -25,6 +25,8 @@ def env(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> Fake
     return fake_llm_env
 
 
+@on_wire("anthropic")  # the CLI above the wire; the same task runs on both in test_engine
+# (test_three_tool_task_learns_a_skill)
 def test_three_tool_task_end_to_end(env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
     (workspace / "data.txt").write_text("alpha\nbeta\ngamma\n")
     three_tool_script(env)
@@ -215,6 +217,7 @@ def test_no_full_screen_app_without_p_or_terminal(hermes_home: Path, args: list[
     assert not (hermes_home / "memory.sqlite3").exists()  # nothing was started
 
 
+@on_wire("openai")  # above the wire; the calls' texts are kept apart on both in test_engine's three-tool task
 def test_json_turn_text_keeps_model_calls_apart_and_denial_follows_its_call(env: FakeLLMServer) -> None:
     env.queue(Reply(text="Let me look first.", tool_calls=[ToolCall("run_bash", {"command": "touch x"})]),
               Reply(text="There are none."))

@@ -30,8 +30,8 @@ def on_wire(*wires: Wire) -> pytest.MarkDecorator:
     For tests of a layer above the wire (signals, permissions, checkpoints, start-up) that spawn a
     real ``hermes-tui``: its second run only repeated LiteLLM's parse of the same stream, at
     seconds of ``import litellm`` each, while the tests of the wire itself (test_fake_server,
-    test_engine, test_history, test_llm_host, and the headless turn, tool, cut-stream and
-    provider-error tests) keep both formats.
+    test_engine, test_history, test_llm_host, and the headless cut-stream and provider-error
+    tests) keep both formats.
     Such tests alternate wires, so each format still goes through every layer somewhere.
     """
     return pytest.mark.parametrize("fake_llm_env", wires, indirect=True)
