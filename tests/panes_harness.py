@@ -16,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.pilot import Pilot
 from textual.widget import Widget
-from textual.widgets import Footer, Input, OptionList
+from textual.widgets import DataTable, Footer, Input, OptionList
 from textual.worker import WorkerState
 
 from hermes_tui.memory.store import MemoryStore
@@ -190,17 +190,25 @@ class PaneApp(App[None], Generic[P]):
 
 
 async def settle(pilot: Pilot[None]) -> None:
-    """Wait until no worker runs and every message they caused has been handled.
+    """Wait until no worker runs, every message they caused has been handled, and every table has
+    measured its rows.
 
     Polls rather than awaiting the workers: an exclusive worker may be cancelled by a newer one.
+    A ``DataTable`` measures rows added to it on its own next Idle, not in ``add_row``: a
+    screenshot before that shows its columns as wide as their headers (it failed so once in CI).
     """
     for _ in range(1000):
         await pilot.pause()
         if not any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers):
             await pilot.pause()
-            return
+            if all(_measured(table) for table in pilot.app.screen.query(DataTable)):
+                return
         await asyncio.sleep(0.01)
     raise AssertionError("workers did not settle within 10 s")
+
+
+def _measured(table: DataTable) -> bool:
+    return not (table._require_update_dimensions or table._updated_cells)  # noqa: SLF001 - no public flag
 
 
 def run(app: PaneApp, scenario: Callable[[Pilot[None]], Awaitable[None]]) -> None:
