@@ -12,7 +12,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from hermes_tui.agent.runtime import build_agent, headless_surface
+from hermes_tui.config import Config
 from hermes_tui.events import Event
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
 
 HERMES_TUI = str(Path(sys.executable).with_name("hermes-tui"))
 
@@ -23,6 +27,18 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = 90) -> subpro
         [HERMES_TUI, *args], input=stdin, capture_output=True, text=True, timeout=timeout,
         env=dict(os.environ), stdin=None if stdin is not None else subprocess.DEVNULL,
     )
+
+
+def headless_turn(text: str, session_id: int | None = None) -> list[Event]:
+    """One turn of a ``-p --yes`` agent in this process, built as ``hermes-tui -p`` builds it
+    (``build_agent`` on the headless surface without an approver, from the environment's config);
+    ``session_id`` resumes that session as ``--session`` does. For tests whose point is past the
+    command line: a second ``-p`` would only import litellm again (seconds)."""
+    config = Config.load()
+    with MemoryStore(config.db_path) as memory:
+        agent = build_agent(config, memory, SkillManager(config.skills_dir), headless_surface(None),
+                            session_id=session_id)
+        return list(agent.run_turn(text))
 
 
 def types(events: Iterable[Event]) -> list[str]:

@@ -13,17 +13,13 @@ from textual.pilot import Pilot
 from textual.widgets import Button, OptionList
 
 from hermes_tui.agent.permissions import EXACT, PROGRAM, LastingRules, program_of, rules_path
-from hermes_tui.agent.runtime import build_agent, headless_surface
-from hermes_tui.config import Config
-from hermes_tui.memory.store import MemoryStore
-from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import ToolCallView
 from hermes_tui.tui.permissions_screen import PermissionsScreen
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import run_cli
+from tests.helpers import headless_turn, run_cli
 from tests.tui_harness import conversation, dialog, notices, run_with_clock, send, server, text_of, wait_for
 
 __all__ = ["server"]
@@ -253,10 +249,7 @@ def test_headless_honours_lasting_rules_and_the_model_cannot_add_one(env: FakeLL
     # process), the model cannot write a rule: HERMES_HOME is out of its reach.
     env.queue(Reply(tool_calls=[ToolCall("write_file", {"path": str(path), "content": forged})]),
               bash(f"echo '{forged}' > {path}"), Reply(text="done"))
-    config = Config.load()
-    with MemoryStore(config.db_path) as memory:
-        agent = build_agent(config, memory, SkillManager(config.skills_dir), headless_surface(None))
-        assert list(agent.run_turn("allow rm"))[-1].stopped_reason == "done"
+    assert headless_turn("allow rm")[-1].stopped_reason == "done"
     assert [(r.kind, r.value) for r in LastingRules(hermes_home, workspace).rules()] == [(PROGRAM, "touch")]
 
 

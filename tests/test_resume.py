@@ -23,14 +23,13 @@ import pytest
 
 from hermes_tui.agent.history import INTERRUPTED
 from hermes_tui.agent.loop import AgentLoop
-from hermes_tui.agent.runtime import build_agent, headless_surface
 from hermes_tui.config import Config
 from hermes_tui.events import ToolCallStarted, TurnFinished
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import HERMES_TUI
+from tests.helpers import HERMES_TUI, headless_turn
 
 LONG_TEXT = "".join(f"word{n} " for n in range(3000))
 WAIT = 60.0  # generous bound for liveness on a loaded machine
@@ -93,19 +92,11 @@ def stored(hermes_home: Path, session_id: int) -> list[dict[str, Any]]:
 
 
 def resume(server: FakeLLMServer, session_id: int) -> str:
-    """Continue the session as ``-p --session`` does (``build_agent`` with its id, in this process:
-    the killed run is the real one, and a second ``-p`` would only import litellm again, seconds);
-    it must be answered without a refusal. Returns what was sent."""
+    """Continue the session as ``-p --session`` does, in this process (the killed run is the real
+    one); it must be answered without a refusal. Returns what was sent."""
     server.reset()
     server.queue(Reply(text="Resumed fine."))
-    config = Config.load()
-    memory = MemoryStore(config.db_path)
-    try:
-        agent = build_agent(config, memory, SkillManager(config.skills_dir), headless_surface(None),
-                            session_id=session_id)
-        assert list(agent.run_turn("Where were we?"))[-1] == TurnFinished("Resumed fine.", 0, "done")
-    finally:
-        memory.close()
+    assert headless_turn("Where were we?", session_id)[-1] == TurnFinished("Resumed fine.", 0, "done")
     assert server.violations == [] and server.refused == []
     return json.dumps(server.requests[0].messages)
 

@@ -29,6 +29,7 @@ from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui import collector, commands
 from hermes_tui.tui.answer import AnswerText, HelpText
 from hermes_tui.tui.app import HermesApp, build_app
+from hermes_tui.tui.app_lifecycle import QUIT_GRACE
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage
 from hermes_tui.tui.memory_pane import MemoryPane
@@ -355,8 +356,6 @@ async def quit_past_the_grace(app: HermesApp, pilot: Pilot, server: FakeLLMServe
     """ctrl+q while the provider holds every summary: once the summary's request is out, the app
     waits for it on its own clock until that passes ``QUIT_GRACE``, then exits. Returns the
     seconds from the key to the exit."""
-    from hermes_tui.tui.app_lifecycle import QUIT_GRACE
-
     started = time.monotonic()
     app.simulate_key("ctrl+q")  # not pilot.press: the pilot waits for a screen that goes
     await wait_for(pilot, lambda: len(server.requests) == 2)  # the turn's, then the summary's
