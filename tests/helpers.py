@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from hermes_tui.agent.runtime import build_agent, headless_surface
+from hermes_tui.cli import tui_main
 from hermes_tui.config import Config
 from hermes_tui.events import Event
 from hermes_tui.memory.store import MemoryStore
@@ -27,6 +32,41 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = 90) -> subpro
         [HERMES_TUI, *args], input=stdin, capture_output=True, text=True, timeout=timeout,
         env=dict(os.environ), stdin=None if stdin is not None else subprocess.DEVNULL,
     )
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``hermes-tui ARGS`` in this process: ``tui_main(argv)``, the code ``run_cli`` runs, with
+    stdin, stdout and stderr as strings. A new interpreter would add only its seconds of ``import
+    litellm`` and what the program does as a process; tests of that (exit by signal, kill -9, the
+    skipped teardown, the environment children inherit, a terminal) keep ``run_cli``."""
+    out, err = io.StringIO(), io.StringIO()
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    root, hermes = logging.getLogger(), logging.getLogger("hermes_tui")
+    level = hermes.level
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _stdin(io.StringIO(stdin or "")):
+            try:
+                code = tui_main(list(args))
+            except SystemExit as exc:  # argparse: --help, --version, a usage error
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    finally:  # what a run sets for its process: headless signal handlers, the log file
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        for handler in [h for h in root.handlers if getattr(h, "_hermes", False)]:
+            root.removeHandler(handler)
+            handler.close()
+        hermes.setLevel(level)
+    return subprocess.CompletedProcess([HERMES_TUI, *args], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _stdin(stream: io.StringIO) -> Iterator[None]:
+    saved, sys.stdin = sys.stdin, stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
 
 
 def headless_turn(text: str, session_id: int | None = None) -> list[Event]:

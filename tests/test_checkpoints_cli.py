@@ -10,7 +10,7 @@ import pytest
 
 from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import run_cli
+from tests.helpers import cli
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def test_a_headless_turn_is_checkpointed_and_restored(env: FakeLLMServer, worksp
     (workspace / "notes.txt").write_text("my notes\n")
     (workspace / "old.txt").write_text("keep me\n")
     changing_turn(env)
-    result = run_cli("-p", "tidy up", "--yes", "--json")
+    result = cli("-p", "tidy up", "--yes", "--json")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     changed = next(e for e in events if e["type"] == "files_changed")
@@ -41,25 +41,25 @@ def test_a_headless_turn_is_checkpointed_and_restored(env: FakeLLMServer, worksp
     assert [e["type"] for e in events].index("files_changed") < [e["type"] for e in events].index("turn_finished")
     assert not (workspace / "old.txt").exists()
 
-    listing = run_cli("checkpoints", "list")
+    listing = cli("checkpoints", "list")
     assert listing.returncode == 0, listing.stderr
     assert f"#{changed['checkpoint']}" in listing.stdout and "tidy up" in listing.stdout
     assert "made.txt" in listing.stdout and "3 files" in listing.stdout
 
     (workspace / "made.txt").write_text("the user edited this afterwards\n")  # a change after the turn
     number = str(changed["checkpoint"])
-    refused = run_cli("checkpoints", "restore", number)  # no terminal to ask on, no --yes
+    refused = cli("checkpoints", "restore", number)  # no terminal to ask on, no --yes
     assert refused.returncode == 1 and "--yes" in refused.stderr
     assert (workspace / "notes.txt").read_text() == "rewritten by the agent\n"
 
-    restored = run_cli("checkpoints", "restore", number, "--yes")
+    restored = cli("checkpoints", "restore", number, "--yes")
     assert restored.returncode == 0, restored.stderr
     assert "made.txt" in restored.stdout and "Changed since" in restored.stdout  # the conflict is named
     assert (workspace / "notes.txt").read_text() == "my notes\n"
     assert (workspace / "old.txt").read_text() == "keep me\n"
     assert (workspace / "made.txt").read_text() == "the user edited this afterwards\n"  # kept, not deleted
 
-    overwrite = run_cli("checkpoints", "restore", number, "--yes", "--overwrite")
+    overwrite = cli("checkpoints", "restore", number, "--yes", "--overwrite")
     assert overwrite.returncode == 0, overwrite.stderr
     assert not (workspace / "made.txt").exists()
 
@@ -72,13 +72,13 @@ def test_headless_text_output_names_the_changed_files(fake_llm: FakeLLMServer, h
     (workspace / "notes.txt").write_text("my notes\n")
     (workspace / "old.txt").write_text("x\n")
     changing_turn(env)
-    result = run_cli("-p", "tidy up", "--yes")
+    result = cli("-p", "tidy up", "--yes")
     assert result.returncode == 0, result.stderr
     line = next(line for line in result.stderr.splitlines() if line.startswith("changed 3 file(s)"))
     assert "notes.txt (modified)" in line and "checkpoints restore 1" in line
 
 
 def test_restore_of_an_unknown_checkpoint_is_one_line(hermes_home: Path, workspace: Path) -> None:
-    result = run_cli("checkpoints", "restore", "7", "--yes")
+    result = cli("checkpoints", "restore", "7", "--yes")
     assert result.returncode == 1
     assert result.stderr.strip() == "hermes: There is no checkpoint 7; 'hermes-tui checkpoints list' shows them."

@@ -17,7 +17,7 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.tui.app import HermesApp
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.helpers import old_memory_store, run_cli
+from tests.helpers import cli, old_memory_store
 from tests.memory_harness import pages_of, smash
 from tests.tui_harness import notices, run, send_and_wait, server, wait_for
 
@@ -102,14 +102,14 @@ def test_headless_names_the_session_and_continues_the_last_one(env: FakeLLMServe
                                                                workspace: Path, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     env.queue(Reply(text="Noted."))
-    first = run_cli("-p", "remember kiwi")
+    first = cli("-p", "remember kiwi")
     assert first.returncode == 0, first.stderr
     session_id = MemoryStore(hermes_home / "memory.sqlite3").list_sessions()[0].id
     assert first.stderr.splitlines()[-1] == session_line(session_id)  # the id, in one last line
     assert f"--session {session_id}" in session_line(session_id) and "-c" in session_line(session_id)
 
     env.queue(Reply(text="It was kiwi."))
-    again = run_cli("-c", "-p", "which fruit?")
+    again = cli("-c", "-p", "which fruit?")
     assert again.returncode == 0, again.stderr
     assert again.stdout == "It was kiwi.\n"
     assert f"hermes: continuing session {session_id} (remember kiwi)" in again.stderr.splitlines()
@@ -123,7 +123,7 @@ def test_headless_names_the_session_and_continues_the_last_one(env: FakeLLMServe
     elsewhere.mkdir()
     monkeypatch.setenv("HERMES_WORKSPACE", str(elsewhere))
     asked = len(env.requests)
-    none = run_cli("-c", "-p", "anything?")
+    none = cli("-c", "-p", "anything?")
     assert none.returncode == 1  # as Claude Code's -c: one line, no new session
     (line,) = none.stderr.splitlines()
     assert line == f"hermes: there is no earlier session in {elsewhere} to continue; run without -c to start one."
@@ -131,7 +131,7 @@ def test_headless_names_the_session_and_continues_the_last_one(env: FakeLLMServe
 
 
 def test_headless_continue_with_session_is_one_line(hermes_home: Path, workspace: Path) -> None:
-    result = run_cli("-c", "--session", "3", "-p", "hi")
+    result = cli("-c", "--session", "3", "-p", "hi")
     assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert line.startswith("hermes: -c continues") and "use one of them" in line

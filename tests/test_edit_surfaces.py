@@ -14,7 +14,7 @@ from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import ToolCallView
 from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import run_cli
+from tests.helpers import cli
 from tests.tui_harness import conversation, run, send, text_of, wait_for
 from tests.web_harness import chat, login, make_app, ndjson, web_env  # noqa: F401  (fixtures)
 
@@ -59,7 +59,7 @@ def project(workspace: Path) -> Path:
 def test_headless_searches_without_asking_and_edits_with_yes(fake_llm_env: FakeLLMServer, hermes_home: Path,
                                                              project: Path) -> None:
     search_then_edit(fake_llm_env)
-    result = run_cli("-p", "use math.pi in geo.py", "--yes")
+    result = cli("-p", "use math.pi in geo.py", "--yes")
     assert result.returncode == 0, result.stderr
     assert "✓ glob" in result.stderr and "✓ grep" in result.stderr and "✓ edit_file" in result.stderr
     check_results(fake_llm_env, project)
@@ -69,7 +69,7 @@ def test_headless_searches_without_asking_and_edits_with_yes(fake_llm_env: FakeL
 def test_headless_without_yes_searches_but_denies_the_edit(fake_llm_env: FakeLLMServer, hermes_home: Path,
                                                            project: Path) -> None:
     search_then_edit(fake_llm_env)
-    result = run_cli("-p", "use math.pi in geo.py")
+    result = cli("-p", "use math.pi in geo.py")
     assert result.returncode == 0, result.stderr
     assert "✓ glob" in result.stderr and "✓ grep" in result.stderr
     assert "edit_file denied: rerun with --yes" in result.stderr

@@ -22,7 +22,7 @@ from hermes_tui.tui.blocks import NoticeLine
 from hermes_tui.tui.memory_pane import MemoryPane
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import run_cli
+from tests.helpers import cli
 from tests.tui_harness import SIZE, send, send_and_wait, server, text_of, wait_for  # noqa: F401 - fixture
 from tests.web_harness import app, llm, login, make_app, web_env  # noqa: F401 - fixtures
 
@@ -140,7 +140,7 @@ def test_facts_are_checked_deduplicated_and_capped(hermes_home: Path, workspace:
 def test_headless_json_has_the_receipt_event(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
     fake_llm_env.queue(Reply(tool_calls=[ToolCall("memory", {"action": "save", "text": PYTEST})]),
                        Reply(text="Saved."))
-    result = run_cli("-p", "remember that I use pytest", "--json")
+    result = cli("-p", "remember that I use pytest", "--json")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert {"type": "receipt", "tool": "memory", "text": f"remembered (user): {PYTEST}"} in events

@@ -1,4 +1,6 @@
-"""``hermes-tui -p``: the installed entry point run as a subprocess against the fake server."""
+"""``hermes-tui -p`` against the fake server: in this process (``cli``) where the turn is the point, as
+the installed entry point in a subprocess (``run_cli``) where the process is: its signals, its end, a
+pipe for a terminal, and one whole task."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from hermes_tui.skills.manager import SkillManager
 from tests.engine_harness import three_tool_script
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
-from tests.helpers import HERMES_TUI, assert_history_valid, run_cli
+from tests.helpers import HERMES_TUI, assert_history_valid, cli, run_cli
 
 
 @pytest.fixture
@@ -54,7 +56,7 @@ def test_three_tool_task_end_to_end(env: FakeLLMServer, hermes_home: Path, works
 # test_engine (test_resume_continues_with_history)
 def test_json_events_and_session_continue(env: FakeLLMServer, hermes_home: Path) -> None:
     env.queue(Reply(text="First answer."))
-    result = run_cli("-p", "remember kiwi", "--json")
+    result = cli("-p", "remember kiwi", "--json")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert events[0]["type"] == "turn_started"
@@ -63,7 +65,7 @@ def test_json_events_and_session_continue(env: FakeLLMServer, hermes_home: Path)
     session_id = events[0]["session_id"]
 
     env.queue(Reply(text="It was kiwi."), Reply(text="summary two"))
-    again = run_cli("-p", "-", "--session", str(session_id), stdin="which fruit?")
+    again = cli("-p", "-", "--session", str(session_id), stdin="which fruit?")
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "It was kiwi."
     sent = [str(m) for m in env.requests[1].messages]
@@ -77,7 +79,7 @@ def test_json_events_and_session_continue(env: FakeLLMServer, hermes_home: Path)
 @on_wire("openai")
 def test_headless_denies_shell_without_yes(env: FakeLLMServer, workspace: Path) -> None:
     env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch made-it"})]), Reply(text="Denied."))
-    result = run_cli("-p", "make a file")
+    result = cli("-p", "make a file")
     assert result.returncode == 0, result.stderr
     assert "rerun with --yes" in result.stderr
     assert not (workspace / "made-it").exists()
@@ -87,7 +89,7 @@ def test_headless_denies_shell_without_yes(env: FakeLLMServer, workspace: Path) 
 
 def test_provider_error_is_one_line_exit_1(env: FakeLLMServer) -> None:
     env.queue(Fault(401))
-    result = run_cli("-p", "hi")
+    result = cli("-p", "hi")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("hermes: ")]
@@ -96,7 +98,7 @@ def test_provider_error_is_one_line_exit_1(env: FakeLLMServer) -> None:
 
 def test_cut_stream_exit_1(env: FakeLLMServer, hermes_home: Path) -> None:
     env.queue(Reply(text="partial partial partial partial", chunk_size=4, cut_after=4))
-    result = run_cli("-p", "hi")
+    result = cli("-p", "hi")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     (line,) = [line for line in result.stderr.splitlines() if "cut off" in line]  # one clean line
@@ -141,7 +143,7 @@ def test_bad_input_is_one_readable_line(env: FakeLLMServer, monkeypatch: pytest.
                                         args: list[str], env_vars: dict[str, str], fragment: str) -> None:
     for name, value in env_vars.items():
         monkeypatch.setenv(name, value)
-    result = run_cli(*args)
+    result = cli(*args)
     assert result.returncode == 1
     assert fragment in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
@@ -156,7 +158,7 @@ def test_version() -> None:
 @on_wire("openai")
 def test_step_cap_exits_with_its_own_code(env: FakeLLMServer) -> None:
     env.responder = lambda request: Reply(text="Looking.", tool_calls=[ToolCall("list_dir", {"path": "."})])
-    result = run_cli("-p", "loop forever")
+    result = cli("-p", "loop forever")
     assert result.returncode == EXIT_MAX_STEPS == 3
     assert f"Stopped after {MAX_STEPS} steps" in result.stderr
     session_id = MemoryStore(Path(os.environ["HERMES_HOME"]) / "memory.sqlite3").list_sessions()[0].id
@@ -191,12 +193,12 @@ def test_an_old_store_says_it_is_upgrading_before_the_turn(env: FakeLLMServer, h
     hermes_home.mkdir(parents=True, exist_ok=True)
     write_version_1_store(hermes_home / "memory.sqlite3")
     env.queue(Reply(text="Fine."))
-    result = run_cli("-p", "hi")
+    result = cli("-p", "hi")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Fine.\n"
     (line,) = [line for line in result.stderr.splitlines() if "Upgrading the memory store" in line]
     assert line.startswith("hermes: Upgrading") and "reindexing 1 message," in line
-    result = run_cli("-p", "again")  # upgraded once: not again
+    result = cli("-p", "again")  # upgraded once: not again
     assert "Upgrading" not in result.stderr
 
 
@@ -221,7 +223,7 @@ def test_no_full_screen_app_without_p_or_terminal(hermes_home: Path, args: list[
 def test_json_turn_text_keeps_model_calls_apart_and_denial_follows_its_call(env: FakeLLMServer) -> None:
     env.queue(Reply(text="Let me look first.", tool_calls=[ToolCall("run_bash", {"command": "touch x"})]),
               Reply(text="There are none."))
-    result = run_cli("-p", "count", "--json")
+    result = cli("-p", "count", "--json")
     events = [json.loads(line) for line in result.stdout.splitlines()]
     (finished,) = [e for e in events if e["type"] == "turn_finished"]
     assert finished["text"] == "Let me look first.\n\nThere are none."  # not "first.There"
@@ -233,7 +235,7 @@ def test_json_turn_text_keeps_model_calls_apart_and_denial_follows_its_call(env:
 @on_wire("anthropic")  # the lines are drawn above the wire; the events above ran on both
 def test_text_output_shows_the_denial_after_its_call(env: FakeLLMServer) -> None:
     env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch y"})]), Reply(text="ok"))
-    lines = run_cli("-p", "count").stderr.splitlines()
+    lines = cli("-p", "count").stderr.splitlines()
     started = next(i for i, line in enumerate(lines) if line.startswith("→ run_bash"))
     denied = next(i for i, line in enumerate(lines) if "denied: rerun with --yes" in line)
     assert started < denied

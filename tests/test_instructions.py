@@ -21,7 +21,7 @@ from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.app import build_app
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.helpers import run_cli
+from tests.helpers import cli
 from tests.tui_harness import SIZE, help_card, send, server, wait_for  # noqa: F401 - fixture
 from tests.web_harness import app, llm, login, make_app, web_env  # noqa: F401 - fixtures
 
@@ -111,7 +111,7 @@ def test_hermes_tui_context_shows_every_part_with_tokens(
     (workspace / "AGENTS.md").write_text("Use pytest.\n")
     (workspace / "sub").mkdir()
     (workspace / "sub" / "AGENTS.md").write_text(HOSTILE + "\n")
-    result = run_cli("context", "--json")
+    result = cli("context", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     parts = {p["name"]: p["tokens"] for p in report["parts"]}

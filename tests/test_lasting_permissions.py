@@ -19,7 +19,7 @@ from hermes_tui.tui.blocks import ToolCallView
 from hermes_tui.tui.permissions_screen import PermissionsScreen
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import headless_turn, run_cli
+from tests.helpers import cli, headless_turn
 from tests.tui_harness import conversation, dialog, notices, run_with_clock, send, server, text_of, wait_for
 
 __all__ = ["server"]
@@ -240,7 +240,7 @@ def test_headless_honours_lasting_rules_and_the_model_cannot_add_one(env: FakeLL
     forged = json.dumps({"format": 1, "workspace": str(workspace),
                          "rules": [{"tool": "run_bash", "kind": "program", "value": "rm"}]})
     env.queue(bash("touch made-it"), bash("touch a; touch pwned"), Reply(text="done"))
-    result = run_cli("-p", "make files")
+    result = cli("-p", "make files")
     assert result.returncode == 0, result.stderr
     assert (workspace / "made-it").exists() and not (workspace / "pwned").exists()
     assert result.stderr.count("denied: rerun with --yes") == 1  # the ";" command only
@@ -254,20 +254,20 @@ def test_headless_honours_lasting_rules_and_the_model_cannot_add_one(env: FakeLL
 
 
 def test_permissions_command_lists_and_revokes(hermes_home: Path, workspace: Path) -> None:
-    empty = run_cli("permissions", "list")
+    empty = cli("permissions", "list")
     assert empty.returncode == 0 and "No lasting rules" in empty.stdout
     rules = LastingRules(hermes_home, workspace)
     rules.add(EXACT, "make lint")
     rules.add(PROGRAM, "pytest")
-    listed = run_cli("permissions")
+    listed = cli("permissions")
     assert listed.returncode == 0
     assert listed.stdout.splitlines()[1:] == ["  1  shell: make lint", "  2  shell: any plain pytest command"]
-    assert run_cli("permissions", "revoke", "1").stdout.startswith("Revoked: shell: make lint.")
+    assert cli("permissions", "revoke", "1").stdout.startswith("Revoked: shell: make lint.")
     assert [r.value for r in rules.rules()] == ["pytest"]
-    missing = run_cli("permissions", "revoke", "5")
+    missing = cli("permissions", "revoke", "5")
     assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1
     rules.path.write_text("garbage")
-    broken = run_cli("permissions", "list")
+    broken = cli("permissions", "list")
     assert broken.returncode == 1 and broken.stderr.startswith("hermes: the permissions file")
     assert len(broken.stderr.splitlines()) == 1
 

@@ -24,7 +24,7 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import run_cli, wait_until
+from tests.helpers import cli, wait_until
 from tests.mcp_harness import FAKE, declare, stdio_entry  # noqa: F401 - fixtures among them
 
 TOKEN = "tok-0123456789abcdef"
@@ -260,7 +260,7 @@ def test_headless_turn_calls_an_mcp_tool(fake_llm_env: FakeLLMServer, hermes_hom
     declare(hermes_home / "mcp.json", {"fake": stdio_entry()})
     declare(workspace / ".mcp.json", {"repo": stdio_entry()})
     fake_llm_env.queue(Reply(tool_calls=[ToolCall("mcp__fake__add", {"a": 2, "b": 3})]), Reply(text="It is 5."))
-    result = run_cli("-p", "add 2 and 3", "--yes")
+    result = cli("-p", "add 2 and 3", "--yes")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "It is 5."
     assert "✓ mcp__fake__add" in result.stderr
@@ -280,18 +280,18 @@ def test_headless_names_a_server_not_ready_in_time_and_mcp_list(fake_llm: FakeLL
     declare(hermes_home / "mcp.json", {"fake": {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]}})
     declare(workspace / ".mcp.json", {"repo": stdio_entry(trust=True)})
     fake_llm.queue(Reply(text="Fine."))
-    result = run_cli("-p", "hello")
+    result = cli("-p", "hello")
     assert result.returncode == 0, result.stderr
     assert "MCP server fake is not ready after 0 s: this turn runs without its tools." in result.stderr
 
     monkeypatch.setenv("HERMES_MCP_WAIT", "60")
     declare(hermes_home / "mcp.json", {"fake": stdio_entry()})
-    approved = run_cli("mcp", "approve", "repo")
+    approved = cli("mcp", "approve", "repo")
     assert approved.returncode == 0 and "runs `" in approved.stdout and "without asking" in approved.stdout
-    assert run_cli("mcp", "disable", "fake").returncode == 0
-    listing = run_cli("mcp", "list")
+    assert cli("mcp", "disable", "fake").returncode == 0
+    listing = cli("mcp", "list")
     assert listing.returncode == 0, listing.stderr
     assert "fake: disabled · stdio · asks first" in listing.stdout
     assert "repo: ready · stdio · 8 tools · ≈" in listing.stdout and "from .mcp.json" in listing.stdout
-    unknown = run_cli("mcp", "approve", "nope")
+    unknown = cli("mcp", "approve", "nope")
     assert unknown.returncode == 1 and "no MCP server 'nope'; declared: fake, repo" in unknown.stderr

@@ -20,7 +20,7 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.helpers import run_cli, wait_until
+from tests.helpers import cli, wait_until
 
 LONG = " ".join(f"word{n}" for n in range(400))
 SLOW = Reply(text=LONG, chunk_size=5, chunk_delay=0.05)  # ~4 s of streaming: far past the timeouts below
@@ -127,7 +127,7 @@ def test_doctor_writes_pending_summaries(stores: tuple[Config, MemoryStore], fak
     loop = a_session(stores, fake_llm_env)
     pending.mark(memory, loop.session_id, told=True)
     fake_llm_env.responder = lambda request: Reply(text="Summary by the doctor.")
-    result = run_cli("doctor", timeout=300)
+    result = cli("doctor")
     assert result.returncode == 0, result.stderr
     assert "pending session summaries: wrote 1 of 1" in result.stdout
     assert memory.get_session(loop.session_id).summary == "Summary by the doctor."
@@ -138,7 +138,7 @@ def test_doctor_writes_pending_summaries(stores: tuple[Config, MemoryStore], fak
 def test_a_one_shot_run_without_the_helper_leaves_its_summary_pending_for_the_next_start(
         fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
     fake_llm_env.queue(Reply(text="Answered."))
-    result = run_cli("-p", "one question")
+    result = cli("-p", "one question")
     assert result.returncode == 0, result.stderr
     assert len(fake_llm_env.requests) == 1  # the run did not wait for a summary
     with MemoryStore(hermes_home / "memory.sqlite3") as memory:

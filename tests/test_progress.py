@@ -25,7 +25,7 @@ from hermes_tui.progress import Tally, TerminalProgress, time_left
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.progress_bar import ProgressPanel, ProgressReport
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.helpers import HERMES_TUI, old_memory_store, run_cli
+from tests.helpers import HERMES_TUI, cli, old_memory_store
 from tests.memory_harness import pages_of, seeded, smash
 from tests.pty_harness import Terminal, terminal_env  # noqa: F401 - a fixture
 from tests.tui_harness import run, wait_for
@@ -199,7 +199,7 @@ def test_skills_import_on_a_terminal_shows_progress_and_on_a_pipe_none(
     text = term.seen().decode("utf-8", "replace")
     assert "\rImporting skills from lib    0%" in text and "\rImporting skills from lib  100% · took" in text
 
-    again = run_cli("skills", "import", str(library(tmp_path / "more", 60, "other")))
+    again = cli("skills", "import", str(library(tmp_path / "more", 60, "other")))
     assert again.returncode == 0 and again.stdout.startswith("imported 60")
     assert again.stderr == ""  # a pipe: no percentage, no carriage returns
 
@@ -215,7 +215,7 @@ def test_doctor_on_a_terminal_shows_progress(tmp_path: Path, hermes_home: Path, 
     finally:
         term.close()
     assert "Checking the memory store  100% · took" in term.seen().decode("utf-8", "replace")
-    piped = run_cli("doctor")
+    piped = cli("doctor")
     assert piped.returncode == 0 and piped.stderr == ""
 
 
