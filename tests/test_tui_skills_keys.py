@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Markdown
 
+from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.skills_pane import SkillsPane
@@ -198,3 +199,11 @@ def test_keys_typed_with_the_pane_key_in_one_burst_reach_the_pane(server: FakeLL
         assert app.chat.prompt.text == ""
 
     run(scenario, size=size)
+
+
+def test_a_pane_still_composing_has_no_selection(tmp_path: Path) -> None:
+    """Keys and the tests' waits read the selection as soon as the pane exists: before its tables
+    are mounted that is none, not a NoMatches from inside an action."""
+    with MemoryStore(tmp_path / "memory.sqlite3") as memory:
+        pane = SkillsPane(memory=memory, skills=seed(tmp_path))
+        assert pane.selected is None and pane.selected_held is None

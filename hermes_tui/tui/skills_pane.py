@@ -146,14 +146,18 @@ class SkillsPane(SkillActions, Widget):
 
     @property
     def selected(self) -> Skill | None:
-        """The highlighted skill, if any."""
-        row = self.query_one("#skills-table", DataTable).cursor_row
+        """The highlighted skill, if any (none while the pane is still composing)."""
+        tables = self.query("#skills-table")
+        row = tables.first(DataTable).cursor_row if tables else -1
         return self._skills[row] if 0 <= row < len(self._skills) else None
 
     @property
     def selected_held(self) -> HeldBack | None:
         """The highlighted quarantined or skipped file, when that table has focus."""
-        table = self.query_one("#skills-held", DataTable)
+        tables = self.query("#skills-held")
+        if not tables:  # still composing
+            return None
+        table = tables.first(DataTable)
         row = table.cursor_row
         return self._held[row] if table.has_focus and 0 <= row < len(self._held) else None
 
