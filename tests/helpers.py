@@ -48,8 +48,8 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
                 _stdin(io.StringIO(stdin or "")):
             try:
                 code = tui_main(list(args))
-            except SystemExit as exc:  # argparse: --help, --version, a usage error
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+            except SystemExit as exc:  # argparse (--help, --version, a usage error): as Python exits on it
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:  # what a run sets for its process: headless signal handlers, the log file
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
