@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from textual._xterm_parser import XTermParser
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from hermes_tui.config import Config
@@ -58,11 +59,19 @@ def run(scenario: Scenario, *, size: tuple[int, int] = SIZE, **build: Any) -> He
 
 
 async def wait_for(pilot: Pilot, condition: Callable[[], object], timeout: float = 45.0) -> None:
-    """Poll with plain sleeps (``pilot.pause`` needs a screen, which an exiting app no longer has)."""
+    """Poll with plain sleeps (``pilot.pause`` needs a screen, which an exiting app no longer has).
+
+    A condition that reads a widget still being composed (``NoMatches``) does not hold yet."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    missing: NoMatches | None = None
+    while True:
+        try:
+            if condition():
+                return
+        except NoMatches as exc:
+            missing = exc
         if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the app")
+            raise AssertionError("timed out waiting for the app") from missing
         await asyncio.sleep(0.02)
 
 

@@ -24,6 +24,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Markdown, Static
 
@@ -144,22 +145,29 @@ class SkillsPane(SkillActions, Widget):
         boxes = self.query("#skills-filter")
         return self._loaded and bool(boxes) and self._query == boxes.first(Input).value
 
+    def _mounted_table(self, selector: str) -> DataTable[Text] | None:
+        """One of the pane's tables; None while the pane is still composing (a key or a wait may
+        read the selection that early)."""
+        try:
+            return self.query_one(selector, DataTable)
+        except NoMatches:
+            return None
+
     @property
     def selected(self) -> Skill | None:
-        """The highlighted skill, if any (none while the pane is still composing)."""
-        tables = self.query("#skills-table")
-        row = tables.first(DataTable).cursor_row if tables else -1
+        """The highlighted skill, if any."""
+        table = self._mounted_table("#skills-table")
+        row = table.cursor_row if table is not None else -1
         return self._skills[row] if 0 <= row < len(self._skills) else None
 
     @property
     def selected_held(self) -> HeldBack | None:
         """The highlighted quarantined or skipped file, when that table has focus."""
-        tables = self.query("#skills-held")
-        if not tables:  # still composing
+        table = self._mounted_table("#skills-held")
+        if table is None or not table.has_focus:
             return None
-        table = tables.first(DataTable)
         row = table.cursor_row
-        return self._held[row] if table.has_focus and 0 <= row < len(self._held) else None
+        return self._held[row] if 0 <= row < len(self._held) else None
 
     # -- loading
 
