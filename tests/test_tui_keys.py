@@ -1,20 +1,27 @@
 """Keys as terminals really send them: raw bytes through Textual's input parser, not key names.
 
-Also: the action table is the single source of the bindings, /help and the README's key table.
+Also: the action table is the single source of the bindings, /help and the README's key table;
+and every screen answers once, however many answers reach it before it closes.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.screen import Screen
 
+import hermes_tui.tui
 from hermes_tui.tui import actions, commands
 from hermes_tui.tui.answer import AnswerText
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.chat import ChatPane
+from hermes_tui.tui.confirm import ConfirmScreen
+from hermes_tui.tui.dismiss_once import DismissOnce
 from hermes_tui.tui.prompt import PromptArea
 from tests.fakes.server import FakeLLMServer, Reply
 from tests.tui_harness import LONG_TEXT, conversation, help_screen, keys_from_bytes, notices, run, send, send_and_wait, server, type_bytes, wait_for
@@ -202,3 +209,32 @@ def test_text_that_names_a_key_asks_the_action_table() -> None:
                   if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
                   and node.value != textual_scrolling and spelled.search(node.value)]
     assert found == []
+
+
+def test_a_second_answer_before_the_question_closes_is_ignored(server: FakeLLMServer) -> None:
+    """Two answers that reach a question before its pop runs (keys in one burst, a double click):
+    the first one answers; the second used to answer again and pop the chat's screen as well."""
+    answers: list[bool | None] = []
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        main = app.screen
+        question = ConfirmScreen("Delete it?")
+        await app.push_screen(question, answers.append)
+        question.dismiss(False)
+        question.dismiss(True)
+        await wait_for(pilot, lambda: app.screen is main)
+        await pilot.pause()
+        assert answers == [False] and app.return_code is None and app.screen is main
+
+    run(scenario)
+
+
+def _screens(cls: type[Screen]) -> set[type[Screen]]:
+    return {sub for direct in cls.__subclasses__() for sub in (direct, *_screens(direct))}
+
+
+def test_every_screen_of_ours_answers_once() -> None:
+    for module in pkgutil.iter_modules(hermes_tui.tui.__path__):
+        importlib.import_module(f"hermes_tui.tui.{module.name}")
+    ours = {screen for screen in _screens(Screen) if screen.__module__.startswith("hermes_tui.")}
+    assert len(ours) >= 8 and not [s.__name__ for s in ours if not issubclass(s, DismissOnce)]

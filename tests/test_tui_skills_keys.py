@@ -18,13 +18,14 @@ from textual.widgets import DataTable, Input, Markdown
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.app import HermesApp
+from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.skills_pane import SkillsPane
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.tui_harness import run, server, type_bytes, wait_for
 
 __all__ = ["server"]
 SIZES = [(80, 24), (140, 45)]
-F3, F7 = "\x1bOR", "\x1b[18~"
+F3, F7, F10 = "\x1bOR", "\x1b[18~", "\x1b[21~"
 PAGE_DOWN, PAGE_UP, DOWN, BACKSPACE, SHIFT_TAB = "\x1b[6~", "\x1b[5~", "\x1b[B", "\x7f", "\x1b[Z"
 LONG_BODY = "\n\n".join(f"{n}. Step number {n} of the long procedure." for n in range(1, 61))
 
@@ -207,3 +208,31 @@ def test_a_pane_still_composing_has_no_selection(tmp_path: Path) -> None:
     with MemoryStore(tmp_path / "memory.sqlite3") as memory:
         pane = SkillsPane(memory=memory, skills=seed(tmp_path))
         assert pane.selected is None and pane.selected_held is None
+
+
+@pytest.mark.parametrize(("answers", "left"), [
+    ("\r\r", ["long-procedure", "short-one"]),  # Enter on Cancel, twice
+    ("y\r", ["short-one"]),  # yes, then an Enter that used to answer no as well
+])
+def test_answers_typed_faster_than_the_question_closes_answer_it_once(server: FakeLLMServer, hermes_home: Path,
+                                                                      answers: str, left: list[str]) -> None:
+    """F10 asks before deleting; answers in one burst of bytes (a paste, a key held down) all reach
+    the question before it is gone. The first one answers; the rest used to answer again and close
+    the chat's own screen underneath, which ended the app ("Can't pop screen")."""
+    seed(hermes_home)
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        pane = await open_skills(app, pilot)
+        type_bytes(app, F10)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen)  # Cancel has the focus
+                       and app.focused is app.screen.query_one("#confirm-no"))
+        confirm = app.screen
+        type_bytes(app, answers)
+        await wait_for(pilot, lambda: app.screen is not confirm)
+        for _ in range(5):
+            await pilot.pause()
+        assert app.return_code is None and not isinstance(app.screen, ConfirmScreen)
+        assert pane_of(app) is pane and app.focused is not None
+        assert [skill.name for skill in app.skills.list()] == left
+
+    run(scenario)

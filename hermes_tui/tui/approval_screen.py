@@ -26,6 +26,7 @@ from textual.widgets import Button, Footer, Static
 from hermes_tui.textsafe import printable
 from hermes_tui.tui import actions
 from hermes_tui.tui.approval import ALWAYS, DENY, EXACT, ONCE, PROGRAM, SESSION
+from hermes_tui.tui.dismiss_once import DismissOnce
 from hermes_tui.tui.format import plural
 
 DIFF_LIMIT = 2_000_000  # bytes of an existing file compared for the diff; larger ones are only named
@@ -172,7 +173,7 @@ class CommandView(ScrollableContainer, can_focus=True):
         self.scroll_to(x=self.scroll_x + dx, y=self.scroll_y + dy, animate=False, immediate=True)
 
 
-class ApprovalScreen(ModalScreen[str]):
+class ApprovalScreen(DismissOnce, ModalScreen[str]):
     """Dismisses with "once", "exact", "session" or "deny" (Esc denies)."""
 
     # Here rather than in hermes.tcss: parsed when first shown, not at start-up.

@@ -8,9 +8,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 
 from hermes_tui.tui import actions
+from hermes_tui.tui.dismiss_once import DismissOnce
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(DismissOnce, ModalScreen[bool]):
     """Dismisses with True for yes (``y`` or the confirm button), False for no (``n``, ``escape``).
 
     The cancel button has the focus at first, so a stray Enter never destroys anything.

@@ -10,9 +10,10 @@ from textual.widgets import Footer
 
 from hermes_tui.tui import actions
 from hermes_tui.tui.answer import HelpText
+from hermes_tui.tui.dismiss_once import DismissOnce
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(DismissOnce, ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen {
         align: center middle;

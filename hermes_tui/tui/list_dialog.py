@@ -14,9 +14,10 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from hermes_tui.textsafe import printable
+from hermes_tui.tui.dismiss_once import DismissOnce
 
 
-class ListDialog(ModalScreen[None]):
+class ListDialog(DismissOnce, ModalScreen[None]):
     DEFAULT_CSS = """
     ListDialog {
         align: center middle;

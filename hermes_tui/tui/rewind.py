@@ -27,6 +27,7 @@ from hermes_tui.agent.checkpoints import (
 )
 from hermes_tui.textsafe import printable
 from hermes_tui.tui import actions
+from hermes_tui.tui.dismiss_once import DismissOnce
 from hermes_tui.tui.workers import in_thread
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ Choice = Literal["all", "keep", "chat"]
 """``all``: restore every file; ``keep``: all but those changed since; ``chat``: the conversation only."""
 
 
-class RestoreScreen(ModalScreen["Choice | None"]):
+class RestoreScreen(DismissOnce, ModalScreen["Choice | None"]):
     """The plan and the choices; Cancel has the focus, so a stray Enter changes nothing."""
 
     DEFAULT_CSS = """
@@ -103,7 +104,7 @@ class RestoreScreen(ModalScreen["Choice | None"]):
             self.dismiss(choice or None)  # type: ignore[arg-type]
 
 
-class RewindScreen(ModalScreen["int | None"]):
+class RewindScreen(DismissOnce, ModalScreen["int | None"]):
     """The workspace's checkpoints, newest first; Enter picks one, Esc closes."""
 
     DEFAULT_CSS = """

@@ -23,6 +23,7 @@ from hermes_tui.config import Config, ConfigError
 from hermes_tui.providers import PROVIDER_TABLE, PROVIDERS
 from hermes_tui.redaction import process_environment
 from hermes_tui.tui import actions
+from hermes_tui.tui.dismiss_once import DismissOnce
 from hermes_tui.tui.envfile import update_env_file
 from hermes_tui.tui.format import short_path
 
@@ -59,7 +60,7 @@ def reload_config(config: Config, provider: str, model: str | None) -> Config:
     return Config.load(env).with_overrides(provider=provider, model=model)
 
 
-class SetupScreen(ModalScreen[Config | None]):
+class SetupScreen(DismissOnce, ModalScreen[Config | None]):
     """Dismisses with the new Config once saved, or None for "later" (Esc)."""
 
     # Here rather than in hermes.tcss: parsed when first shown, not at start-up.

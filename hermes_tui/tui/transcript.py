@@ -33,6 +33,7 @@ from hermes_tui.conversation import ChatMessage, ToolCall
 from hermes_tui.memory.store import MemoryStore, SessionInfo
 from hermes_tui.textsafe import printable
 from hermes_tui.tui import actions
+from hermes_tui.tui.dismiss_once import DismissOnce
 from hermes_tui.tui.format import one_line, plural, short_args
 from hermes_tui.tui.messages import ResumeSession
 from hermes_tui.tui.workers import off_thread
@@ -117,7 +118,7 @@ def message_options(messages: list[ChatMessage], target: int | None, look: Look)
     return options
 
 
-class TranscriptScreen(Screen[None]):
+class TranscriptScreen(DismissOnce, Screen[None]):
     """Read-only view of one session; ``r`` resumes it in the chat, ``escape``/``q`` closes."""
 
     DEFAULT_CSS = """
