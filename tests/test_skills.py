@@ -865,6 +865,21 @@ def test_guard_catches_every_injection_and_passes_benign_skills() -> None:
     assert [line for line in BENIGN_LINES if guard.verdict([line])] == []
 
 
+def test_the_guard_tries_a_rule_on_exactly_the_lines_that_hold_one_of_its_keywords() -> None:
+    """The lines are found by searching the whole text, not by testing each line: the same lines."""
+    bodies = [b for *_, b in benign_skills(40)] + INJECTIONS + ["\n".join(BENIGN_LINES)]
+    edges = ["env", "", "ENV at the start\nand curl at the end curl", "nc\n\nnc", "\u212aeychain \u0130gnore", "x\ncurl",
+             "cat ~/.ssh/id_*\n?\n[", "a?\nb*\nc["]
+    checked = 0
+    for text in bodies + edges:
+        lines = guard.normalise(text).splitlines()
+        for rule in guard.RULES:
+            expected = [line for line in lines if any(k in line.lower() for k in rule.keywords)]
+            assert guard._Lines.of(lines).holding(rule.keywords) == expected, (rule.kind, text[:80])
+            checked += bool(expected)
+    assert checked > 100  # the keywords were found, not only missed
+
+
 def test_flagged_skills_are_quarantined_until_approved(manager: SkillManager, skills_dir: Path) -> None:
     manager.create("good", "A good skill.", ["notes"], "Steps.")
     path = write_file(skills_dir / "evil" / "SKILL.md",

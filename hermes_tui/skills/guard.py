@@ -28,8 +28,10 @@ from __future__ import annotations
 import fnmatch
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import accumulate
 
 
 @dataclass(frozen=True)
@@ -293,23 +295,47 @@ class Finding:
 
 def scan(parts: Iterable[str]) -> list[Finding]:
     """Every rule that matches any of ``parts`` (name, description, triggers, body), once each."""
-    lines = normalise("\n".join(parts)).splitlines()
-    lowered = [line.lower() for line in lines]
-    paragraphs = _paragraphs(lines)
-    lowered_paragraphs = [p.lower() for p in paragraphs]
+    lines = _Lines.of(normalise("\n".join(parts)).splitlines())
+    paragraphs = _Lines.of(_paragraphs(lines.lines))
     findings: list[Finding] = []
     for rule in RULES:
-        match = _search(rule, lines, lowered)
+        match = _search(rule, lines)
         if match is None and rule.joined:
-            match = _search(rule, paragraphs, lowered_paragraphs)
+            match = _search(rule, paragraphs)
         if match is not None and all(f.kind != rule.kind for f in findings):
             excerpt = " ".join(match.group(0).split())
             findings.append(Finding(rule.kind, excerpt[:80] + ("…" if len(excerpt) > 80 else "")))
     return findings
 
 
-def _search(rule: Rule, lines: list[str], lowered: list[str]) -> re.Match[str] | None:
-    chosen = [line for line, low in zip(lines, lowered, strict=True) if any(k in low for k in rule.keywords)]
+@dataclass(frozen=True)
+class _Lines:
+    """Lines, and their lowercase text joined with where each line starts in it: a rule finds the
+    lines holding its keywords with ``str.find`` over that text, not a test of every line."""
+
+    lines: list[str]
+    lowered: str
+    starts: list[int]  # and one past the end
+
+    @classmethod
+    def of(cls, lines: list[str]) -> _Lines:
+        lowered = [line.lower() for line in lines]
+        return cls(lines, "\n".join(lowered), list(accumulate((len(low) + 1 for low in lowered), initial=0)))
+
+    def holding(self, keywords: tuple[str, ...]) -> list[str]:
+        """The lines with a keyword (none holds a newline, so a keyword found is inside one line)."""
+        rows: set[int] = set()
+        for keyword in keywords:
+            at = self.lowered.find(keyword)
+            while at != -1:
+                row = bisect_right(self.starts, at) - 1
+                rows.add(row)
+                at = self.lowered.find(keyword, self.starts[row + 1])  # on to the next line
+        return [self.lines[row] for row in sorted(rows)]
+
+
+def _search(rule: Rule, text: _Lines) -> re.Match[str] | None:
+    chosen = text.holding(rule.keywords)
     if not chosen:
         return None
     for match in rule.pattern.finditer("\n".join(chosen)):
