@@ -44,13 +44,18 @@ def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, obj
 
 
 def quarantined_line(name: str, reason: str) -> str:
-    """One imported skill the guard held back, and where to review it (keys from the action table)."""
+    """One imported skill the guard held back, and where to review it."""
+    return (f"  quarantined {name}: the skill guard flagged it ({reason}); it is not offered to the model "
+            f"until you approve it. {_review(name)}")
+
+
+def _review(name: str, subject: str = "it") -> str:
+    """Where a quarantined skill is approved or deleted (keys from the action table)."""
     from hermes_tui.tui import actions, panes
 
     pane = panes.BY_NAME["skills"].keys[0].upper()
     keys = {a.action: a.key_text for a in actions.in_scope("skills")}
-    return (f"  quarantined {name}: the skill guard flagged it ({reason}); it is not offered to the model "
-            f"until you approve it. Review it in the TUI's Skills pane ({pane}, under “Held back”: {keys['approve']} "
+    return (f"Review {subject} in the TUI's Skills pane ({pane}, under “Held back”: {keys['approve']} "
             f"approves, {keys['delete']} deletes) or with `hermes-tui skills show {name}`")
 
 
@@ -62,14 +67,29 @@ def quarantined_lines(skill: Skill) -> list[str]:
 
 
 def list_lines(skills: SkillManager) -> list[str]:
+    """The library's table, then what it holds back (as the Skills pane lists it below its skills)."""
     skills.age()
     states = skills.states()
-    if not states:
+    held = skills.held_back()
+    if not states and not held:
         return ["No skills yet."]
-    width = max(len(s.name) for s in states)
-    lines = [f"{'NAME':<{width}}  {'STATE':<8}  {'USES':>4}  {'SUCCESS':>7}  NOTES"]
-    for state in states:
-        lines.append(f"{state.name:<{width}}  {state.state:<8}  {state.uses:>4}  {_rate(state):>7}  {_notes(state)}")
+    lines: list[str] = []
+    if states:
+        width = max(len(s.name) for s in states)
+        lines.append(f"{'NAME':<{width}}  {'STATE':<8}  {'USES':>4}  {'SUCCESS':>7}  NOTES")
+        for state in states:
+            lines.append(f"{state.name:<{width}}  {state.state:<8}  {state.uses:>4}  {_rate(state):>7}  {_notes(state)}")
+    if held:
+        lines += [""] if lines else []
+        lines.append("Held back, not offered to the model:")
+        for item in held:
+            why = "quarantined by the skill guard" if item.quarantined else "skipped"
+            lines.append(f"  {item.name or item.path} ({why}): {item.reason}")
+        quarantined = [item.name for item in held if item.quarantined and item.name]
+        if len(quarantined) == 1:
+            lines.append(_review(quarantined[0]) + ".")
+        elif quarantined:
+            lines.append(_review("NAME", "them") + ".")
     return lines
 
 
