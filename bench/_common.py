@@ -12,6 +12,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # so tests.fakes is importable
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# The processes a script starts run as a user's second start does, with Hermes' .pyc files written
+# by the first. Where PYTHONDONTWRITEBYTECODE is set (this machine's shells set it), each run would
+# compile Hermes' ~50 modules from source (~40 ms); the site-packages it is compared with, bare
+# Textual's included, were compiled when they were installed.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def percentile(values: list[float], q: float) -> float:

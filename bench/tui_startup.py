@@ -87,6 +87,7 @@ def main() -> None:
     import tempfile
     from pathlib import Path
 
+    import _common  # noqa: F401 - the children's environment: .pyc files written, as a user's are
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=7, help="measured runs per app (default 7)")
     parser.add_argument("--child", choices=("bare", "hermes"), help=argparse.SUPPRESS)
