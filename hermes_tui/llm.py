@@ -166,9 +166,13 @@ class LLMClient:
 
         Retries 429/5xx/timeouts/refused connections before the first chunk; after it, a failure
         raises ``LLMError`` (the caller keeps the text it already received). Cancelling closes
-        the stream and ends with ``StreamResult(cancelled=True)`` within a fraction of a second.
+        the stream and ends with ``StreamResult(cancelled=True)`` within a fraction of a second; a
+        request cancelled before it is sent is never sent (a provider would bill it).
         """
         cancel = cancel or threading.Event()
+        if cancel.is_set():  # cancelled before it was sent (Esc right after Enter): send nothing
+            yield StreamResult(cancelled=True)
+            return
         messages = sendable(messages)
         if self.host is not None:
             yield from self.host.stream(self.config, messages, tools, cancel)

@@ -92,6 +92,9 @@ class Pump:
 
     def _run(self, open_stream: Any) -> None:
         try:
+            if self._closed.is_set():  # given up before this thread ran: the request is never sent
+                self._queue.put(self._END)
+                return
             self._stream = open_stream()
             for chunk in self._stream:
                 if self._closed.is_set():

@@ -519,8 +519,10 @@ def test_openrouter_anthropic_models_are_marked(stores, fake_llm: FakeLLMServer)
 
 def test_a_cancel_that_lands_before_the_turns_thread_runs_is_kept(stores, fake_llm_env: FakeLLMServer) -> None:
     """A browser that leaves at once, Esc right after Enter: the turn is cancelled before its
-    thread ran a line of it. That cancel must stop the turn, not be wiped when it starts."""
-    fake_llm_env.queue(Reply(text="word " * 2000, chunk_size=4, chunk_delay=0.02))  # ~50 s if it ran
+    thread ran a line of it. That cancel must stop the turn, not be wiped when it starts, and no
+    request is sent for it: a provider would bill it, a one-at-a-time local server would work on
+    it, and under load it could reach the server after the next turn's own and take its answer."""
+    fake_llm_env.queue(Reply(text="next"))
     loop = make_loop(stores)
     turn = loop.run_turn("talk slowly")  # what start_turn hands the thread
     loop.cancel()
@@ -528,3 +530,6 @@ def test_a_cancel_that_lands_before_the_turns_thread_runs_is_kept(stores, fake_l
     assert next(e for e in events if isinstance(e, TurnFinished)).stopped_reason == "cancelled"
     user = next(m for m in stores[1].get_messages(loop.session_id) if m.role == "user")
     assert user.content == "talk slowly" and user.status is Status.CANCELLED  # kept, marked
+    again = list(loop.run_turn("are you there?"))
+    assert next(e for e in again if isinstance(e, TurnFinished)).text == "next"
+    assert len(fake_llm_env.requests) == 1  # the next turn's only

@@ -35,7 +35,7 @@ from hermes_tui.web.lockout import GLOBAL_MAX_FAILURES
 from hermes_tui.web.render import markdown_html, sanitize, snippet_html
 from hermes_tui.web.security import CSP
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import MovedClock, hold_slow_clients
+from tests.helpers import MovedClock, hold_slow_clients, wait_until
 from tests.web_harness import (  # noqa: F401 - fixtures among them
     COOKIE,
     PASSWORD,
@@ -504,6 +504,9 @@ def test_a_browser_that_goes_away_cancels_its_turn(app: Flask, llm: FakeLLMServe
     slow = "word " * 2000
     llm.queue(Reply(text=slow, chunk_size=4, chunk_delay=0.02))  # ~50 s if not cancelled
     response = chat(client, token, "talk slowly", buffered=False)
+    # The turn's thread has asked for the slow answer (under load it may not have yet: a close
+    # then cancels the turn before its request, and the next message gets the slow answer).
+    assert wait_until(lambda: len(llm.requests) == 1)
     response.close()  # what the WSGI server does when the connection drops, even before any line
     # The next message (a reloaded page's) waits for the abandoned turn to wind down: never a 409.
     llm.queue(Reply(text="next"))
