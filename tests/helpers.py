@@ -6,6 +6,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -134,6 +135,11 @@ def hold_slow_clients(port: int, count: int) -> list[socket.socket]:
                          b"urlencoded\r\nContent-Length: 100000\r\n\r\npassword=")
         held.append(sock)
     return held
+
+
+def says_http_500(text: str) -> bool:
+    """The number 500 on its own (a status), not inside another (a port such as 50053 or 35001)."""
+    return re.search(r"(?<!\d)500(?!\d)", text) is not None
 
 
 def wait_until(predicate: Callable[[], bool], seconds: float = 60.0) -> bool:

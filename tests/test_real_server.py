@@ -28,7 +28,7 @@ from hermes_tui.events import Error, Notice, TextDelta, TurnFinished, Usage  # n
 from hermes_tui.memory.store import MemoryStore  # noqa: E402
 from hermes_tui.skills.manager import SkillManager  # noqa: E402
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall  # noqa: E402
-from tests.helpers import cli  # noqa: E402
+from tests.helpers import cli, says_http_500  # noqa: E402
 
 WINDOW = 2048  # the server's --n_ctx, as llama.cpp's own default
 
@@ -157,7 +157,7 @@ def test_a_url_without_a_scheme(llama: realserver.RealServer, places: tuple[Path
     result = cli("-p", "hi")
     lines = result.stderr.strip().splitlines()
     assert result.returncode != 0 and len(lines) == 1, result.stderr
-    assert "HERMES_API_BASE" in lines[0] and f"http://{bare}" in lines[0] and "500" not in lines[0]
+    assert "HERMES_API_BASE" in lines[0] and f"http://{bare}" in lines[0] and not says_http_500(lines[0])
 
 
 def test_a_summary_that_outlives_the_quit(llama: realserver.RealServer, places: tuple[Path, Path]) -> None:
