@@ -19,9 +19,10 @@ import pytest
 from hermes_tui.agent.mcp.bridge import CALL, SEARCH, McpTools
 from hermes_tui.agent.mcp.config import McpState, ResolveError, declared, lookup, resolve
 from hermes_tui.agent.mcp.manager import McpManager
-from hermes_tui.agent.tools import OUTPUT_CAP, ToolRegistry
+from hermes_tui.agent.tools import OUTPUT_CAP, ToolRegistry, summary_argument
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
+from hermes_tui.tui.format import short_args
 from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import cli, wait_until
@@ -211,7 +212,11 @@ def test_a_slow_call_is_cancelled_and_the_server_hears_it(served: tuple[McpManag
 def test_the_bridge_searches_and_calls_when_schemas_exceed_the_budget(served: tuple[McpManager, Path, str]) -> None:
     manager, workspace, _kind = served
     window = 1_000  # the fake's ~500 tokens of schemas are more than 10 % of it
-    assert [tool.name for tool in McpTools(manager)(window)] == [SEARCH, CALL]
+    bridge = McpTools(manager)(window)
+    assert [tool.name for tool in bridge] == [SEARCH, CALL]
+    for record in bridge:  # a call's one-line header shows what its record declares, in the chat and the web
+        assert record.summary_arg and summary_argument(record.name, {record.summary_arg: "shown", "x": 1}) == "shown"
+    assert short_args(CALL, {"name": "mcp__fake__add", "arguments": {"a": 20, "b": 22}}) == "mcp__fake__add"
     tools = registry(workspace, lambda: McpTools(manager)(window))
     assert tools.specs()[0]["function"]["name"] == SEARCH and len(tools.specs()) == 2
     found = tools.execute(SEARCH, {"query": "add two numbers"})

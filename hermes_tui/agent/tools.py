@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.agent.edit import EDIT_TOOL
+from hermes_tui.agent.mcp.names import SUMMARY_ARGS as BRIDGE_SUMMARY_ARGS
 from hermes_tui.agent.memory_tools import MEMORY_TOOLS
 from hermes_tui.agent.paths import PathError, WriteCancelled, display_path, open_in_workspace, replace_file
 from hermes_tui.agent.reading import READ_CAP, READ_TOOL
@@ -163,9 +164,11 @@ def approval_spec(name: str) -> ApprovalSpec:
 
 
 def summary_argument(name: str, arguments: Mapping[str, Any]) -> str | None:
-    """The argument a one-line display of a call to ``name`` shows (``command``, ``path``...)."""
+    """The argument a one-line display of a call to ``name`` shows (``command``, ``path``...):
+    its record's ``summary_arg``, the MCP bridge's included (``mcp/names.py``)."""
     tool = _BY_NAME.get(name)
-    value = arguments.get(tool.summary_arg) if tool and tool.summary_arg else None
+    key = tool.summary_arg if tool is not None else BRIDGE_SUMMARY_ARGS.get(name)
+    value = arguments.get(key) if key else None
     return value if isinstance(value, str) else None
 
 

@@ -17,13 +17,12 @@ from typing import Any
 
 from hermes_tui.agent.mcp.client import RemoteTool
 from hermes_tui.agent.mcp.manager import McpManager, Outcome
+from hermes_tui.agent.mcp.names import CALL, SEARCH, SUMMARY_ARGS
 from hermes_tui.agent.shell import OUTPUT_CAP, BoundedOutput
 from hermes_tui.agent.toolkit import ASK, INT, STR, Tool, ToolContext, ToolResult, schema
 
 BRIDGE_SHARE = 0.10  # share of the context window the MCP schemas may take before the bridge is used
 SEARCH_LIMIT = 8
-SEARCH = "mcp_search"
-CALL = "mcp_call"
 
 
 class McpTools:
@@ -62,12 +61,12 @@ class McpTools:
             f"the best matches with their parameters. Then run one with {CALL}.",
             schema({"query": STR | {"description": "words of what the tool should do"},
                     "limit": INT | {"description": f"at most this many (default {SEARCH_LIMIT})"}}, ["query"]),
-            lambda _ctx, query, limit=SEARCH_LIMIT: _search(remote, query, limit), summary_arg="query",
+            lambda _ctx, query, limit=SEARCH_LIMIT: _search(remote, query, limit), summary_arg=SUMMARY_ARGS[SEARCH],
         )
         call = Tool(
             CALL, f"Run an MCP tool found with {SEARCH}: its name and its arguments (a JSON object).",
             {"type": "object", "properties": {"name": STR, "arguments": {"type": "object"}}, "required": ["name"]},
-            _BridgeCall(self.manager, remote), cancellable=True, check=check_schema, summary_arg="name",
+            _BridgeCall(self.manager, remote), cancellable=True, check=check_schema, summary_arg=SUMMARY_ARGS[CALL],
             approval=None if all(self.manager.trusted(server) for server in servers) else ASK,
         )
         return [search, call]
