@@ -376,8 +376,12 @@ def test_a_table_keeps_its_column_alignment_and_its_natural_width(server: FakeLL
                 tables = app.screen.query(AlignedTableContent)
                 return bool(tables) and len(tables.last().query(".cell")) == 6  # 2 rows of 3
 
+            def last_row_laid_out() -> bool:  # its cells fitted and drawn between the grid's lines
+                return any("│    12 │ $1.2000 │" in line for line in screen())
+
             type_bytes(app, "a table please\r")
-            await wait_for(pilot, lambda: not app.chat.busy and "Done." in "\n".join(screen()) and rows_mounted())
+            await wait_for(pilot, lambda: not app.chat.busy and "Done." in "\n".join(screen()) and rows_mounted()
+                           and last_row_laid_out())
             # The last rows can still be re-laid out after they are mounted: read a settled screen.
             shown = screen()
             while True:
