@@ -491,6 +491,36 @@ def _user_prompts(server: Server) -> list[str]:
     return [m["content"] for r in server.llm.requests for m in r.messages if m["role"] == "user"]
 
 
+def test_a_message_sent_while_a_new_session_opens_is_sent_there_and_stays_on_screen(
+    page: tuple[Page, Watch], server: Server
+) -> None:
+    """Enter right after "New session": the switch used to wipe the message and its answer off
+    the screen when it finished. Now the message waits, queued, until the new session is open."""
+    page, _ = page
+    log_in(page, server)
+    held: list = []  # the switch's request, answered when the test says so (a slow network)
+
+    def hold_the_switch(route) -> None:  # noqa: ANN001 - playwright's Route
+        if route.request.method == "POST":
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/api/sessions", hold_the_switch)
+    with page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/api/sessions")):
+        page.click("#new-session")
+    send(page, "a long answer please")
+    expect(page.locator("#queued .queued-text")).to_have_text("a long answer please")
+    assert len(held) == 1 and not [p for p in _user_prompts(server) if "a long answer" in p]  # not sent yet
+    held[0].continue_()
+    expect(page.locator("#messages .rendered").last).to_contain_text("Paragraph 59")
+    expect(page.locator("#messages .msg.user")).to_have_text(["a long answer please"])
+    expect(page.locator("#queued .queued-text")).to_have_count(0)
+    listed = page.request.get(f"{server.url}/api/sessions").json()
+    newest = max(listed["sessions"], key=lambda s: s["id"])
+    assert listed["current"] == newest["id"] and newest["message_count"] == 2  # the new session has it
+
+
 @SIZES
 def test_after_a_reload_the_streamed_answer_stays_on_screen(
     page: tuple[Page, Watch], server: Server, size: dict[str, int]

@@ -279,8 +279,24 @@
   }
 
   $("new-session").addEventListener("click", () => {
-    if (!busy) newSession();
+    if (!busy) switching(newSession);
   });
+
+  // A session switch holds what is typed meanwhile, as a running turn does: it is sent once the
+  // switch is done, into the session switched to, and the switch never wipes it off the screen.
+  async function switching(change) {
+    busy = true;
+    try {
+      await change();
+    } finally {
+      busy = false;
+      const entry = queued.shift();
+      if (entry) {
+        entry.node.remove();
+        work(entry.text);
+      }
+    }
+  }
 
   $("resume-session").addEventListener("click", async () => {
     if (!shown) return;
@@ -294,15 +310,18 @@
       setStatus("A turn is running: wait for it or stop it, then resume.");
       return;
     }
-    try {
-      await apiJson("POST", `/api/sessions/${encodeURIComponent(id)}/resume`);
-      currentSession = id;
-      showConversation(shown.messages);
-      setStatus(`Resumed session #${id}.`);
-      await loadSessions();
-    } catch (e) {
-      setStatus(e.message);
-    }
+    const messages = shown.messages;
+    await switching(async () => {
+      try {
+        await apiJson("POST", `/api/sessions/${encodeURIComponent(id)}/resume`);
+        currentSession = id;
+        showConversation(messages);
+        setStatus(`Resumed session #${id}.`);
+        await loadSessions();
+      } catch (e) {
+        setStatus(e.message);
+      }
+    });
   });
 
   $("delete-session").addEventListener("click", () => {
