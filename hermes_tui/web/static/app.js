@@ -279,24 +279,9 @@
   }
 
   $("new-session").addEventListener("click", () => {
-    if (!busy) switching(newSession);
+    // As /new does: in the queue, so a message sent while it opens waits and goes into it.
+    if (!busy) work("/new");
   });
-
-  // A session switch holds what is typed meanwhile, as a running turn does: it is sent once the
-  // switch is done, into the session switched to, and the switch never wipes it off the screen.
-  async function switching(change) {
-    busy = true;
-    try {
-      await change();
-    } finally {
-      busy = false;
-      const entry = queued.shift();
-      if (entry) {
-        entry.node.remove();
-        work(entry.text);
-      }
-    }
-  }
 
   $("resume-session").addEventListener("click", async () => {
     if (!shown) return;
@@ -310,18 +295,15 @@
       setStatus("A turn is running: wait for it or stop it, then resume.");
       return;
     }
-    const messages = shown.messages;
-    await switching(async () => {
-      try {
-        await apiJson("POST", `/api/sessions/${encodeURIComponent(id)}/resume`);
-        currentSession = id;
-        showConversation(messages);
-        setStatus(`Resumed session #${id}.`);
-        await loadSessions();
-      } catch (e) {
-        setStatus(e.message);
-      }
-    });
+    try {
+      await apiJson("POST", `/api/sessions/${encodeURIComponent(id)}/resume`);
+      currentSession = id;
+      showConversation(shown.messages);
+      setStatus(`Resumed session #${id}.`);
+      await loadSessions();
+    } catch (e) {
+      setStatus(e.message);
+    }
   });
 
   $("delete-session").addEventListener("click", () => {
