@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.runtime import EventQueue
 
-# Documented in the README ("Exit codes"); scripts rely on them (EXIT_OK and EXIT_ERROR: cli_lines).
+# Documented in docs/headless.md ("Exit codes"); scripts rely on them (EXIT_OK and EXIT_ERROR: cli_lines).
 EXIT_MAX_STEPS = 3  # the turn reached the step cap (MAX_STEPS model calls) without a final answer
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_SIGHUP = 128 + signal.SIGHUP  # 129: the terminal went away (headless: treated like Ctrl-C)

@@ -1,6 +1,6 @@
 """Keys as terminals really send them: raw bytes through Textual's input parser, not key names.
 
-Also: the action table is the single source of the bindings, /help and the README's key table;
+Also: the action table is the single source of the bindings, /help and the docs' key table;
 and every screen answers once, however many answers reach it before it closes.
 """
 
@@ -27,7 +27,7 @@ from tests.fakes.server import FakeLLMServer, Reply
 from tests.tui_harness import LONG_TEXT, conversation, help_screen, keys_from_bytes, notices, run, send, send_and_wait, server, type_bytes, wait_for
 
 __all__ = ["server"]
-README = Path(__file__).parent.parent / "README.md"
+TUI_DOCS = Path(__file__).parent.parent / "docs" / "tui.md"
 
 def test_the_parser_reports_alt_digit_and_f_keys(server: FakeLLMServer) -> None:
     actions.restore_alt_digits()
@@ -153,14 +153,14 @@ def test_help_lists_every_action_and_command(server: FakeLLMServer) -> None:
     run(scenario)
 
 
-def test_the_readme_key_table_and_command_list_match_the_app() -> None:
-    readme = README.read_text()
-    section = readme.split("## The terminal app", 1)[1].split("\n## ", 1)[0]
-    rows = set(re.findall(r"^\| `([^|]+)` \| ", section, re.M))
-    expected = {a.key_text.replace(" / ", "` / `") for a in actions.ACTIONS}
-    assert rows >= expected, expected - rows
-    command_list = section.split("Slash commands:", 1)[1].split("\n\n", 1)[0].split("Start a message", 1)[0]
-    listed = set(re.findall(r"`(/[a-z]+)", command_list))
+def test_the_docs_key_table_and_command_list_match_the_app() -> None:
+    page = TUI_DOCS.read_text()
+    keys = page.split("\n## Keys", 1)[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| (`[^|]+`) \| ", keys, re.MULTILINE))
+    expected = {"`" + a.key_text.replace(" / ", "` / `") + "`" for a in actions.ACTIONS}
+    assert rows == expected, rows ^ expected
+    command_list = page.split("\n## Slash commands", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `(/[a-z]+)", command_list, re.MULTILINE))
     assert listed == {f"/{c.name}" for c in commands.COMMANDS}
 
 

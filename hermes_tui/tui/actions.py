@@ -1,7 +1,7 @@
 """Every key of the app, declared once: its keys, footer label, help text and palette entry.
 
-The widgets' ``BINDINGS``, the footer, the /help card, the command palette and the README's key
-table all derive from ``ACTIONS`` (a test checks the README against it).
+The widgets' ``BINDINGS``, the footer, the /help card, the command palette and the key table of
+docs/tui.md all derive from ``ACTIONS`` (cog writes the table; tests/test_docs.py checks it).
 
 Keys are chosen to reach the app through tmux's default configuration, macOS Terminal and SSH:
 F-keys, ctrl+letters that the terminal does not keep, and alt+digit. Terminals send alt+digit as
