@@ -348,3 +348,10 @@ def _search(rule: Rule, text: _Lines) -> re.Match[str] | None:
 def verdict(parts: Iterable[str]) -> str:
     """One line saying why the text is held back, or "" when it passes."""
     return "; ".join(str(f) for f in scan(parts))
+
+
+def kinds(flag: str) -> list[str]:
+    """The rule categories a ``verdict`` line names, in our own words only: what may be told to the
+    model about a held-back text, never the text (an excerpt would put the hostile line in the prompt)."""
+    named = {rule.kind: flag.find(f"{rule.kind}: ") for rule in RULES}
+    return sorted((kind for kind, at in named.items() if at >= 0), key=named.__getitem__)
