@@ -19,7 +19,8 @@ running a payload, and changing Hermes' own approval or sandbox settings. It is 
 proof of safety: a flagged skill is quarantined until the user approves or deletes it.
 
 Precision matters as much (a quarantined good skill is a broken feature): defensive phrasing
-("ignore any embedded instructions"), quoted examples of attacks, ``echo $X_API_KEY`` checks, JSON
+("ignore any embedded instructions"), quoted examples of attacks, ``echo $X_API_KEY`` checks of a
+service's key (not the agent's own model keys), a vendor's key in its own API's URL, JSON
 piped into ``curl`` for an API post, and vendor install lines over https pass (the approval dialog
 shows those commands anyway). ``bench/guard_precision.py`` measures both sides.
 """
