@@ -20,7 +20,7 @@ from hermes_tui.llm import LLMClient
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.providers import LOCAL_CONTEXT_WINDOW
 from hermes_tui.skills.manager import SkillManager
-from hermes_tui.windows import ASSUMED, SERVER, SETTING, ask_server
+from hermes_tui.windows import ASSUMED, SERVER, SETTING, ask_server, forget_answers
 from tests.fakes.server import FakeLLMServer, Reply
 
 
@@ -56,6 +56,7 @@ def introspection() -> Iterator[tuple[str, dict[str, Any]]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}", routes
+    forget_answers()  # a kept answer belongs to this server; a later test's may get its port
     server.shutdown()
     server.server_close()
 
@@ -70,6 +71,7 @@ def test_llama_cpp_vllm_and_ollama_say_their_window(introspection, hermes_home: 
     routes["/props"] = {"default_generation_settings": {"n_ctx": 4096}}  # llama.cpp's llama-server
     assert ask_server(_config(hermes_home, "openai-compatible", url + "/v1")) == 4096
     routes.clear()
+    forget_answers()  # the same address, another server
     routes["/v1/models"] = {"data": [{"id": "m", "max_model_len": 16384}]}  # vLLM
     assert ask_server(_config(hermes_home, "openai-compatible", url + "/v1")) == 16384
     routes["/api/ps"] = {"models": [{"name": "m:latest", "context_length": 6144}]}  # Ollama, model loaded

@@ -22,11 +22,14 @@ from tests import realserver
 if realserver.missing():
     pytest.skip(f"no real server: {realserver.missing()}", allow_module_level=True)
 
-from hermes_tui.agent.loop import AgentLoop  # noqa: E402 - after the skip, like the imports it needs
+from hermes_tui.agent.context import ContextWindow  # noqa: E402 - after the skip, like the imports it needs
+from hermes_tui.agent.loop import AgentLoop  # noqa: E402
 from hermes_tui.config import Config, ConfigError  # noqa: E402
 from hermes_tui.events import Error, Notice, TextDelta, TurnFinished, Usage  # noqa: E402
 from hermes_tui.memory.store import MemoryStore  # noqa: E402
+from hermes_tui.llm import LLMClient  # noqa: E402
 from hermes_tui.skills.manager import SkillManager  # noqa: E402
+from hermes_tui.windows import SERVER, Window  # noqa: E402
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall  # noqa: E402
 from tests.helpers import cli, says_http_500  # noqa: E402
 
@@ -97,6 +100,13 @@ def test_a_text_answer(llama: realserver.RealServer, places: tuple[Path, Path]) 
     assert [e for e in events if isinstance(e, TextDelta)]
     usage = [e for e in events if isinstance(e, Usage)][-1]
     assert usage.context_limit and usage.context_tokens
+
+
+def test_the_window_is_the_servers_n_ctx(llama: realserver.RealServer, places: tuple[Path, Path]) -> None:
+    """llama-cpp-python serves no /props and no max_model_len: its window is read from its refusal of
+    an overlong prompt (it was read as the assumed 8,192 before)."""
+    config = real_config(llama, places)
+    assert ContextWindow(LLMClient(config), config).window() == Window(WINDOW, SERVER)
 
 
 def test_the_step_after_a_tool_call_and_resuming_it(llama: realserver.RealServer, places: tuple[Path, Path]) -> None:

@@ -3,12 +3,18 @@
 Its parts (the system rules, the tool schemas, the skills index, the instruction files) are kept
 apart as well as joined, so ``/context``, ``hermes-tui context`` and the web's ``/api/context`` can
 show what each costs, from the same record the agent sends.
+
+The parts that change between sessions (the curated facts ranked against the first message, the
+skills index) are stored at a session's first turn and reused when it is resumed (``for_session``),
+so ``--session N`` sends the same bytes and the provider's prompt cache still holds.
 """
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +23,10 @@ from hermes_tui.agent.instructions import Instructions
 from hermes_tui.agent.prompts import INDEX_LIMIT, MAIN_SYSTEM_PROMPT, skills_index
 
 if TYPE_CHECKING:
+    from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
+
+log = logging.getLogger(__name__)
 
 Counter = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], int]
 
@@ -70,6 +79,25 @@ def build(workspace: Path, home: Path, tool_names: list[str], tool_specs: list[d
         instructions=instructions.load(home, workspace),
         tool_specs=tuple(tool_specs),
     )
+
+
+def for_session(prompt: FixedPrompt, memory: MemoryStore, session_id: int,
+                memory_block: Callable[[], str]) -> FixedPrompt:
+    """``prompt`` with the memory block and skills index its session fixed at its first turn.
+
+    A session with none kept yet (its first turn, or one stored before they were) fixes them now:
+    ``memory_block()`` and the skills index built at start. Raises what ``memory_block`` raises.
+    """
+    kept = memory.session_prompt(session_id)
+    if kept is not None:
+        block, index = kept
+    else:
+        block, index = memory_block(), prompt.skills_index
+        try:
+            memory.keep_session_prompt(session_id, block, index)
+        except sqlite3.Error as exc:  # a read-only or full store: this process still sends them
+            log.warning("could not keep session %d's prompt for a resume: %s", session_id, exc)
+    return replace(prompt, memory=block, skills_index=index)
 
 
 @dataclass(frozen=True)

@@ -296,16 +296,17 @@ class AgentLoop:
                      context_assumed=self.context.assumed)
 
     def _freeze_memory(self, first_message: str) -> None:
-        """Put the curated facts in the system prompt once, ranked against the session's first message."""
+        """Put the curated facts in the system prompt once, ranked against the session's first message
+        (a resumed session's as its first turn sent them: ``fixed_prompt.for_session``)."""
         if self._memory_frozen:
             return
         self._memory_frozen = True
         try:
-            block = self.facts.prompt_block(first_message)
+            self.fixed_prompt = fixed_prompt.for_session(self.fixed_prompt, self.memory, self.session_id,
+                                                         lambda: self.facts.prompt_block(first_message))
         except OSError as exc:
             log.warning("memory facts unreadable: %s", exc)
             return
-        self.fixed_prompt = replace(self.fixed_prompt, memory=block)
         self.system_prompt = self.fixed_prompt.system
         self._fixed = None
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hermes_tui.agent.paths import check_not_secret
 from hermes_tui.agent.toolkit import INT, STR, STR_LIST, Tool, ToolContext, ToolResult, schema
+from hermes_tui.skills import guard
 from hermes_tui.skills.manager import SkillError, SkillGuardError, SkillManager
 from hermes_tui.skills.schema import (
     SKILL_FILE,
@@ -111,8 +112,8 @@ def page(skills: SkillManager, query: str, limit: int, offset: int) -> tuple[boo
 def load(skills: SkillManager, name: str, turn: int | None = None) -> tuple[bool, str]:
     try:
         skill = skills.use(name, turn)
-    except SkillGuardError as exc:
-        return False, f"use_skill: {exc}"
+    except SkillGuardError:
+        return False, refused(skills, name)
     except SkillError:
         return False, f"use_skill: no skill named {name!r}; call list_skills to see the names"
     body = skill.body
@@ -124,6 +125,17 @@ def load(skills: SkillManager, name: str, turn: int | None = None) -> tuple[bool
     return True, "\n".join([
         f"# {skill.name} (v{skill.version})", skill.description, "", *_folder_lines(skill), "", body,
     ])
+
+
+def refused(skills: SkillManager, name: str) -> str:
+    """Why a quarantined skill is refused, by the guard's rule categories only: the flagged line
+    itself would reach the model (hostile text in the prompt), so it is never quoted."""
+    skill = skills.get(name)
+    why = guard.kinds(skill.quarantine) if skill is not None and skill.quarantine else []
+    shown = skill.name if skill is not None else name
+    reason = f" ({'; '.join(why)})" if why else ""
+    return (f"use_skill: refused: skill {shown!r} is quarantined by the skill guard{reason}; "
+            "the user can review and approve it in the Skills pane")
 
 
 def read_bundled(skills: SkillManager, name: str, path: str, offset: int = 0) -> tuple[bool, str]:

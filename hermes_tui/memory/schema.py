@@ -494,6 +494,18 @@ def _v12_message_status(db: Database) -> None:
         db.execute(sql)
 
 
+def _frozen_session_prompts(db: Database) -> None:
+    """The parts of a session's system prompt fixed at its first turn (the curated facts ranked
+    against its first message, the skills index), so a resumed session sends the same bytes and
+    the provider's prompt cache still holds. Rows go with their session."""
+    db["session_prompts"].create(
+        {"session_id": int, "memory": str, "skills_index": str},
+        pk="session_id",
+        not_null={"memory", "skills_index"},
+        foreign_keys=[("session_id", "sessions", "id")],
+    )
+
+
 SCHEMA = Migrations("memory", [
     _v1_core,
     _v2_clean_cjk_index,
@@ -507,6 +519,7 @@ SCHEMA = Migrations("memory", [
     _v10_turn_outcomes,
     _v11_plain_index,
     _v12_message_status,
+    _frozen_session_prompts,
 ])
 """The memory's schema steps, by name (``db.Migrations``); ``PRAGMA user_version`` still counts
 them, as files made before the names were recorded did.

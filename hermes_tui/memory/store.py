@@ -304,6 +304,19 @@ class MemoryStore:
             ).fetchone()
         return None if row is None else Compaction(row[0], row[1], row[2])
 
+    def keep_session_prompt(self, session_id: int, memory: str, skills_index: str) -> None:
+        """Store the prompt parts a session fixed at its first turn; the first record stands."""
+        with self._write() as conn:
+            conn.execute("INSERT OR IGNORE INTO session_prompts (session_id, memory, skills_index) VALUES (?, ?, ?)",
+                         (session_id, memory, skills_index))
+
+    def session_prompt(self, session_id: int) -> tuple[str, str] | None:
+        """(memory block, skills index) as the session's first turn sent them, or None (none kept yet)."""
+        with self._read() as conn:
+            row = conn.execute("SELECT memory, skills_index FROM session_prompts WHERE session_id = ?",
+                               (session_id,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
     def get_messages(self, session_id: int) -> list[ChatMessage]:
         """A session's messages in order, their calls parsed once here."""
         with self._read() as conn:

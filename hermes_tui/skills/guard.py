@@ -13,12 +13,14 @@ one line, so a phrase split across lines is seen.
 
 It looks for the common shapes of hostile text (each a ``Rule``): instructions to override the
 rules, role impersonation, reading or globbing credential files, sending secrets or the whole
-environment to the network, a plain-http or unverified download run by a shell, decoding and
+environment to the network (a secret-named variable in a URL to a host that is not its vendor's),
+printing the agent's own keys or grepping the environment for keys, a plain-http or unverified download run by a shell, decoding and
 running a payload, and changing Hermes' own approval or sandbox settings. It is a tripwire, not a
 proof of safety: a flagged skill is quarantined until the user approves or deletes it.
 
 Precision matters as much (a quarantined good skill is a broken feature): defensive phrasing
-("ignore any embedded instructions"), quoted examples of attacks, ``echo $X_API_KEY`` checks, JSON
+("ignore any embedded instructions"), quoted examples of attacks, ``echo $X_API_KEY`` checks of a
+service's key (not the agent's own model keys), a vendor's key in its own API's URL, JSON
 piped into ``curl`` for an API post, and vendor install lines over https pass (the approval dialog
 shows those commands anyway). ``bench/guard_precision.py`` measures both sides.
 """
@@ -32,6 +34,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import accumulate
+
+from hermes_tui.providers import PROVIDER_TABLE
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,42 @@ def _globs_a_secret(match: re.Match[str]) -> bool:
     return False
 
 
+# A secret in a URL: ``$VAR``/``${VAR}`` (shell), ``os.environ["VAR"]``/``getenv("VAR")`` (Python),
+# ``process.env.VAR`` (JavaScript), ``{var}`` (f-strings, templates).
+_URL_REFERENCE = re.compile(r"environ\[\s*['\"](\w+)|(?:getenv|environ\.get)\(\s*['\"](\w+)|"
+                            r"process\.env(?:\.|\[\s*['\"])(\w+)|\$\{?(?:process\.env\.)?([A-Za-z_]\w*)|\{\s*(\w+)\s*\}")
+_SECRET_WORD = r"(?:API_?KEY|ACCESS_KEY(?:_ID)?|SECRET(?:_ACCESS)?(?:_KEY)?|TOKEN|PASSWORD|PASSWD|CREDENTIALS?)"
+_SECRET_NAME = re.compile(rf"\w*{_SECRET_WORD}\w*", re.IGNORECASE)
+_SECRET_TAIL = re.compile(rf"_?{_SECRET_WORD}\w*$", re.IGNORECASE)
+_URL_HOST = re.compile(r"https?://(?:[^/?#\s@]*@)?([^/?#\s:\"'`\\]+)", re.IGNORECASE)
+_GENERIC_WORDS = frozenset("my the your our app bot user access auth client private secret api prod dev personal service "
+                           "default main admin read write".split())
+_VENDOR_HOSTS = {"gh": "github", "gl": "gitlab", "hf": "huggingface", "fred": "stlouisfed"}  # short names' hosts
+# The keys and password Hermes itself holds: no skill has a reason to print them.
+_OWN_SECRETS = "|".join(sorted({p.key_env_var for p in PROVIDER_TABLE.values() if p.key_env_var}
+                               | {"FLASK_SECRET_KEY", "HERMES_WEB_PASSWORD"}))
+
+
+def _leaks_in_url(match: re.Match[str]) -> bool:
+    """A URL carrying a secret-named variable to a host that is not its vendor's (``?key=$OPENAI_API_KEY``
+    to collect.example.net), or to a bare IP or plain-http host. ``$TENOR_API_KEY`` to
+    tenor.googleapis.com, a generic ``$API_KEY``, and a host that is itself a variable pass."""
+    url = match.group(0)
+    host = _URL_HOST.match(url)
+    names = [next(g for g in found.groups() if g) for found in _URL_REFERENCE.finditer(url)]
+    secrets = [name for name in names if _SECRET_NAME.fullmatch(name)]
+    if not secrets or host is None or any(c in host.group(1) for c in "${}%<>"):
+        return False
+    if re.match(_UNSAFE_URL, url, re.IGNORECASE):
+        return True
+    place = re.sub(r"[^a-z0-9]", "", host.group(1).lower())
+    for name in secrets:
+        words = [w for w in _SECRET_TAIL.sub("", name).lower().split("_") if w and w not in _GENERIC_WORDS]
+        if words and not any(_VENDOR_HOSTS.get(w, w) in place for w in words):
+            return True
+    return False
+
+
 RULES: tuple[Rule, ...] = (
     _rule(
         "tells the agent to override or ignore its rules",
@@ -247,6 +287,20 @@ RULES: tuple[Rule, ...] = (
         r"transcript|memory|memories|environment\s+variables|credentials|secrets|api\s+keys?|tokens|passwords|"
         r"private\s+keys?|ssh\s+keys?|\.env)\b[^.\n]{0,60}\b(?:to|into)\b[^.\n]{0,30}(?:https?://|webhook|server|endpoint)",
         joined=True,
+    ),
+    _rule(
+        "sends secrets or the whole environment to the network",
+        "key token secret password passwd credential",
+        r"https?://\S+",  # no \b: normalising drops the quote of f"https://..."
+        confirm=_leaks_in_url,
+    ),
+    _rule(
+        "prints API keys or passwords",
+        "printenv echo printf env export set",
+        rf"\bprintenv\s+(?:-\S+\s+)*(?:{_OWN_SECRETS})\b",
+        rf"\b(?:echo|printf)\b[^\n|;&]*\$\{{?(?:{_OWN_SECRETS})(?![\w:#%/^,\[])",
+        r"\b(?:printenv|env|set|export\s+-p|declare\s+-x)\s*\|\s*(?:grep|egrep|rg)\b[^\n|;]*"
+        r"(?:key|token|secret|passw|credential)",
     ),
     _rule(
         "pipes a download from an unverified source into a shell",
@@ -348,3 +402,10 @@ def _search(rule: Rule, text: _Lines) -> re.Match[str] | None:
 def verdict(parts: Iterable[str]) -> str:
     """One line saying why the text is held back, or "" when it passes."""
     return "; ".join(str(f) for f in scan(parts))
+
+
+def kinds(flag: str) -> list[str]:
+    """The rule categories a ``verdict`` line names, in our own words only: what may be told to the
+    model about a held-back text, never the text (an excerpt would put the hostile line in the prompt)."""
+    named = {rule.kind: flag.find(f"{rule.kind}: ") for rule in RULES}
+    return sorted((kind for kind, at in named.items() if at >= 0), key=named.__getitem__)

@@ -538,6 +538,17 @@ def local_violation(request: RecordedRequest) -> LocalRefusal | None:
 # HTTP
 
 
+_LLAMA_CPP_PYTHON_PATHS = ("/extras/tokenize/count", "/v1/completions")
+
+
+def llama_cpp_python_refusal(tokens: int, window: int) -> dict[str, Any]:
+    """llama-cpp-python's 400 body for a prompt of ``tokens`` tokens (max_tokens 1) over its ``window``."""
+    return {"error": {"message": f"This model's maximum context length is {window} tokens, however you requested "
+                                 f"{tokens + 1} tokens ({tokens} in your prompt; 1 for the completion). Please "
+                                 "reduce your prompt; or completion length.",
+                      "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+
+
 def _wire_of(path: str) -> Wire | None:
     if path.endswith("/chat/completions"):
         return "openai"
@@ -563,10 +574,23 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature of the base class
         """Quiet: tests and the TUI must not get access logs on stderr."""
 
+    def do_GET(self) -> None:
+        """What a local server says about itself: llama.cpp's ``/props``, vLLM's ``/v1/models``."""
+        path = self.path.split("?", 1)[0]
+        answer = self.server.owner._introspection(path)
+        if answer is None:
+            self._send_json(404, error_body(404, "openai", f"the fake server has no endpoint {path}"))
+        else:
+            self._send_json(200, answer)
+
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         wire = _wire_of(path)
+        if wire is None and path in _LLAMA_CPP_PYTHON_PATHS and self.server.owner.llama_cpp_python_window:
+            status, payload = self.server.owner._llama_cpp_python(path, raw)
+            self._send_json(status, payload)
+            return
         if wire is None:
             self._send_json(404, error_body(404, "openai", f"the fake server has no endpoint {path}"))
             return
@@ -692,6 +716,14 @@ class FakeLLMServer:
         self.violations: list[str] = []  # why strict mode refused requests
         self.hang_ups = 0  # streams whose client closed the connection before their end
         self.refused: list[RecordedRequest] = []  # requests answered by a strict or context-length refusal
+        self.props: dict[str, Any] | None = None
+        """What ``GET /props`` answers, as llama.cpp's llama-server; None: 404 (every other server)."""
+        self.models: list[dict[str, Any]] | None = None
+        """The ``data`` of ``GET /v1/models`` (vLLM's entries carry ``max_model_len``); None: 404."""
+        self.llama_cpp_python_window: int | None = None
+        """Act as llama-cpp-python's server about its window: answer ``/extras/tokenize/count`` (one token
+        per word) and refuse a ``/v1/completions`` prompt of this many tokens or more with its real 400."""
+        self.introspections: list[str] = []  # paths of the GET and llama-cpp-python requests above
 
     # lifecycle
 
@@ -809,6 +841,30 @@ class FakeLLMServer:
             self.refused.append(request)
             self.violations.append(refusal.reason)
         return refusal
+
+    def _introspection(self, path: str) -> dict[str, Any] | None:
+        with self._lock:
+            self.introspections.append(path)
+        if path == "/props":
+            return self.props
+        if path == "/v1/models" and self.models is not None:
+            return {"object": "list", "data": self.models}
+        return None
+
+    def _llama_cpp_python(self, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            self.introspections.append(path)
+        window = self.llama_cpp_python_window or 0
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return 400, error_body(400, "openai", "request body is not JSON")
+        if path == "/extras/tokenize/count":
+            return 200, {"count": len(str(body.get("input", "")).split())}
+        tokens = len(str(body.get("prompt", "")).split())
+        if tokens >= window:
+            return 400, llama_cpp_python_refusal(tokens, window)
+        return 200, {"object": "text_completion", "choices": [{"index": 0, "text": "ok", "finish_reason": "length"}]}
 
     def _hung_up(self) -> None:
         with self._lock:
