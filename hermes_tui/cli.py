@@ -17,7 +17,7 @@ from hermes_tui.redaction import withhold_from_environment
 
 # hermes-tui NAME ...: run by NAME_main below; --help lists them with these lines.
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
-    ("doctor", "check the memory database; if damaged, back it up and rebuild it"),
+    ("doctor", "check compiled bytecode and the memory database; rebuild a damaged one"),
     ("skills import DIR", "copy a folder of skills (any layout) into the library"),
     ("skills list|show|archive|restore|pin", "the skills' states, uses and success rates; archive, restore, pin"),
     ("context", "show the fixed part of the prompt, part by part, with token counts"),
@@ -292,21 +292,25 @@ def mcp_main(argv: Sequence[str]) -> int:
 
 
 def doctor_main(argv: Sequence[str]) -> int:
-    """``hermes-tui doctor``: check the memory database; when damaged, back it up and rebuild a
-    new one from every readable row (hermes_tui/memory/doctor.py)."""
+    """``hermes-tui doctor``: say which packages lack compiled bytecode (hermes_tui/bytecode.py);
+    check the memory database and, when damaged, back it up and rebuild a new one from every
+    readable row (hermes_tui/memory/doctor.py)."""
     argparse.ArgumentParser(
         prog="hermes-tui doctor",
-        description="Check the memory database; if it is damaged, move it aside and rebuild it "
-                    "from every readable row.",
+        description="Say which packages lack compiled bytecode (slow starts); check the memory "
+                    "database, and if it is damaged, move it aside and rebuild it from every readable row.",
     ).parse_args(argv)
     try:
         config = Config.load()
     except ConfigError as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    from hermes_tui import bytecode
     from hermes_tui.memory.doctor import repair
     from hermes_tui.memory.errors import StoreError
 
+    for line in bytecode.report_lines():
+        print(line)
     try:
         report = repair(config.db_path, for_stderr(sys.stderr))
     except (StoreError, OSError) as exc:

@@ -42,6 +42,12 @@ def _lib() -> litellm_module:
     with _import_lock:
         if _litellm is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            # In its default DEV mode the import calls load_dotenv(): a process started with
+            # ``python -c`` (the helpers are) would load the current folder's .env into its
+            # environment, so a workspace could plant a proxy, an endpoint or a key.
+            os.environ["LITELLM_MODE"] = "PRODUCTION"
+            # No pydantic plugin scan over every installed distribution at each model class.
+            os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
             started = time.perf_counter()
             # Its ~3,100 modules make objects by the hundred thousand that all live on: the cyclic
             # collections they trigger only walk them again, ~8 % of the import's CPU.
