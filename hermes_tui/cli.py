@@ -251,13 +251,19 @@ def mcp_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="hermes-tui mcp", description="The MCP servers of mcp.json and .mcp.json.")
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("list", help="start the servers; show each one's status, tools and schema tokens")
-    for name, what in (("approve", "allow a server of the workspace's .mcp.json to run (this exact entry)"),
+    for name, what in (("approve", "show what a server of the workspace's .mcp.json runs, then allow it "
+                                   "(this exact entry and the workspace code it runs)"),
                        ("enable", "start this server again from now on"), ("disable", "do not start this server")):
-        commands.add_parser(name, help=what).add_argument("server")
+        command = commands.add_parser(name, help=what)
+        command.add_argument("server")
+        if name == "approve":
+            command.add_argument("--yes", action="store_true", help="approve without asking (scripts)")
     args = parser.parse_args(argv)
     from hermes_tui.agent.mcp import report
+    from hermes_tui.agent.mcp.code import TooLarge
     from hermes_tui.agent.mcp.config import McpState, declared, wait_seconds
     from hermes_tui.agent.mcp.manager import McpManager
+    from hermes_tui.textsafe import printable
 
     try:
         config = Config.load()
@@ -266,25 +272,36 @@ def mcp_main(argv: Sequence[str]) -> int:
         return EXIT_ERROR
     if args.command in (None, "list"):
         manager = McpManager(config.home, config.workspace)
-        manager.subscribe(lambda line: print(f"hermes: {line}", file=sys.stderr))
+        manager.subscribe(lambda line: print(f"hermes: {printable(line)}", file=sys.stderr))
         manager.start()
         manager.wait_ready(wait_seconds())
         statuses = manager.statuses()
         manager.close(timeout=3.0)
         if not statuses:
             print(f"No MCP servers declared: add them to {config.home / 'mcp.json'} or the workspace's .mcp.json.")
-        for status in statuses:
-            print(report.summary(status))
+        for status in statuses:  # the entries and the servers' words are the repository's: never raw
+            print(printable(report.summary(status)))
         return EXIT_OK
     found = {spec.name: spec for spec in declared(config.home, config.workspace).specs}
     spec = found.get(args.server)
     if spec is None:
-        print(f"hermes: no MCP server {args.server!r}; declared: {', '.join(found) or 'none'}.", file=sys.stderr)
+        print(printable(f"hermes: no MCP server {args.server!r}; declared: {', '.join(found) or 'none'}."),
+              file=sys.stderr)
         return EXIT_ERROR
     state = McpState(config.home, config.workspace)
     if args.command == "approve":
-        state.approve(spec)
-        print(f"Approved: {report.entry(spec)}")
+        print(printable(f"{report.entry(spec)} It runs with your rights, outside the shell sandbox."))
+        if not args.yes:
+            print("Approve it? [y/N] ", end="", flush=True)
+            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+                print("Not approved.")
+                return EXIT_ERROR
+        try:
+            state.approve(spec)
+        except TooLarge as exc:
+            print(f"hermes: {spec.name} cannot be approved: {exc}.", file=sys.stderr)
+            return EXIT_ERROR
+        print(f"Approved {spec.name}.")
     else:
         state.set_enabled(spec, args.command == "enable")
         print(f"{spec.name} is {args.command}d.")

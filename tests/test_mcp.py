@@ -180,7 +180,7 @@ def test_results_are_capped_like_a_commands_output(served: tuple[McpManager, Pat
     assert result.ok and len(result.output) < OUTPUT_CAP + 500
     body = result.output.splitlines()
     assert body[1].startswith("HEAD") and body[-2].endswith("TAIL") and "bytes cut" in result.output
-    assert body[-1] == "[end of MCP result]"
+    assert body[-1].startswith("[end of MCP result ") and body[-1][:-1].rsplit(" ", 1)[1] in body[0]
 
 
 def test_secrets_given_to_a_server_are_scrubbed_and_hermes_secrets_stay_out(served: tuple[McpManager, Path, str]) -> None:
@@ -291,8 +291,9 @@ def test_headless_names_a_server_not_ready_in_time_and_mcp_list(fake_llm: FakeLL
 
     monkeypatch.setenv("HERMES_MCP_WAIT", "60")
     declare(hermes_home / "mcp.json", {"fake": stdio_entry()})
-    approved = cli("mcp", "approve", "repo")
+    approved = cli("mcp", "approve", "repo", stdin="y\n")
     assert approved.returncode == 0 and "runs `" in approved.stdout and "without asking" in approved.stdout
+    assert approved.stdout.rstrip().endswith("Approved repo.")
     assert cli("mcp", "disable", "fake").returncode == 0
     listing = cli("mcp", "list")
     assert listing.returncode == 0, listing.stderr

@@ -83,10 +83,10 @@ def first_line(exc: BaseException) -> str:
 class Connection:
     """A started server: ``start`` connects and lists its tools; ``ended`` is set when it ends."""
 
-    def __init__(self, resolved: Resolved, workspace: Path, errlog: TextIO) -> None:
+    def __init__(self, resolved: Resolved, cwd: Path, errlog: TextIO) -> None:
         self.resolved = resolved
         self.name = resolved.spec.name
-        self.workspace = workspace
+        self.cwd = cwd  # where a stdio server starts (``McpManager.folder_for``)
         self.errlog = errlog  # the server's stderr (a log file: never the terminal)
         self.tools: list[RemoteTool] = []
         self.session: ClientSession | None = None
@@ -146,7 +146,7 @@ class Connection:
             read, write, _session_id = await stack.enter_async_context(streamable_http_client(r.url, http_client=client))
             return read, write
         params = StdioServerParameters(command=r.command, args=list(r.args), env=r.env or None,
-                                       cwd=str(self.workspace))
+                                       cwd=str(self.cwd))
         return await stack.enter_async_context(stdio_client(params, errlog=self.errlog))
 
     async def _relay(self, stack: AsyncExitStack, read: Any) -> Any:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from dotenv import dotenv_values
 
+from hermes_tui.agent.mcp import code
 from hermes_tui.private import write_private
 from hermes_tui.redaction import process_environment
 
@@ -34,6 +35,9 @@ STATE_FILE = "mcp-state.json"
 DEFAULT_TIMEOUT = 60.0  # seconds one tool call may take
 DEFAULT_WAIT = 10.0  # seconds a headless turn waits for the servers to be ready (HERMES_MCP_WAIT)
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Names of variables that hold secrets, for the command-line check (wider than redaction's list:
+# a server's own token variables are named freely).
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|(?:^|_)PAT(?:_|$)", re.IGNORECASE)
 _ENTRY_KEYS = {"type", "command", "args", "env", "url", "headers", "trust", "timeout"}
 
 Origin = Literal["home", "workspace"]
@@ -195,8 +199,23 @@ def lookup(home: Path, environ: Mapping[str, str] | None = None) -> dict[str, st
     return found
 
 
+def _on_command_line(spec: ServerSpec) -> list[str]:
+    """Secret-named variables its command line refers to: filled in there, their values would be
+    visible to every local user in ``ps``."""
+    words = [spec.command, *spec.args]
+    named = dict.fromkeys(m.group(1) for word in words for m in _REFERENCE.finditer(word))
+    return [name for name in named if _SECRET_NAME.search(name)]
+
+
 def resolve(spec: ServerSpec, values: Mapping[str, str]) -> Resolved:
-    """Fill in the references; raises ``ResolveError`` naming the first variable without a value."""
+    """Fill in the references; raises ``ResolveError`` naming the first variable without a value,
+    or a secret-named one on the command line (it belongs in ``env``)."""
+    exposed = _on_command_line(spec)
+    if exposed:
+        name = exposed[0]
+        raise ResolveError(f"${{{name}}} is in the command line of the MCP server {spec.name!r}, where every "
+                           f'local user can read it (ps): pass it in "env" instead ("env": {{"{name}": '
+                           f'"${{{name}}}"}}) and let the server read it from there.')
     secrets: dict[str, str] = {}
 
     def fill(text: str) -> str:
@@ -251,15 +270,35 @@ class McpState:
     def _key(self, spec: ServerSpec) -> str:
         return spec.name if spec.origin == "home" else f"{self.workspace}::{spec.name}"
 
+    def binding(self, spec: ServerSpec) -> str:
+        """What an approval of a workspace server is bound to: its entry and the content of the
+        workspace files it runs (``code.digest``). Raises ``code.TooLarge``."""
+        if spec.transport == "http":
+            return spec.fingerprint
+        ran = code.digest(Path(self.workspace), spec.command, spec.args)
+        return f"{spec.fingerprint}:{ran}" if ran else spec.fingerprint
+
     def approved(self, spec: ServerSpec) -> bool:
         if spec.origin == "home":
             return True
-        return self._load().get("approved", {}).get(self._key(spec)) == spec.fingerprint
+        given = self._load().get("approved", {}).get(self._key(spec))
+        try:
+            return given is not None and given == self.binding(spec)
+        except code.TooLarge:
+            return False
+
+    def changed(self, spec: ServerSpec) -> bool:
+        """Approved for this entry once, but the code it runs from the workspace changed since."""
+        given = self._load().get("approved", {}).get(self._key(spec))
+        return isinstance(given, str) and given.split(":", 1)[0] == spec.fingerprint and not self.approved(spec)
 
     def approve(self, spec: ServerSpec) -> None:
+        """Approve the entry and the workspace code it runs, as they are now. Raises
+        ``code.TooLarge`` when that code is too large to bind an approval to."""
         with self._lock:
+            bound = self.binding(spec)
             data = self._load()
-            data.setdefault("approved", {})[self._key(spec)] = spec.fingerprint
+            data.setdefault("approved", {})[self._key(spec)] = bound
             self._save(data)
 
     def enabled(self, spec: ServerSpec) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from hermes_tui.agent.mcp.code import TooLarge
 from hermes_tui.agent.mcp.config import McpState, ResolveError, ServerSpec, declared, lookup, resolve
 from hermes_tui.redaction import Secrets
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # the SDK takes seconds to import: only the loop thread impor
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 30.0  # seconds a server has to start and list its tools
+RUN_FOLDER = "mcp-run"  # under HERMES_HOME: where the user's own stdio servers start
 _POLL = 0.05  # seconds between looks at the cancel flag while a call runs
 
 State = Literal["starting", "ready", "failed", "disabled", "unapproved"]
@@ -62,8 +64,8 @@ class Outcome:
 class _Server:
     """The loop thread's mutable record of one server (read by others under the manager's lock)."""
 
-    def __init__(self, spec: ServerSpec, state: State) -> None:
-        self.status = ServerStatus(spec, state)
+    def __init__(self, spec: ServerSpec, state: State, detail: str = "") -> None:
+        self.status = ServerStatus(spec, state, detail=detail)
         self.connection: Connection | None = None
         self.settled = threading.Event()  # no longer "starting"
         self.lock: asyncio.Lock | None = None  # created on the loop
@@ -99,14 +101,15 @@ class McpManager:
             if not self.state.enabled(spec):
                 self._servers[spec.name] = _Server(spec, "disabled")
             elif not self.state.approved(spec):
-                self._servers[spec.name] = _Server(spec, "unapproved")
+                self._servers[spec.name] = _Server(spec, "unapproved", detail=self._why_unapproved(spec))
             else:
                 self._servers[spec.name] = _Server(spec, "starting")
         for line in self.problems:
             self._say(line)
         for server in self._servers.values():
             if server.status.state == "unapproved":
-                self._say(f"MCP server {server.status.name} from the workspace's .mcp.json is not approved yet: "
+                why = "changed since you approved it" if server.status.detail else "is not approved yet"
+                self._say(f"MCP server {server.status.name} from the workspace's .mcp.json {why}: "
                           f"/mcp (or `hermes-tui mcp approve {server.status.name}`) shows what it runs and "
                           "approves it.")
         if not self._servers:
@@ -118,6 +121,21 @@ class McpManager:
             if server.status.state == "starting":
                 self._submit(self._connect(server))
         return self
+
+    def _why_unapproved(self, spec: ServerSpec) -> str:
+        if self.state.changed(spec):
+            return "The code it runs from the workspace changed since it was approved: approve it again."
+        return ""
+
+    def folder_for(self, spec: ServerSpec) -> Path:
+        """Where a stdio server starts. A workspace server (approved with the code it runs) starts
+        in the workspace; the user's own start in a folder of their own under HERMES_HOME, so
+        ``python -m NAME`` or ``npx NAME`` never finds a module or package the repository ships."""
+        if spec.origin == "workspace":
+            return self.workspace
+        folder = self.home / RUN_FOLDER
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return folder
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop every server (bounded) and the loop."""
@@ -180,9 +198,15 @@ class McpManager:
             self._set(server, "unapproved")
 
     def approve(self, name: str) -> None:
-        """Approve a workspace server's entry as it is now, and start it."""
+        """Approve a workspace server's entry and the workspace code it runs as they are now, and
+        start it; code too large to bind an approval to stays unapproved, with the reason."""
         server = self._servers[name]
-        self.state.approve(server.status.spec)
+        try:
+            self.state.approve(server.status.spec)
+        except TooLarge as exc:
+            self._set(server, "unapproved", detail=f"Cannot be approved: {exc}.")
+            self._say(f"MCP server {name} cannot be approved: {exc}.")
+            return
         if self.state.enabled(server.status.spec):
             self._start_one(server)
 
@@ -239,7 +263,7 @@ class McpManager:
                 self._fail(server, str(exc), starting=True)
                 return
             self.secrets = Secrets({**self.secrets.values, **resolved.secrets})
-            connection = Connection(resolved, self.workspace, self._errlog(spec.name))
+            connection = Connection(resolved, self.folder_for(spec), self._errlog(spec.name))
             try:
                 await connection.start(CONNECT_TIMEOUT)
             except Exception as exc:  # noqa: BLE001 - one line; the log has the rest
