@@ -10,7 +10,9 @@ Which files, in which order (later ones win, so deeper folders come last):
 The files are repository content, so they pass the same guard as skills: a flagged file is left
 out, with its reason, until the user approves that exact content (``/context approve N`` or
 ``hermes-tui context --approve PATH``). A file reached through a symlink that leaves the project is
-not read. Together they are capped at ``CAP`` bytes, and what was cut is said. The section they make
+not read, and so is one the file tools would refuse (a link to ``.env`` or into ``.git``); the text
+passes the secret scrubber. The search for the project root stops at a folder that is not the
+user's own. Together they are capped at ``CAP`` bytes, and what was cut is said. The section they make
 is built once per session, so the system prompt stays byte-identical and providers can cache it.
 """
 
@@ -19,10 +21,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from dotenv import dotenv_values
+
+from hermes_tui.agent.paths import check_not_secret
 from hermes_tui.private import write_private
+from hermes_tui.redaction import Secrets, is_secret_variable, process_environment
 from hermes_tui.skills.guard import verdict
 
 log = logging.getLogger(__name__)
@@ -73,13 +81,38 @@ class Instructions:
         return "\n\n" + HEADER + "\n\n" + "\n\n".join(parts) + tail
 
 
+def _own(folder: Path) -> bool:
+    """Only this user (or root) can change this folder. Another user's folder, or one anybody may
+    write, could hold a planted ``.git`` and ``AGENTS.md`` above the workspace."""
+    try:
+        found = folder.stat()
+    except OSError:
+        return False
+    return found.st_uid in (os.getuid(), 0) and not found.st_mode & stat.S_IWOTH
+
+
 def project_root(workspace: Path, cwd: Path) -> Path:
     """The git root at or above the current folder (the user's project, even when the workspace is
-    one of its subfolders), else the workspace."""
+    one of its subfolders), else the workspace. The search stops at the first folder that is not
+    the user's own (``_own``)."""
     for folder in (cwd, *cwd.parents):
+        if not _own(folder):
+            break
         if (folder / ".git").exists():
             return folder
     return workspace
+
+
+def _known_secrets(home: Path) -> Secrets:
+    """The secret-named values of the environment and HERMES_HOME/.env: scrubbed from the files'
+    text, as from tool output."""
+    found: dict[str, str] = {}
+    try:
+        found.update({k: v for k, v in dotenv_values(home / ".env").items() if v and is_secret_variable(k)})
+    except (OSError, UnicodeDecodeError):
+        pass
+    found.update({k: v for k, v in process_environment().items() if is_secret_variable(k) and v.strip()})
+    return Secrets(found)
 
 
 def candidates(home: Path, workspace: Path, cwd: Path | None = None) -> list[tuple[Path, Path]]:
@@ -110,11 +143,17 @@ def load(home: Path, workspace: Path, cwd: Path | None = None) -> Instructions:
     notes: list[str] = []
     left = CAP
     root = project_root(workspace.resolve(), (cwd or Path.cwd()).resolve())
+    secrets = _known_secrets(home)
     for path, inside in candidates(home, workspace, cwd):
         label = _label(path, home, root)
         real = path.resolve()
         if real != inside and inside not in real.parents:
             notes.append(f"{label}: not read (a link that leaves {inside})")
+            continue
+        # The file tools' refusals: AGENTS.md -> .env or CLAUDE.md -> ../.git/config is a secret.
+        refused = check_not_secret(path, shown=label)
+        if refused:
+            notes.append(f"{label}: not read ({refused})")
             continue
         try:
             data = real.read_bytes()
@@ -122,7 +161,7 @@ def load(home: Path, workspace: Path, cwd: Path | None = None) -> Instructions:
             notes.append(f"{label}: not read ({exc.strerror})")
             continue
         sha = hashlib.sha256(data).hexdigest()
-        text = data.decode("utf-8", errors="replace")
+        text = secrets.scrub(data.decode("utf-8", errors="replace"))
         flagged = verdict([text])
         is_approved = bool(flagged) and approved.get(str(real)) == sha
         cut = False

@@ -65,6 +65,10 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(r"hosts\.yml", "it holds GitHub tokens", parent=r"gh"),
     SecretRule(r"\.ssh", "it holds SSH keys", folder=True),
     SecretRule(r"\.gnupg", "it holds private keys", folder=True),
+    # Git's own store: its config can hold tokens in remote URLs, and git runs what its config and
+    # hooks say. The model reads a repository through git commands, never the store's files.
+    SecretRule(r"\.git", "it is inside .git, git's own store (its config can hold tokens in remote URLs); "
+                          "use git commands instead", folder=True),
 )
 _RULES = [(re.compile(r.name, re.IGNORECASE), re.compile(r.parent, re.IGNORECASE) if r.parent else None, r)
           for r in SECRET_RULES]

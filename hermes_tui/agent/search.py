@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -195,7 +196,8 @@ def _grep_rg(root: Path, base: Path, regex: str, glob: str | None, context: int,
             continue
         rel = os.path.normpath(name.decode(errors="surrogateescape"))
         if rel not in verdicts:
-            verdicts[rel] = (spec is None or spec.match_file(rel)) and not refused(os.path.join(root, rel))
+            full = os.path.join(root, rel)
+            verdicts[rel] = (spec is None or spec.match_file(rel)) and not refused(full) and _single(full)
         if verdicts[rel]:
             text = rest[match.end():].decode(errors="replace").rstrip("\r")
             report.add(rel, int(match.group(1)), text, match.group(2) == b":")
@@ -234,14 +236,36 @@ def _grep_python(root: Path, base: Path, regex: str, glob: str | None, context: 
             report.add(rel, k + 1, lines[k], k in hits)
 
 
-def _text(path: Path, *, explicit: bool) -> str | None:
-    """A file's text, or None when grep skips it: too big or binary (unless named outright)."""
+def _single(path: str) -> bool:
+    """A regular file with one link: ``read_file``'s rule. A hard link may be a file from outside
+    the workspace (``ln /etc/shadow-copy x``); a FIFO would block the search."""
     try:
-        if not explicit and path.stat().st_size > MAX_FILESIZE:
-            return None
-        data = path.read_bytes()
+        found = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_nlink == 1
+
+
+def _text(path: Path, *, explicit: bool) -> str | None:
+    """A file's text, or None when grep skips it: not a single-link regular file, too big, or
+    binary (unless named outright). Opened without blocking and without following a link, then
+    checked on the open descriptor, so a file swapped for a FIFO or a link meanwhile is skipped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:
+            return None
+        if not explicit and found.st_size > MAX_FILESIZE:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if b"\x00" in data[:8192] and not explicit:
         return None
     return data.decode(errors="replace")
@@ -254,6 +278,9 @@ def grep_tool(ctx: ToolContext, pattern: str, path: str = ".", glob: str = "", c
     root, base = _base(ctx, path)
     if not base.exists():
         raise PathError(f"{path!r} does not exist")
+    if not base.is_dir() and not _single(str(base)):
+        raise PathError(f"{path!r} is refused: grep reads regular files with a single link (not a FIFO, "
+                        "socket or device, nor a hard link that may be a file from outside the workspace)")
     context = max(0, min(int(context), CONTEXT_MAX))
     report = _Report()
     run = _grep_rg if (use or engine()) == "rg" else _grep_python
