@@ -15,7 +15,8 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,9 +62,11 @@ class Sandbox:
         """True when commands really run in bubblewrap (enabled, and the probe passed)."""
         return self.enabled and unavailable_reason() is None
 
-    def wrap(self, argv: list[str], workspace: Path, home: Path | None, readable: Sequence[Path] = ()) -> list[str]:
+    def wrap(self, argv: list[str], workspace: Path, home: Path | None, readable: Sequence[Path] = (),
+             repositories: Collection[str] = ()) -> list[str]:
         """``argv`` under bubblewrap, confined as the module docstring says; ``readable`` folders (the
-        skill library, whose scripts run from their folder) are bound read-only over any mask."""
+        skill library, whose scripts run from their folder) are bound read-only over any mask, and
+        so are the workspace's git ``repositories`` (``gitguard.repositories``) besides its ``.git``."""
         ws = os.path.realpath(workspace)
         args = [_bwrap() or "bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--cap-drop", "ALL",
@@ -75,8 +78,10 @@ class Sandbox:
         args += [a for m in masks if _within(ws, m) for a in _mask(m)]
         args += ["--bind", ws, ws]
         git = os.path.join(ws, ".git")
-        if os.path.lexists(git) and not os.path.islink(git):
-            args += ["--ro-bind", git, git]
+        stores = {git} if os.path.lexists(git) and not os.path.islink(git) else set()
+        stores |= {r for r in repositories if _within(os.path.realpath(r), ws) and not os.path.islink(r)}
+        for store in sorted(stores):  # outer before inner: a later bind mounts over an earlier one
+            args += ["--ro-bind", store, store]
         args += [a for m in masks if not _within(ws, m) for a in _mask(m)]
         for folder in map(os.path.realpath, readable):  # read-only: no command can rewrite a skill
             if os.path.isdir(folder) and not _within(folder, ws):
@@ -95,7 +100,8 @@ def _within(path: str, root: str) -> bool:
 def _masks(workspace: str, home: Path | None) -> list[str]:
     """Existing paths to hide, as real paths, each visible in the sandbox (so bwrap can mount on it)."""
     user_home = Path.home()
-    candidates = [*protected_folders(home), *(user_home / c for c in CREDENTIALS), *map(Path, SOCKETS)]
+    candidates = [*protected_folders(home), *(user_home / c for c in CREDENTIALS), *map(Path, SOCKETS),
+                  *_runtime_folders()]
     found: list[str] = []
     for candidate in candidates:
         if not os.path.lexists(candidate):
@@ -104,6 +110,19 @@ def _masks(workspace: str, home: Path | None) -> list[str]:
         hidden = any(_within(real, h) for h in _HIDDEN_BY_SANDBOX) and not _within(real, workspace)
         if os.path.exists(real) and not hidden and real != workspace and real not in found:
             found.append(real)
+    return found
+
+
+def _runtime_folders() -> list[Path]:
+    """The host's runtime and temporary folders, wherever they are: the warm helper's socket and
+    key live there (``warm.folder``: ``$XDG_RUNTIME_DIR/hermes``, else ``<tmp>/hermes-<uid>``), and
+    so do the TUI's stream host, desktop sessions' sockets and other programs' files. Under
+    ``/run/user`` or ``/tmp`` they are hidden already; elsewhere (WSLg's runtime folder, a
+    ``TMPDIR`` of one's own) they are masked too. The sandbox has its own ``/tmp``."""
+    found = [Path(tempfile.gettempdir())]
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        found.append(Path(runtime))
     return found
 
 

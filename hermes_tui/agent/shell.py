@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from hermes_tui import fds
+from hermes_tui.agent import gitguard
 from hermes_tui.agent.sandbox import Sandbox
 
 BASH_DEFAULT_TIMEOUT = 120
@@ -92,7 +93,12 @@ def run_command(command: str, cwd: Path, timeout: float, cancel: threading.Event
     sandbox = sandbox if sandbox is not None else Sandbox()
     env = sandbox.environment(os.environ if environment is None else environment)
     if sandbox.active:
-        outcome = _run(sandbox.wrap(["bash", "-c", command], cwd, home, readable), cwd, env, timeout, cancel, None)
+        before = gitguard.repositories(cwd)
+        outcome = _run(sandbox.wrap(["bash", "-c", command], cwd, home, readable, before), cwd, env, timeout,
+                       cancel, None)
+        removed = gitguard.disarm_new(cwd, before)
+        if removed:
+            outcome = CommandOutcome(outcome.status, outcome.returncode, f"{outcome.text}\n{gitguard.notice(removed)}")
         if not sandbox.network and outcome.returncode and _NETWORK_FAILURE.search(outcome.text):
             return CommandOutcome(outcome.status, outcome.returncode, f"{outcome.text}\n{NO_NETWORK_HINT}")
         return outcome
