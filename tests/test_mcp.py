@@ -146,7 +146,7 @@ def test_an_extra_tool_never_replaces_a_declared_one(workspace: Path) -> None:
 def test_listing_names_counts_and_schema_tokens(served: tuple[McpManager, Path, str]) -> None:
     manager, _workspace, _kind = served
     (status,) = manager.statuses()
-    assert status.state == "ready" and len(status.tools) == 8 and status.tokens > 100
+    assert status.state == "ready" and len(status.tools) == 9 and status.tokens > 100
     names = [tool.name for tool in McpTools(manager)(200_000)]
     assert "mcp__fake__echo" in names and "mcp__fake__slow" in names
     assert all(name.startswith("mcp__fake__") for name in names)
@@ -298,6 +298,6 @@ def test_headless_names_a_server_not_ready_in_time_and_mcp_list(fake_llm: FakeLL
     listing = cli("mcp", "list")
     assert listing.returncode == 0, listing.stderr
     assert "fake: disabled · stdio · asks first" in listing.stdout
-    assert "repo: ready · stdio · 8 tools · ≈" in listing.stdout and "from .mcp.json" in listing.stdout
+    assert "repo: ready · stdio · 9 tools · ≈" in listing.stdout and "from .mcp.json" in listing.stdout
     unknown = cli("mcp", "approve", "nope")
     assert unknown.returncode == 1 and "no MCP server 'nope'; declared: fake, repo" in unknown.stderr

@@ -35,7 +35,7 @@ def test_the_mcp_screen_failures_and_an_approved_call(server: FakeLLMServer, her
         assert any("MCP server repo from the workspace's .mcp.json is not approved yet" in n for n in notices(app))
         await send(app, pilot, "/mcp")
         await wait_for(pilot, lambda: isinstance(app.screen, McpScreen))
-        await wait_for(pilot, lambda: rows(app)[0].startswith("fake: ready · stdio · 8 tools · ≈"), timeout=120)
+        await wait_for(pilot, lambda: rows(app)[0].startswith("fake: ready · stdio · 9 tools · ≈"), timeout=120)
         assert rows(app)[1].startswith("broken: failed") and "missing" in rows(app)[1]
         assert rows(app)[2].startswith("repo: needs approval · stdio") and "from .mcp.json" in rows(app)[2]
 

@@ -172,9 +172,9 @@ def test_api_mcp_shows_each_server_and_escapes_what_servers_send(make_client: Ca
     assert client.application.test_client().get("/api/mcp").status_code == 401  # behind the login
     servers = by_name(client)
     trusted, plain, repo = servers["trusted"], servers["plain"], servers["repo"]
-    assert (trusted["state"], trusted["tool_count"], trusted["offered"], trusted["trust"]) == ("ready", 8, True, True)
+    assert (trusted["state"], trusted["tool_count"], trusted["offered"], trusted["trust"]) == ("ready", 9, True, True)
     assert trusted["tokens"] > 100 and "echo" in [t["name"] for t in trusted["tools"]]
-    assert (plain["state"], plain["tool_count"], plain["offered"]) == ("ready", 9, False)
+    assert (plain["state"], plain["tool_count"], plain["offered"]) == ("ready", 10, False)
     assert (repo["state"], repo["origin"], repo["offered"]) == ("unapproved", "workspace", False)
     assert "hermes-tui mcp approve repo" in repo["why"] and "never approves" in repo["why"]
 
@@ -191,7 +191,7 @@ def test_api_mcp_shows_each_server_and_escapes_what_servers_send(make_client: Ca
     assert parsed.attributes <= {"class"}, parsed.attributes
     text = "".join(parsed.text)
     assert HOSTILE_NAME in text and "<script>alert('description')</script>" in text  # shown as text
-    assert "trusted" in text and "8 tools" in text and "offered here (trusted)" in text
+    assert "trusted" in text and "9 tools" in text and "offered here (trusted)" in text
     assert "HERMES_WEB_ENABLE_MCP=true" in text and "needs approval" in text
 
     assert client.post("/api/mcp", headers={"X-CSRF-Token": token}).status_code == 405  # read-only

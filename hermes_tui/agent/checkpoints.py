@@ -30,7 +30,7 @@ from typing import Literal
 
 from hermes_tui.agent.paths import check_not_secret, protected_folders, secret_name
 from hermes_tui.agent.shadow_git import Change, ShadowError, ShadowRepo, find_git
-from hermes_tui.events import FilesChanged
+from hermes_tui.events import FilesChanged, Notice
 from hermes_tui.private import private_dir
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,9 @@ class RestorePlan:
     current: str  # the snapshot of the workspace when planned
     actions: tuple[Change, ...]
     conflicts: frozenset[str] = frozenset()
+    # Files a restore would delete that the target's ignore rules left out of its snapshot (a turn
+    # that edited a .gitignore brought them in): they may well be older than the turn, so they stay.
+    ignored_then: tuple[str, ...] = ()
 
     @property
     def safe_actions(self) -> tuple[Change, ...]:
@@ -237,11 +240,28 @@ class CheckpointStore:
         for checkpoint, end in zip(covered, ends):
             touched.update(c.path for c in (checkpoint.files or repo.changes(checkpoint.before, end)))
         actions = repo.changes(current, target.before, touched)
+        ignored_then = self._ignored_then(target.before, current, actions)
+        actions = [a for a in actions if a.path not in ignored_then]
         wanted = {a.path for a in actions}
         outside: set[str] = set()  # changed between checkpoints, or since the last one
         for end, following in zip(ends, [c.before for c in covered[1:]] + [current]):
             outside.update(c.path for c in repo.changes(end, following, wanted))
-        return RestorePlan(target, tuple(covered), current, tuple(actions), frozenset(outside))
+        return RestorePlan(target, tuple(covered), current, tuple(actions), frozenset(outside),
+                           tuple(sorted(ignored_then)))
+
+    def _ignored_then(self, before: str, current: str, actions: list[Change]) -> set[str]:
+        """The files a restore would delete that ``before``'s ignore rules left out. Only when a
+        ``.gitignore`` changed since: under the same rules, a file absent from ``before`` that is
+        in the snapshot now cannot have existed then."""
+        doomed = [a.path for a in actions if a.status == "deleted"]
+        rules_changed = any(c.path.rsplit("/", 1)[-1] == ".gitignore" for c in self.repo.changes(before, current))
+        if not doomed or not rules_changed:
+            return set()
+        try:
+            return self.repo.ignored_by(before, doomed)
+        except ShadowError as exc:  # unsure which existed: delete none of them
+            log.warning("could not read the ignore rules of %s: %s", before, exc)
+            return set(doomed)
 
     def restore(self, plan: RestorePlan, *, overwrite: bool, session_id: int | None = None) -> RestoreResult:
         """Carry out ``plan``; conflicting files are overwritten only with ``overwrite``.
@@ -253,7 +273,7 @@ class CheckpointStore:
             if now != plan.current:
                 raise CheckpointError("Files changed while you were deciding; nothing was restored. Try again.")
             chosen = plan.actions if overwrite else plan.safe_actions
-            kept = tuple(sorted(plan.conflicts)) if not overwrite else ()
+            kept = (tuple(sorted(plan.conflicts)) if not overwrite else ()) + plan.ignored_then
             if not chosen:
                 return RestoreResult((), kept, None)
             prompt = f"restore to before checkpoint {plan.target.number}"
@@ -310,8 +330,9 @@ class TurnCheckpoints:
             return f"{exc} This turn's file changes cannot be undone."
         return None
 
-    def end_turn(self) -> FilesChanged | None:
-        """Record what the turn changed; the event to show, or None when it changed nothing."""
+    def end_turn(self) -> FilesChanged | Notice | None:
+        """Record what the turn changed; the event to show (the files, or why they could not be
+        recorded), or None when it changed nothing."""
         checkpoint, self._open, self._turn = self._open, None, None
         if checkpoint is None:
             return None
@@ -319,7 +340,8 @@ class TurnCheckpoints:
             done = self._store().finish(checkpoint)
         except (CheckpointError, OSError) as exc:
             log.warning("checkpoint after a turn failed: %s", exc)
-            return None
+            return Notice(f"{exc} /undo can still restore the files as they were before this turn "
+                          f"(checkpoint {checkpoint.number}).")
         if not done.files:
             return None
         return FilesChanged(done.number, [{"path": c.path, "status": c.status} for c in done.files])
@@ -355,6 +377,10 @@ def describe_plan(plan: RestorePlan) -> list[str]:
     if plan.conflicts:
         lines.append(f"Changed since by someone else (kept unless you choose to overwrite): "
                      f"{', '.join(sorted(plan.conflicts)[:FILES_SHOWN])}")
+    if plan.ignored_then:
+        more = f" and {len(plan.ignored_then) - FILES_SHOWN} more" if len(plan.ignored_then) > FILES_SHOWN else ""
+        lines.append(f"Kept: ignored by .gitignore before checkpoint {plan.target.number}, so they may be older "
+                     f"than it: {', '.join(plan.ignored_then[:FILES_SHOWN])}{more}")
     return lines
 
 

@@ -19,6 +19,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,9 +127,15 @@ class ShadowRepo:
         listed = self._run("ls-files", "-z", "-t", "-m", "-o", "--exclude-standard").split(b"\0")
         stage: list[str] = []
         unstage: list[str] = []
+        links: dict[str, bool] = {}
         for entry in filter(None, listed):
             tag, path = entry[:1], os.fsdecode(entry[2:])
-            if self._keep(path):
+            if self._beyond_link(path, links):
+                # A folder became a link (``mv src x; ln -s y src``): what git had under it is gone
+                # from the tree as it is now, and the link itself is listed on its own.
+                if tag != b"?":
+                    unstage.append(path)
+            elif self._keep(path):
                 stage.append(path)
             elif tag != b"?":  # tracked before, now too big or a secret: out of the snapshot
                 unstage.append(path)
@@ -155,6 +162,39 @@ class ShadowRepo:
         commit = self._run("commit-tree", tree, *parents, "-m", message).decode().strip()
         self._run("update-ref", self.HEAD, commit, *((head,) if head else ()))
         return commit
+
+    def _beyond_link(self, path: str, seen: dict[str, bool]) -> bool:
+        """A leading folder of ``path`` is a symbolic link now (git cannot stage such a path)."""
+        parts = path.split("/")[:-1]
+        for end in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:end])
+            if prefix not in seen:
+                seen[prefix] = os.path.islink(self.workspace / prefix)
+            if seen[prefix]:
+                return True
+        return False
+
+    def ignored_by(self, commit: str, paths: Sequence[str]) -> set[str]:
+        """Which ``paths`` the ignore rules of ``commit`` (its ``.gitignore`` files and the shadow's
+        own excludes) leave out: such a file may have existed then without being in the snapshot.
+        The rules are laid out in a temporary folder; the workspace is not read."""
+        if not paths:
+            return set()
+        names = self._run("ls-tree", "-r", "-z", "--name-only", commit).split(b"\0")
+        rules = [os.fsdecode(n) for n in names if n and os.path.basename(os.fsdecode(n)) == ".gitignore"]
+        with tempfile.TemporaryDirectory(prefix="hermes-ignore-") as folder:
+            for rule in rules:
+                target = Path(folder, rule)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(self._run("cat-file", "blob", f"{commit}:{rule}"))
+            env = {**self._env, "GIT_WORK_TREE": folder}
+            env.pop("GIT_LITERAL_PATHSPECS")  # check-ignore takes paths, and refuses the pathspec magic
+            done = subprocess.run([self.git, "-c", "safe.directory=*", "check-ignore", "--no-index", "-z", "--stdin"],
+                                  input=_nul(paths), env=env, capture_output=True, timeout=GIT_TIMEOUT, cwd=folder,
+                                  check=False)
+        if done.returncode not in (0, 1):  # 1: none ignored
+            raise ShadowError(f"git check-ignore failed: {done.stderr.decode('utf-8', 'replace').strip()}")
+        return {os.fsdecode(p) for p in done.stdout.split(b"\0") if p}
 
     def _keep(self, path: str) -> bool:
         """Whether a changed path belongs in the snapshot (a vanished one does: it is a deletion)."""

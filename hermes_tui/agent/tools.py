@@ -221,7 +221,7 @@ class ToolRegistry:
         return tool is not None and tool.needs_approval and self.approver is not None
 
     def changes_files(self, name: str) -> bool:
-        tool = self._tools.get(name)
+        tool = self._current().get(name)  # an MCP server's tool may write files too
         return tool is not None and tool.changes_files
 
     def parse_arguments(self, arguments: dict[str, Any] | str | None) -> dict[str, Any] | str:

@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
 HOSTILE_NAME = '<img src=x onerror="alert(1)">'
 HOSTILE_DESCRIPTION = "<script>alert('description')</script>\x1b[31m\u202e red"
@@ -32,7 +33,7 @@ def build(hostile: bool = False) -> FastMCP:
         """Return the text as it was given."""
         return f"echo: {text}"
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def add(a: int, b: int) -> int:
         """Add two whole numbers."""
         return a + b
@@ -58,6 +59,12 @@ def build(hostile: bool = False) -> FastMCP:
             path.write_text("cancelled")
             raise
         return "slept"
+
+    @server.tool()
+    def write(path: str, text: str) -> str:
+        """Writes ``text`` to ``path`` (absolute), as a filesystem server would."""
+        Path(path).write_text(text)
+        return f"wrote {len(text)} characters"
 
     @server.tool()
     def crash() -> str:

@@ -48,9 +48,11 @@ class McpTools:
     def _record(self, remote: RemoteTool) -> Tool:
         record = self._records.get(remote)
         if record is None:
+            # A server's tool may write the workspace (a filesystem server does): the turn's
+            # checkpoint is taken before it, as before run_bash, unless it says it changes nothing.
             record = Tool(remote.qualified, _described(remote), remote.parameters, _Call(self.manager, remote),
                           approval=None if self.manager.trusted(remote.server) else ASK, cancellable=True,
-                          check=check_schema)
+                          check=check_schema, changes_files=not remote.read_only)
             self._records[remote] = record
         return record
 
@@ -69,6 +71,7 @@ class McpTools:
             {"type": "object", "properties": {"name": STR, "arguments": {"type": "object"}}, "required": ["name"]},
             _BridgeCall(self.manager, remote), cancellable=True, check=check_schema, summary_arg=SUMMARY_ARGS[CALL],
             approval=None if all(self.manager.trusted(server) for server in servers) else ASK,
+            changes_files=not all(tool.read_only for tool in remote),
         )
         return [search, call]
 

@@ -41,6 +41,7 @@ class RemoteTool:
     name: str
     description: str
     schema: dict[str, Any] = field(hash=False, compare=False)
+    read_only: bool = False  # the server says it changes nothing (``annotations.readOnlyHint``)
 
     @property
     def qualified(self) -> str:
@@ -169,7 +170,8 @@ class Connection:
         cursor: str | None = None
         for _ in range(LIST_PAGES):
             page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
-            tools += [RemoteTool(self.name, t.name, t.description or "", dict(t.inputSchema or {}))
+            tools += [RemoteTool(self.name, t.name, t.description or "", dict(t.inputSchema or {}),
+                                 read_only=bool(t.annotations and t.annotations.readOnlyHint))
                       for t in page.tools]
             cursor = page.nextCursor
             if not cursor:
