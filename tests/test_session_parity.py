@@ -144,11 +144,15 @@ def test_export_and_copy_replace_their_target_whole_and_never_follow_a_symlink(
 
 def test_the_webs_delete_forgets_a_session_as_forget_does_exported_files_included(
         server: FakeLLMServer, hermes_home: Path, workspace: Path, make_app: Any) -> None:
-    """The web's DELETE removed the rows but left the files /export and /copy wrote of the session."""
-    server.queue(Reply(text="The vault code is 4471."))
+    """The web's DELETE removed the rows but left the files /export and /copy wrote of the session,
+    and its prompts in the TUI's prompt history."""
+    server.queue(Reply(text="Kept."))  # later requests (the first session's summary, the answer) get "ok"
     found: list[int] = []
+    history = hermes_home / "tui_history.jsonl"
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send_and_wait(app, pilot, "other matter: keep this one")
+        await send(app, pilot, "/new")
         await send_and_wait(app, pilot, "the vault code?")
         found.append(app.session.session_id)
         await send(app, pilot, "/export")
@@ -157,12 +161,13 @@ def test_the_webs_delete_forgets_a_session_as_forget_does_exported_files_include
     run(scenario)
     (session_id,) = found
     exported = hermes_home / "exports" / f"session-{session_id}.md"
-    assert "4471" in exported.read_text()
+    assert "vault code" in exported.read_text() and "vault" in history.read_text()
     client = make_app().test_client()
     token = login(client)
     response = client.delete(f"/api/sessions/{session_id}", headers={"X-CSRF-Token": token})
     assert response.status_code == 200
     assert not exported.exists()
+    assert "vault" not in history.read_text() and "keep this one" in history.read_text()  # the TUI's ↑ list
     assert response.get_json() == {"deleted": session_id, "messages": 2, "files": 1}
     with sqlite3.connect(hermes_home / "memory.sqlite3") as conn:
         assert conn.execute("SELECT count(*) FROM session_files").fetchone() == (0,)

@@ -53,26 +53,30 @@ def optimize_index(conn: sqlite3.Connection) -> None:
 
 @dataclass(frozen=True)
 class Forgotten:
-    """What ``forget_session`` removed: for the surface's one line, and its own traces (the
-    TUI's prompt history drops ``prompts``)."""
+    """What ``forget_session`` removed, for the surface's one line; ``prompts``: the session's
+    prompts, which a running TUI also drops from its own copy of the prompt history."""
 
     session_id: int
     messages: int
     prompts: frozenset[str]
     files: tuple[Path, ...]
+    history_entries: int
 
 
-def forget_session(memory: MemoryStore, session_id: int) -> Forgotten:
+def forget_session(memory: MemoryStore, session_id: int, prompt_history: Path | None = None) -> Forgotten:
     """Forget a session for good, the same from every surface (the TUI's /forget and Sessions
     pane, the web's DELETE): its messages and every row that refers to it (index entries,
     compactions, usage, pending summary, export records; ``MemoryStore.delete_session``), the WAL's
-    old pages, and the files exported or copied from it that still hold what Hermes wrote.
+    old pages, the files exported or copied from it that still hold what Hermes wrote, and its
+    prompts in the ``prompt_history`` file (HERMES_HOME/``prompts.HISTORY_FILE``).
     Raises ``KeyError`` for an unknown session."""
-    from hermes_tui.memory import exports
+    from hermes_tui.memory import exports, prompts
 
     if memory.get_session(session_id) is None:
         raise KeyError(f"no session {session_id}")
-    prompts = frozenset(m.content for m in memory.get_messages(session_id) if m.role == "user" and m.content)
+    said = frozenset(m.content for m in memory.get_messages(session_id) if m.role == "user" and m.content)
     files = exports.traces_of(memory.path, session_id)  # before the rows go with the session
     count = memory.delete_session(session_id)
-    return Forgotten(session_id, count, prompts, tuple(exports.remove(files)))
+    removed = tuple(exports.remove(files))
+    dropped = prompts.forget(prompt_history, said) if prompt_history is not None else 0
+    return Forgotten(session_id, count, said, removed, dropped)

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from textual.app import SuspendNotSupported
 
-from hermes_tui.tui import commands
 from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.workers import in_thread
 
@@ -111,17 +110,17 @@ class PaneRequests:
         from hermes_tui.memory.forget import forget_session
 
         try:
-            gone = await in_thread(self, forget_session, self.memory, session_id)
+            gone = await in_thread(self, forget_session, self.memory, session_id, self.history.path)
         except KeyError:
             await self.chat.add_notice(f"There is no session {session_id}.", "error")
             return
-        except Exception as exc:  # noqa: BLE001 - one readable line; details in the log
+        except Exception as exc:
             log.exception("forgetting session %s failed", session_id)
             await self.chat.add_notice(f"Could not forget session {session_id}: {exc}", "error")
             return
-        prompts = gone.prompts
-        dropped = await in_thread(self, self.history.forget,
-                                  lambda entry: entry in prompts or commands.as_message(entry) in prompts)
+        from hermes_tui.memory.prompts import sent_one_of
+
+        dropped = await in_thread(self, self.history.forget, sent_one_of(gone.prompts))  # the app's own copy
         self.show_usage()
         wrote = f"; removed {', '.join(short_path(p) for p in gone.files)}" if gone.files else ""
         await self.chat.add_notice(f"Forgot session {session_id} ({plural(gone.messages, 'message')}, "
