@@ -17,12 +17,15 @@ from typing import Any
 
 class Status(StrEnum):
     """How a message's step ended, stored in ``messages.status``: a tool result's call, or a user
-    message's turn (``FAILED``: it failed before an answer; ``CANCELLED``: the user stopped it)."""
+    message's turn (``FAILED``: it failed before an answer; ``CANCELLED``: the user stopped it).
+    ``UNDONE``: /undo or /retry took the message out of the conversation; memory keeps it, no
+    surface sends it to the model again (``memory.resume``)."""
 
     OK = "ok"
     FAILED = "failed"
     DENIED = "denied"  # the user said no to the call
     CANCELLED = "cancelled"
+    UNDONE = "undone"
 
 
 @dataclass(frozen=True)

@@ -156,11 +156,12 @@ def old_memory_store(path: Path, version: int) -> sqlite3.Connection:
     caller adds the rows and closes it."""
     from sqlite_utils import Database
 
-    from hermes_tui.memory.schema import MIGRATIONS
+    from hermes_tui.memory.schema import INDEX_COLUMN, MIGRATIONS, index_column
     from hermes_tui.memory.text import index_text
 
     conn = sqlite3.connect(path, isolation_level=None)
     conn.create_function("hermes_index_text", 1, index_text, deterministic=True)
+    conn.create_function(INDEX_COLUMN, 1, index_column, deterministic=True)  # step 11 fills columns
     db = Database(conn)
     for step in MIGRATIONS[:version]:
         step(db)

@@ -20,7 +20,7 @@ def test_delete_session_and_purge_message_over_the_api(app: Flask) -> None:  # n
 
     assert client.delete(f"/api/sessions/{gone}").status_code == 403  # no CSRF token
     response = client.delete(f"/api/sessions/{gone}", headers={"X-CSRF-Token": token})
-    assert response.status_code == 200 and response.get_json() == {"deleted": gone, "messages": 1}
+    assert response.status_code == 200 and response.get_json() == {"deleted": gone, "messages": 1, "files": 0}
     assert client.get(f"/api/sessions/{gone}").status_code == 404
     assert client.get("/api/memory/search?q=wombatmatter").get_json()["hits"] == []
     again = client.delete(f"/api/sessions/{gone}", headers={"X-CSRF-Token": token})

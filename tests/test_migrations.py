@@ -12,7 +12,6 @@ from sqlite_utils import Database
 from hermes_tui.db import MIGRATIONS_TABLE, Migrations, connect, immediate
 from hermes_tui.memory.schema import MIGRATIONS
 from hermes_tui.memory.store import MemoryStore
-from hermes_tui.tui import tuidb
 from hermes_tui.web.webdb import WEB_SCHEMA, WebDB
 from tests.helpers import old_memory_store
 
@@ -33,11 +32,10 @@ def test_each_store_in_the_shared_file_records_its_own_steps(tmp_path: Path) -> 
     path = tmp_path / "memory.sqlite3"
     MemoryStore(path).close()
     WebDB(path)
-    tuidb.connect(path).close()
     names = recorded(path)
     assert names["memory"] == [step.__name__ for step in MIGRATIONS]
     assert names["web"] == [step.__name__ for step in WEB_SCHEMA.steps]
-    assert names["tui"] == ["tui_tables"]
+    assert "tui" not in names  # the terminal app's state is the store's since step 13
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
     conn.close()
@@ -123,5 +121,54 @@ def test_how_each_step_ended_moves_into_its_messages_status(tmp_path: Path) -> N
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'turn_outcomes'").fetchone() == (0,)
+    finally:
+        conn.close()
+
+
+# The terminal app's own tables as its one schema step ("tui", "tui_tables") made them, before
+# undo, usage and exported files moved into the store (memory step 13).
+_TUI_TABLES = (
+    """CREATE TABLE IF NOT EXISTS tui_session_usage (
+        session_id INTEGER NOT NULL REFERENCES sessions(id), model TEXT NOT NULL,
+        calls INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0, cached_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL, PRIMARY KEY (session_id, model))""",
+    """CREATE TABLE IF NOT EXISTS tui_undone_messages (
+        message_id INTEGER PRIMARY KEY REFERENCES messages(id), undone REAL NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS tui_session_files (
+        session_id INTEGER NOT NULL REFERENCES sessions(id), path TEXT NOT NULL,
+        sha256 TEXT NOT NULL, PRIMARY KEY (session_id, path))""",
+)
+
+
+def test_the_tuis_undo_marks_usage_and_exports_move_into_the_store(tmp_path: Path) -> None:
+    """/undo's marks lived in a TUI table no other surface read, so ``-c -p`` and the web sent
+    undone turns again: they become the ``undone`` status; usage and export records keep their rows."""
+    from hermes_tui.background import Background
+    from hermes_tui.conversation import Status
+    from hermes_tui.memory import resume
+    from hermes_tui.memory.usage import UsageLedger
+
+    path = tmp_path / "memory.sqlite3"
+    conn = old_memory_store(path, 12)
+    for sql in _TUI_TABLES:
+        conn.execute(sql)
+    conn.execute("INSERT INTO sessions (source, started, last_activity) VALUES ('tui', 1, 1)")
+    conn.executemany("INSERT INTO messages (session_id, role, content, created) VALUES (1, ?, ?, 1)",
+                     [("user", "kept"), ("assistant", "kept answer"), ("user", "regretted"), ("assistant", "taken back")])
+    conn.executemany("INSERT INTO tui_undone_messages (message_id, undone) VALUES (?, 5)", [(3,), (4,)])
+    conn.execute("INSERT INTO tui_session_usage (session_id, model, calls, prompt_tokens) VALUES (1, 'm', 2, 30)")
+    conn.execute("INSERT INTO tui_session_files (session_id, path, sha256) VALUES (1, '/x/export.md', 'ab')")
+    conn.close()
+    with MemoryStore(path) as store:
+        assert [m.status for m in store.get_messages(1)] == [Status.OK, Status.OK, Status.UNDONE, Status.UNDONE]
+        assert [m.content for m in resume.sendable(store, 1)] == ["kept", "kept answer"]
+    ledger = UsageLedger(path, Background())
+    assert [(u.model, u.calls, u.prompt_tokens) for u in ledger.load(1)] == [("m", 2, 30)]
+    conn = sqlite3.connect(path)
+    try:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert not {"tui_undone_messages", "tui_session_usage", "tui_session_files"} & tables
+        assert conn.execute("SELECT path FROM session_files").fetchall() == [("/x/export.md",)]
     finally:
         conn.close()

@@ -41,7 +41,7 @@ from hermes_tui.events import (
 from hermes_tui.learning.curator import propose_memories, propose_skill
 from hermes_tui.llm import LLMClient, StreamResult
 from hermes_tui.llm_errors import LLMError
-from hermes_tui.memory import facts
+from hermes_tui.memory import facts, resume
 from hermes_tui.memory.facts import claims_to_remember
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.redaction import Secrets
@@ -98,7 +98,7 @@ class AgentLoop:
                 raise ValueError(f"There is no session {session_id}; /sessions lists them.")
             self.session_id = session_id
             # Whatever a crash or a full disk left behind: ``context.view`` repairs what is sent.
-            self.history = _sendable(memory, session_id)
+            self.history = resume.sendable(memory, session_id)
             compaction = memory.latest_compaction(session_id)
             if compaction is not None:
                 self.context.restore(self.history, compaction.summary, compaction.through_id,
@@ -403,12 +403,3 @@ class _PartialAnswer:
             self.memory.update_message(self.message_id, text or None, tool_calls)
         return self.message_id
 
-
-def _sendable(memory: MemoryStore, session_id: int) -> list[ChatMessage]:
-    """A stored session's messages as a resumed loop sends them: not system text, and not a
-    message whose turn failed before anything answered it (a live turn drops that one too,
-    so it is never merged into the next message nor sent again)."""
-    stored = [m for m in memory.get_messages(session_id) if m.role != "system"]
-    return [m for k, m in enumerate(stored)
-            if not (m.role == "user" and m.status is Status.FAILED
-                    and (k + 1 == len(stored) or stored[k + 1].role == "user"))]

@@ -1,14 +1,20 @@
-"""What forgetting deletes besides the row itself: every row of any table whose foreign key
-points at it (read from the schema, so tables added later are covered), and the words left in
-the FTS5 indexes' old segments. The store's ``_scrub`` then empties the WAL.
+"""Forgetting: ``forget_session``, the one way every surface forgets a session, and what the
+store deletes besides a row itself: every row of any table whose foreign key points at it (read
+from the schema, so tables added later are covered), and the words left in the FTS5 indexes' old
+segments. The store's ``_scrub`` then empties the WAL.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hermes_tui.memory.maintenance import FTS_TABLES
+
+if TYPE_CHECKING:
+    from hermes_tui.memory.store import MemoryStore
 
 
 def delete_with_dependents(
@@ -43,3 +49,34 @@ def optimize_index(conn: sqlite3.Connection) -> None:
     of a forgotten message stay in the old segment until a merge that includes it."""
     for table in FTS_TABLES:
         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What ``forget_session`` removed, for the surface's one line; ``prompts``: the session's
+    prompts, which a running TUI also drops from its own copy of the prompt history."""
+
+    session_id: int
+    messages: int
+    prompts: frozenset[str]
+    files: tuple[Path, ...]
+    history_entries: int
+
+
+def forget_session(memory: MemoryStore, session_id: int, prompt_history: Path | None = None) -> Forgotten:
+    """Forget a session for good, the same from every surface (the TUI's /forget and Sessions
+    pane, the web's DELETE): its messages and every row that refers to it (index entries,
+    compactions, usage, pending summary, export records; ``MemoryStore.delete_session``), the WAL's
+    old pages, the files exported or copied from it that still hold what Hermes wrote, and its
+    prompts in the ``prompt_history`` file (HERMES_HOME/``prompts.HISTORY_FILE``).
+    Raises ``KeyError`` for an unknown session."""
+    from hermes_tui.memory import exports, prompts
+
+    if memory.get_session(session_id) is None:
+        raise KeyError(f"no session {session_id}")
+    said = frozenset(m.content for m in memory.get_messages(session_id) if m.role == "user" and m.content)
+    files = exports.traces_of(memory.path, session_id)  # before the rows go with the session
+    count = memory.delete_session(session_id)
+    removed = tuple(exports.remove(files))
+    dropped = prompts.forget(prompt_history, said) if prompt_history is not None else 0
+    return Forgotten(session_id, count, said, removed, dropped)

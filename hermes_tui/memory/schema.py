@@ -494,7 +494,7 @@ def _v12_message_status(db: Database) -> None:
         db.execute(sql)
 
 
-def _frozen_session_prompts(db: Database) -> None:
+def _v13_frozen_session_prompts(db: Database) -> None:
     """The parts of a session's system prompt fixed at its first turn (the curated facts ranked
     against its first message, the skills index), so a resumed session sends the same bytes and
     the provider's prompt cache still holds. Rows go with their session."""
@@ -504,6 +504,45 @@ def _frozen_session_prompts(db: Database) -> None:
         not_null={"memory", "skills_index"},
         foreign_keys=[("session_id", "sessions", "id")],
     )
+
+
+_V14_SESSION_TABLES = {
+    # Tokens and cost per session and model (memory/usage.py), and the files an export or a copy
+    # wrote from a session (memory/exports.py), so forgetting removes them from every surface.
+    "session_usage": """CREATE TABLE session_usage (
+        session_id INTEGER NOT NULL REFERENCES sessions(id),
+        model TEXT NOT NULL,
+        calls INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        cached_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL,
+        PRIMARY KEY (session_id, model)
+    )""",
+    "session_files": """CREATE TABLE session_files (
+        session_id INTEGER NOT NULL REFERENCES sessions(id),
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        PRIMARY KEY (session_id, path)
+    )""",
+}
+
+
+def _v14_session_state(db: Database) -> None:
+    """Session state moves from the terminal app's tables into the store, where every surface
+    reads it: /undo's marks become the ``undone`` status (so ``-c -p``, ``--session`` and the
+    web's Resume leave those messages out too), and the usage and exported-file tables are the
+    core's. A file the TUI never opened has none of its tables: they are made empty."""
+    tables = set(db.table_names())
+    if "tui_undone_messages" in tables:
+        db.execute("UPDATE messages SET status = 'undone'"
+                   " WHERE id IN (SELECT message_id FROM tui_undone_messages)")
+        db.execute("DROP TABLE tui_undone_messages")
+    for table, create in _V14_SESSION_TABLES.items():
+        if f"tui_{table}" in tables:
+            db.execute(f"ALTER TABLE tui_{table} RENAME TO {table}")
+        else:
+            db.execute(create)
 
 
 SCHEMA = Migrations("memory", [
@@ -519,7 +558,8 @@ SCHEMA = Migrations("memory", [
     _v10_turn_outcomes,
     _v11_plain_index,
     _v12_message_status,
-    _frozen_session_prompts,
+    _v13_frozen_session_prompts,
+    _v14_session_state,
 ])
 """The memory's schema steps, by name (``db.Migrations``); ``PRAGMA user_version`` still counts
 them, as files made before the names were recorded did.

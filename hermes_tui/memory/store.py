@@ -283,6 +283,13 @@ class MemoryStore:
         with self._write() as conn:
             conn.execute("UPDATE messages SET status = ? WHERE id = ?", (status.value, message_id))
 
+    def mark_undone(self, message_ids: Iterable[int]) -> None:
+        """Take messages out of their conversation (/undo, /retry): memory keeps them, searchable,
+        and no surface sends them to the model again (``memory.resume``)."""
+        with self._write() as conn:
+            conn.executemany("UPDATE messages SET status = ? WHERE id = ?",
+                             [(Status.UNDONE.value, i) for i in sorted(set(message_ids))])
+
     def add_compaction(self, session_id: int, through_id: int, summary: str,
                        trim_through_id: int | None = None) -> int:
         """Record that messages up to ``through_id`` are sent as ``summary`` from now on."""

@@ -43,11 +43,10 @@ if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.learning.pending import Writer
     from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.memory.usage import UsageLedger
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
     from hermes_tui.tui.progress_bar import ProgressReport
-    from hermes_tui.tui.undo import UndoLog
-    from hermes_tui.tui.usage import UsageLedger
 
 log = logging.getLogger(__name__)
 
@@ -86,16 +85,9 @@ class HermesApp(PaneRequests, Lifecycle, App[int]):
     def usage(self) -> UsageLedger:
         """Tokens and cost per session and model (/cost); loaded with the first use, after the
         first frame (it brings sqlite3)."""
-        from hermes_tui.tui.usage import UsageLedger
+        from hermes_tui.memory.usage import UsageLedger
 
         return UsageLedger(self.config.db_path, self.background)
-
-    @functools.cached_property
-    def undo_log(self) -> UndoLog:
-        """The messages /undo and /retry took out (loaded like ``usage``)."""
-        from hermes_tui.tui.undo import UndoLog
-
-        return UndoLog(self.config.db_path, self.background)
 
     @property
     def command_runner(self) -> CommandRunner:
@@ -164,7 +156,7 @@ class HermesApp(PaneRequests, Lifecycle, App[int]):
 
     def show_usage(self) -> None:
         """The session's tokens and cost, from every run of it (restored on /resume)."""
-        from hermes_tui.tui.usage import totals
+        from hermes_tui.memory.usage import totals
 
         total = totals(self.usage.of(self.session.session_id))
         for status in self.query(StatusLine):  # none while the app shuts down

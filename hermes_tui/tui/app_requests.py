@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from textual.app import SuspendNotSupported
 
-from hermes_tui.tui import commands
 from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.workers import in_thread
 
@@ -20,8 +19,14 @@ if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.conversation import ChatMessage
     from hermes_tui.tui.app import HermesApp
-    from hermes_tui.tui.messages import EditFile, EditSkill, ForgetSession, OpenTranscript, ResumeSession, UseSkill
-    from hermes_tui.tui.traces import Trace
+    from hermes_tui.tui.messages import (
+        EditFile,
+        EditSkill,
+        ForgetSession,
+        OpenTranscript,
+        ResumeSession,
+        UseSkill,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +58,9 @@ class PaneRequests:
             await self.chat.add_notice(f"Session {session_id} is the current one.")
             return
         previous = self.session.loop
-        undone = self.undo_log.undone(session_id)
         async with self.chat.holding(f"loading session {session_id}…"):
             try:  # the store reads and the token count run off the app thread
-                messages = await in_thread(self, self._load_session, session_id, undone)
+                messages = await in_thread(self, self._load_session, session_id)
             except ValueError as exc:
                 await self.chat.add_notice(str(exc), "error")
                 return
@@ -69,13 +73,15 @@ class PaneRequests:
         self.show_usage()  # with the context % the load measured
         await self.chat.add_notice(f"Resumed session {session_id}: your next message continues it.")
 
-    def _load_session(self: HermesApp, session_id: int, undone: set[int]) -> list[ChatMessage]:
+    def _load_session(self: HermesApp, session_id: int) -> list[ChatMessage]:
         """Switch the loop to ``session_id`` and read what the view draws (a worker thread);
         raises ValueError when it does not exist."""
-        loop = self.session.resume(session_id, undone)
+        from hermes_tui.memory import resume
+
+        loop = self.session.resume(session_id)
         self.usage.load(session_id)
         loop.context_usage()  # the status line's context % before the next call
-        return [m for m in self.memory.get_messages(session_id) if m.id not in undone]
+        return resume.shown(self.memory.get_messages(session_id))
 
     # -- forgetting a session (/forget, the Sessions pane's x)
 
@@ -101,34 +107,26 @@ class PaneRequests:
             self.approvals.reset()
             await self.chat.clear()
             self.show_header()
+        from hermes_tui.memory.forget import forget_session
+
         try:
-            prompts, files = await in_thread(self, self._traces_of, session_id)
-            count = await in_thread(self, self.memory.delete_session, session_id)
+            gone = await in_thread(self, forget_session, self.memory, session_id, self.history.path)
         except KeyError:
             await self.chat.add_notice(f"There is no session {session_id}.", "error")
             return
-        except Exception as exc:  # noqa: BLE001 - one readable line; details in the log
+        except Exception as exc:
             log.exception("forgetting session %s failed", session_id)
             await self.chat.add_notice(f"Could not forget session {session_id}: {exc}", "error")
             return
-        from hermes_tui.tui import traces
+        from hermes_tui.memory.prompts import sent_one_of
 
-        removed = await in_thread(self, traces.remove, files)
-        dropped = await in_thread(self, self.history.forget,
-                                  lambda entry: entry in prompts or commands.as_message(entry) in prompts)
+        dropped = await in_thread(self, self.history.forget, sent_one_of(gone.prompts))  # the app's own copy
         self.show_usage()
-        wrote = f"; removed {', '.join(short_path(p) for p in removed)}" if removed else ""
-        await self.chat.add_notice(f"Forgot session {session_id} ({plural(count, 'message')}, "
+        wrote = f"; removed {', '.join(short_path(p) for p in gone.files)}" if gone.files else ""
+        await self.chat.add_notice(f"Forgot session {session_id} ({plural(gone.messages, 'message')}, "
                                    f"{plural(dropped, 'prompt')} in the prompt history{wrote}).")
         if pane := self.mounted_pane("sessions"):
             pane.refresh_data()
-
-    def _traces_of(self: HermesApp, session_id: int) -> tuple[set[str], list[Trace]]:
-        """What /forget removes besides the database rows: the session's prompts, the files made of it."""
-        from hermes_tui.tui import traces
-
-        prompts = {m.content for m in self.memory.get_messages(session_id) if m.role == "user" and m.content}
-        return prompts, traces.traces_of(self.config.db_path, session_id)
 
     # -- messages from the panes
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import ConfigError
-from hermes_tui.tui import actions, commands, traces
+from hermes_tui.memory import exports
+from hermes_tui.tui import actions, commands
 from hermes_tui.tui.format import plural, short_path
 from hermes_tui.tui.session import model_switch_notice
 from hermes_tui.tui.workers import in_thread
@@ -143,8 +144,7 @@ class CommandRunner:
         if taken is None:
             await self.app.chat.add_notice("Nothing to retry yet: send a message first.")
             return
-        text, ids = taken
-        self.app.undo_log.mark(ids)
+        text, _ids = taken
         await self.app.chat.add_notice("Retrying your last message; the previous answer is left out.")
         await self.app.send(text)
 
@@ -191,7 +191,6 @@ class CommandRunner:
             await self.app.chat.add_notice("Nothing to undo yet.")
             return
         text, ids = taken
-        self.app.undo_log.mark(ids)
         await self.app.chat.drop_last_turn()
         self.app.chat.prompt.give_back(text)
         await self.app.chat.add_notice(
@@ -250,7 +249,7 @@ class CommandRunner:
                                   "(this one keeps the prompt it started with).")
 
     async def _copy(self, argument: str) -> None:
-        from hermes_tui.tui.session_tools import code_blocks, last_answer, osc52_likely, write_private
+        from hermes_tui.tui.session_tools import code_blocks, last_answer, osc52_likely
 
         app = self.app
         session_id = app.session.session_id
@@ -270,17 +269,17 @@ class CommandRunner:
         if osc52_likely(os.environ):
             app.notify(f"Copied {what} ({len(text):,} characters) to the clipboard (OSC 52).", timeout=4)
             return
-        try:
-            path = write_private(app.config.home / "clipboard.txt", text)
+        try:  # recorded, so forgetting the session removes it
+            path = await in_thread(self.app, exports.write, app.config.db_path, session_id,
+                                   app.config.home / "clipboard.txt", text)
         except OSError as exc:
             app.notify(f"Sent {what} by OSC 52; saving a copy failed: {exc}", severity="warning", markup=False)
             return
-        await in_thread(self.app, traces.record, app.config.db_path, session_id, path, text)  # for /forget
         app.notify(f"This terminal may ignore OSC 52: {what} is saved in {short_path(path)}.", timeout=8,
                    markup=False)
 
     async def _export(self, argument: str) -> None:
-        from hermes_tui.tui.session_tools import export_markdown, write_private
+        from hermes_tui.tui.session_tools import export_markdown
 
         app = self.app
         session_id = app.session.session_id
@@ -292,14 +291,12 @@ class CommandRunner:
         path = Path(os.path.expanduser(name))
         if not path.is_absolute():
             path = app.config.workspace / path
-        text = export_markdown(session_id, info.title or info.first_user_line or "", app.memory.get_messages(session_id),
-                               undone=await in_thread(self.app, app.undo_log.undone, session_id))
-        try:
-            write_private(path, text)
+        text = export_markdown(session_id, info.title or info.first_user_line or "", app.memory.get_messages(session_id))
+        try:  # recorded, so forgetting the session removes it
+            await in_thread(self.app, exports.write, app.config.db_path, session_id, path, text)
         except OSError as exc:
             await app.chat.add_notice(f"Could not write {short_path(path)}: {exc.strerror or exc}", "error")
             return
-        await in_thread(self.app, traces.record, app.config.db_path, session_id, path, text)  # for /forget
         await app.chat.add_notice(f"Exported session {session_id} to {short_path(path)}.")
 
     async def _setup(self, argument: str) -> None:

@@ -17,12 +17,11 @@ if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.config import Config
     from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.memory.usage import UsageLedger
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.approval import ApprovalBridge
     from hermes_tui.tui.chat import ChatPane
     from hermes_tui.tui.session import ChatSession
-    from hermes_tui.tui.undo import UndoLog
-    from hermes_tui.tui.usage import UsageLedger
 
 
 @runtime_checkable
@@ -42,8 +41,6 @@ class Controls(Protocol):
     def session(self) -> ChatSession: ...  # the chat's AgentLoop
     @property
     def usage(self) -> UsageLedger: ...
-    @property
-    def undo_log(self) -> UndoLog: ...
     @property
     def approvals(self) -> ApprovalBridge: ...
     @property

@@ -1,6 +1,7 @@
-"""Prompt history that survives restarts: one JSON string per line in HERMES_HOME/tui_history.jsonl.
+"""Prompt history that survives restarts: one JSON string per line in HERMES_HOME/tui_history.jsonl
+(the file's format: ``memory/prompts.py``, since forgetting a session from any surface scrubs it).
 
-/forget removes the forgotten session's prompts from it (``forget``).
+/forget also removes the forgotten session's prompts from the app's own list (``forget``).
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from hermes_tui.private import write_private
+from hermes_tui.memory import prompts
+from hermes_tui.memory.prompts import HISTORY_FILE
+
+__all__ = ["HISTORY_FILE", "PromptHistory"]
 
 log = logging.getLogger(__name__)
 
-HISTORY_FILE = "tui_history.jsonl"
 HISTORY_CAP = 500
 
 
@@ -41,22 +44,7 @@ class PromptHistory:
         return self._entries
 
     def _load(self) -> list[str]:
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return []
-        except (OSError, UnicodeDecodeError) as exc:
-            log.warning("prompt history unreadable (%s); starting empty", exc)
-            return []
-        entries: list[str] = []
-        for line in lines:
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue  # a line cut by a crash; the others are still good
-            if isinstance(value, str) and value:
-                entries.append(value)
-        return entries[-self.cap:]
+        return prompts.read(self.path)[-self.cap:]
 
     def add(self, text: str) -> None:
         """Record a sent prompt (not twice in a row) and reset browsing to a fresh draft."""
@@ -98,7 +86,7 @@ class PromptHistory:
             self.cap = cap
 
     def _rewrite(self, entries: list[str]) -> None:
-        write_private(self.path, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries))
+        prompts.rewrite(self.path, entries)
 
     def previous(self, current: str) -> str | None:
         """The entry before the cursor (None at the oldest); remembers ``current`` as the draft."""

@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import Config
+from hermes_tui.memory.errors import StoreError
 from hermes_tui.providers import PROVIDERS
 from hermes_tui.tui.stores import Stores
 
@@ -75,12 +76,10 @@ class ChatSession:
         loop, self.loop = self.loop, None
         return loop
 
-    def resume(self, session_id: int, undone: set[int] | frozenset[int] = frozenset()) -> AgentLoop:
-        """Switch to an earlier session, leaving the ``undone`` message ids out of what is sent;
+    def resume(self, session_id: int) -> AgentLoop:
+        """Switch to an earlier session (what it sends: ``memory.resume``, as on every surface);
         raises ValueError when it does not exist."""
         self.loop = self._make(session_id)
-        if undone:
-            self.loop.history[:] = [m for m in self.loop.history if m.id not in undone]
         return self.loop
 
     def last_turn_message_id(self) -> int | None:
@@ -90,8 +89,8 @@ class ChatSession:
 
     def retract_last_turn(self) -> tuple[str, list[int]] | None:
         """Take the last user message and everything after it out of what is sent next (the
-        memory keeps them); return that message's text as typed and the ids of the messages
-        taken out, or None when there is no turn."""
+        memory keeps them, marked undone, so no later resume sends them); return that message's
+        text as typed and the ids of the messages taken out, or None when there is no turn."""
         loop = self.loop
         if loop is None:
             return None
@@ -101,6 +100,10 @@ class ChatSession:
         taken = loop.history[starts[-1]:]
         del loop.history[starts[-1]:]
         ids = [m.id for m in taken]
+        try:
+            self.stores.memory.mark_undone(ids)
+        except StoreError as exc:  # a read-only store: this run leaves them out all the same
+            log.warning("marking %d messages undone failed: %s", len(ids), exc)
         loop.skills.correct_turn(ids[0])  # the skills that turn used did not satisfy
         typed = {m.id: m.content for m in self.stores.memory.get_messages(loop.session_id)}
         text = typed.get(ids[0])  # as typed: the history's copy carries the relevant-skills note

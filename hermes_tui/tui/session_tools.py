@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 from hermes_tui.conversation import ChatMessage, Status
-from hermes_tui.tui.usage import ModelUsage, totals
+from hermes_tui.memory.usage import ModelUsage, totals
 
 _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S)
 ROLE_TITLES = {"user": "You", "assistant": "Hermes"}
@@ -39,18 +37,6 @@ def osc52_likely(env: Mapping[str, str]) -> bool:
     return env.get("TERM_PROGRAM", "") in OSC52_PROGRAMS or any(t in term for t in ("kitty", "alacritty", "foot"))
 
 
-def write_private(path: Path, text: str) -> Path:
-    """Write ``text`` readable by the user only (0600 whatever the umask; new folders 0700)."""
-    from hermes_tui.private import private_dir
-
-    private_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(path, 0o600)
-    return path
-
-
 def _fence_for(text: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
@@ -65,6 +51,8 @@ def _status_mark(message: ChatMessage) -> str | None:
     """How an export's heading says a step did not succeed."""
     if message.status is Status.OK:
         return None
+    if message.status is Status.UNDONE:
+        return "undone, not sent to the model"
     if message.role == "user" and message.status is Status.FAILED:
         return "failed before an answer"
     return message.status.value
@@ -84,17 +72,14 @@ def _demoted(markdown: str, levels: int = 2) -> str:
     return "\n".join(lines)
 
 
-def export_markdown(session_id: int, title: str, messages: list[ChatMessage], *, undone: set[int] | None = None) -> str:
+def export_markdown(session_id: int, title: str, messages: list[ChatMessage]) -> str:
     """A session as Markdown: each message under its author and time; tool calls and results fenced.
     Messages taken back by /undo or /retry, and steps cancelled, denied or failed, say so in their heading."""
-    undone = undone or set()
     out = [f"# Hermes session {session_id}: {title or 'untitled'}", ""]
     for message in messages:
         stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(message.created))
-        marks = ["undone, not sent to the model"] if message.id in undone else []
-        if (mark := _status_mark(message)) is not None:
-            marks.append(mark)
-        suffix = f" ({'; '.join(marks)})" if marks else ""
+        mark = _status_mark(message)
+        suffix = f" ({mark})" if mark else ""
         if message.role in ROLE_TITLES:
             out += [f"## {ROLE_TITLES[message.role]} · {stamp}{suffix}", ""]
             if message.content:

@@ -17,6 +17,8 @@ from werkzeug.exceptions import ServiceUnavailable
 from hermes_tui.agent.checkpoints import CheckpointStore
 from hermes_tui.agent.tools import summary_argument
 from hermes_tui.conversation import ChatMessage
+from hermes_tui.memory.forget import forget_session
+from hermes_tui.memory.prompts import HISTORY_FILE
 from hermes_tui.memory.store import SessionInfo
 from hermes_tui.skills.manager import SkillError, SkillManager, SkillNotFoundError
 from hermes_tui.skills.schema import Skill
@@ -96,15 +98,15 @@ def _checkpoints(session_id: int, stored: list[ChatMessage]) -> list[dict[str, A
 
 @bp.delete("/sessions/<int:session_id>")
 def delete_session(session_id: int) -> Response:
-    """Forget a session for good (messages, summary, index entries; see MemoryStore)."""
+    """Forget a session for good, as /forget does (``memory.forget.forget_session``)."""
     state = web().state
     if state.current_session(session_key()) == session_id:
         abort(409, "this is your open conversation; start a new session first")
     try:
-        count = state.memory.delete_session(session_id)
+        gone = forget_session(state.memory, session_id, web().config.home / HISTORY_FILE)
     except KeyError:
         abort(404, f"there is no session {session_id}")
-    return jsonify(deleted=session_id, messages=count)
+    return jsonify(deleted=session_id, messages=gone.messages, files=len(gone.files))
 
 
 @bp.delete("/messages/<int:message_id>")

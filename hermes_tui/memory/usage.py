@@ -1,6 +1,7 @@
-"""Tokens and cost per session and model, kept in memory.sqlite3 (``tuidb``) so /cost and the
-status line survive /resume and restarts. Totals are kept in memory and written on a background
-thread: no write on the event loop.
+"""The usage ledger: tokens and cost per session and model, kept in the memory store (table
+``session_usage``, schema step 13) so /cost and the status line survive /resume and restarts, and
+forgetting a session removes them with it. Totals are kept in memory and written on a background
+thread: no write on a surface's event loop.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hermes_tui.background import Background
-from hermes_tui.db import immediate
-from hermes_tui.tui.tuidb import connect
+from hermes_tui.db import connect, immediate
 
 log = logging.getLogger(__name__)
 
-TABLE = "tui_session_usage"
+TABLE = "session_usage"
 _UPSERT = f"""
 INSERT INTO {TABLE} (session_id, model, calls, prompt_tokens, completion_tokens, cached_tokens, cost_usd)
 VALUES (?, ?, 1, ?, ?, ?, ?)

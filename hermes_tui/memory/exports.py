@@ -1,9 +1,11 @@
-"""Files Hermes wrote from a session (/export, /copy's clipboard file), so /forget removes them too.
+"""Files Hermes wrote from a session (/export, /copy's clipboard file), so forgetting the
+session (``forget.forget_session``, from any surface) removes them too.
 
-Each write is recorded in memory.sqlite3 with a hash of what was written; the row's foreign key
-points at the session, so forgetting the session drops the row as well. /forget deletes a file only
-while it still holds exactly what Hermes wrote: a file the user has since edited, or that a later
-/copy or /export filled with another session's text, is left alone.
+Each write goes through ``private.write_private`` and is recorded in the store (``session_files``)
+with a hash of what was written; the row's foreign key points at the session, so forgetting the
+session drops the row as well. Forgetting deletes a file only while it still holds exactly what
+Hermes wrote: a file the user has since edited, or that a later /copy or /export filled with
+another session's text, is left alone.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_tui.tui.tuidb import connect
+from hermes_tui.db import connect
+from hermes_tui.private import write_private
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +32,20 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def write(db_path: Path, session_id: int, path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` the one private way (atomic, 0600, a symlink there replaced,
+    never followed) and record it as made from ``session_id``; raises OSError."""
+    write_private(path, text)
+    record(db_path, session_id, path, text)
+    return path
+
+
 def record(db_path: Path, session_id: int, path: Path, text: str) -> None:
     """Remember that ``path`` now holds ``text``, taken from ``session_id``."""
     try:
         conn = connect(db_path)
         try:
-            conn.execute("INSERT OR REPLACE INTO tui_session_files (session_id, path, sha256) VALUES (?, ?, ?)",
+            conn.execute("INSERT OR REPLACE INTO session_files (session_id, path, sha256) VALUES (?, ?, ?)",
                          (session_id, str(path.resolve()), _digest(text.encode("utf-8"))))
         finally:
             conn.close()
@@ -46,7 +57,7 @@ def traces_of(db_path: Path, session_id: int) -> list[Trace]:
     """What Hermes wrote from the session; read it before the session is forgotten (the rows go with it)."""
     conn = connect(db_path)
     try:
-        rows = conn.execute("SELECT path, sha256 FROM tui_session_files WHERE session_id = ?", (session_id,))
+        rows = conn.execute("SELECT path, sha256 FROM session_files WHERE session_id = ?", (session_id,))
         return [Trace(Path(path), sha) for path, sha in rows.fetchall()]
     finally:
         conn.close()
