@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import percentile  # noqa: E402
+from _common import percentile
 
-from hermes_tui.agent.checkpoints import CheckpointStore  # noqa: E402
+from hermes_tui.agent.checkpoints import CheckpointStore
 
 
 def make_tree(root: Path, files: int) -> list[Path]:

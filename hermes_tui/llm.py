@@ -8,6 +8,7 @@ the tool call fragments) is ``llm_stream``.
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
@@ -105,7 +106,7 @@ def warm(config: Config | None = None) -> threading.Thread:
             for _chunk in lib.completion(model=litellm_model(config), messages=[{"role": "user", "content": "hi"}],
                                          mock_response="ok", stream=True, stream_options={"include_usage": True}):
                 pass
-        except Exception:  # noqa: BLE001 - only a warm-up; the real call reports real problems
+        except Exception:  # only a warm-up; the real call reports real problems
             log.debug("warm-up call failed", exc_info=True)
         log.info("litellm first call warmed in %.3f s", time.perf_counter() - started)  # bench/headless_turn.py
 
@@ -207,7 +208,7 @@ class LLMClient:
                     raise LLMError(f"{self._where} closed the response without sending any data (HTTP 200, "
                                    f"empty body): {EMPTY_CAUSES}.", empty=True)
                 break
-            except Exception as exc:  # noqa: BLE001 - every provider failure is mapped below
+            except Exception as exc:  # every provider failure is mapped below
                 error = map_error(exc, self.config)
                 if result.text:  # the user saw part of the answer: report the cut, do not repeat it
                     raise cut_error(error, exc, len(result.text), self._where) from exc
@@ -271,7 +272,7 @@ class LLMClient:
         for attempt in range(1, MAX_TRIES + 1):
             left = max(deadline - time.monotonic(), 0.1)
             kwargs = self._request_args(min(left, READ_TIMEOUT)) | {"messages": sent, "stream": True}
-            chunks = Pump(lambda: lib.completion(**kwargs))
+            chunks = Pump(functools.partial(lib.completion, **kwargs))
             parts: list[str] = []
             try:
                 for chunk in chunks.iterate(cancel, deadline):
@@ -282,7 +283,7 @@ class LLMClient:
                 if time.monotonic() >= deadline:
                     raise LLMError(f"{self._where} did not finish answering within {timeout:g} s.")
                 return "".join(parts)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - every provider failure is mapped here
                 last = map_error(exc, self.config)
                 if parts:  # some text came: the answer was cut, a retry would pay for it again
                     break
@@ -299,7 +300,7 @@ class LLMClient:
     def _count_quietly(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int | None:
         try:
             return self.count_tokens(messages, tools)
-        except Exception:  # noqa: BLE001 - a count is a nicety; never fail an answer for it
+        except Exception:  # a count is a nicety; never fail an answer for it
             log.debug("token count failed", exc_info=True)
             return None
 

@@ -66,7 +66,7 @@ def ask_server(config: Config) -> int | None:
         if kind == "ollama":
             return _ollama(_root(base), config.model)
         return _llama_cpp(_root(base)) or _vllm(base.rstrip("/"), config.model)
-    except Exception:  # noqa: BLE001 - any odd answer means "the server does not say"
+    except Exception:  # any odd answer means "the server does not say"
         log.debug("asking %s for its context window failed", base, exc_info=True)
         return None
 
@@ -81,7 +81,7 @@ def _root(base: str) -> str:
 def _get(url: str, body: dict[str, Any] | None = None) -> Any:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT) as response:  # noqa: S310 - the configured base
+    with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT) as response:  # the configured base
         return json.load(response)
 
 

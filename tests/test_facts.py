@@ -146,7 +146,7 @@ def test_headless_json_has_the_receipt_event(fake_llm_env: FakeLLMServer, hermes
     assert {"type": "receipt", "tool": "memory", "text": f"remembered (user): {PYTEST}"} in events
 
 
-def test_the_memory_pane_lists_remembers_and_forgets(server: FakeLLMServer, hermes_home: Path) -> None:  # noqa: F811
+def test_the_memory_pane_lists_remembers_and_forgets(server: FakeLLMServer, hermes_home: Path) -> None:
     app = build_app(Config.load())
 
     async def main() -> None:
@@ -178,7 +178,7 @@ def test_the_memory_pane_lists_remembers_and_forgets(server: FakeLLMServer, herm
     assert len(facts.for_config(Config.load()).facts()) == 1
 
 
-def test_the_web_lists_and_forgets_facts(app: Flask, hermes_home: Path, workspace: Path) -> None:  # noqa: F811
+def test_the_web_lists_and_forgets_facts(app: Flask, hermes_home: Path, workspace: Path) -> None:
     store = facts.for_config(Config.load())
     fact = store.save("user", PYTEST).fact
     client = app.test_client()

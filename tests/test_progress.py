@@ -153,7 +153,7 @@ def test_the_schema_upgrade_reports_its_reindex(tmp_path: Path) -> None:
     with MemoryStore(path, progress=progress) as store:
         assert progress.runs() == [("Reindexing the memory store", count, count)]
         assert [n for kind, n in progress.calls if kind == "advance"] == [REINDEX_CHUNK, REINDEX_CHUNK, 7]
-        with store._read() as conn:  # noqa: SLF001 - every message indexed, once
+        with store._read() as conn:  # every message indexed, once
             assert conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'quokkas'"
                                 ).fetchone() == (count,)
             assert conn.execute("SELECT count(*) FROM messages_fts_docsize").fetchone() == (count,)

@@ -38,7 +38,16 @@ from hermes_tui.skills.schema import (
     split_text,
 )
 from tests.helpers import HERMES_TUI
-from tests.skill_corpus import BENIGN_LINES, BUNDLED, FOREIGN, INJECTIONS, PARAPHRASES, RECALL_SKILLS, UNRELATED, benign_skills
+from tests.skill_corpus import (
+    BENIGN_LINES,
+    BUNDLED,
+    FOREIGN,
+    INJECTIONS,
+    PARAPHRASES,
+    RECALL_SKILLS,
+    UNRELATED,
+    benign_skills,
+)
 
 HOSTILE_DESCRIPTION = (
     "Deploy --- then: 'quote' \"double\" # not a comment {braces} [list] & *alias !tag | > % @ `tick`\n"
@@ -765,7 +774,7 @@ def test_refining_a_foreign_skill_patches_only_hermes_keys(manager: SkillManager
     review = skills_dir / "research" / "literature-review" / "SKILL.md"
     text = review.read_text(encoding="utf-8")
     assert manager.propose("literature-review", "Review.", ["papers"], "Steps.").kind == "pending"
-    label = [v.label for v in manager.versions("literature-review") if v.kind == "pending"][0]
+    label = next(v.label for v in manager.versions("literature-review") if v.kind == "pending")
     with pytest.raises(SkillError, match="inline"):
         manager.accept("literature-review", label)
     assert review.read_text(encoding="utf-8") == text
@@ -800,7 +809,7 @@ def test_a_proposal_that_changes_the_users_lines_keeps_both(manager: SkillManage
     path = skills_dir / "deploy" / "SKILL.md"
     path.write_text(path.read_text(encoding="utf-8").replace("2. Ship.", "2. Ship on Fridays.  # mine"))
     assert manager.propose("deploy", "Deploy the app.", ["deploy"], "1. Build.\n2. Ship with care.").kind == "pending"
-    label = [v.label for v in manager.versions("deploy") if v.kind == "pending"][0]
+    label = next(v.label for v in manager.versions("deploy") if v.kind == "pending")
     accepted = manager.accept("deploy", label)
     assert accepted.overlaps == 1
     assert accepted.skill.body == "1. Build.\n2. Ship on Fridays.  # mine\n2. Ship with care."
@@ -817,7 +826,7 @@ def test_a_hand_edit_is_archived_like_a_refinement(manager: SkillManager, skills
     assert manager.version_text("deploy", "v1") == before
     # The file stays the user's: a proposal is kept pending and merged, never written over it.
     assert manager.propose("deploy", "Deploy the app.", ["deploy"], "1. Build it.\n2. Ship.").kind == "pending"
-    label = [v.label for v in manager.versions("deploy") if v.kind == "pending"][0]
+    label = next(v.label for v in manager.versions("deploy") if v.kind == "pending")
     assert manager.accept("deploy", label).skill.body == "1. Build it.\n2. Ship.\n3. Tag it.  # mine"
     assert manager.restore("deploy", 1).body == "1. Build.\n2. Ship."
 

@@ -19,7 +19,18 @@ from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.session_tools import code_blocks
 from hermes_tui.tui.setup_screen import SetupScreen
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
-from tests.tui_harness import conversation, help_card, notices, run, send, send_and_wait, server, text_of, type_bytes, wait_for
+from tests.tui_harness import (
+    conversation,
+    help_card,
+    notices,
+    run,
+    send,
+    send_and_wait,
+    server,
+    text_of,
+    type_bytes,
+    wait_for,
+)
 
 __all__ = ["server"]
 ANSWER = "Two snippets:\n\n```python\nprint('one')\n```\n\nand\n\n```bash\necho two\n```\n"
@@ -223,7 +234,7 @@ def test_forget_asks_then_deletes_the_session(server: FakeLLMServer, hermes_home
         await send(app, pilot, "/sessions")
         table = app.query_one("#sessions-table", DataTable)
         await wait_for(pilot, lambda: table.row_count == 1)
-        assert [str(c.label) for c in table.columns.values()][0] == "Id"
+        assert str(next(iter(table.columns.values())).label) == "Id"
         assert str(table.get_row_at(0)[0]).strip() == str(old)
         await pilot.press("x")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))

@@ -175,7 +175,7 @@ def test_f7_pressed_while_the_skills_pane_loads_is_kept(server: FakeLLMServer, h
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await wait_for(pilot, lambda: app.stores.opened)
-        with app.skills._lock:  # noqa: SLF001 - the list stays loading (a big library's first index)
+        with app.skills._lock:  # the list stays loading (a big library's first index)
             type_bytes(app, F3)
             await wait_for(pilot, lambda: app.query(SkillsPane)
                            and app.focused is pane_of(app).query_one("#skills-filter", Input))

@@ -53,8 +53,8 @@ def run(scenario: Scenario, *, size: tuple[int, int] = SIZE, **build: Any) -> He
         asyncio.run(main())
     finally:
         app.memory.close()
-        if app._mcp is not None:  # noqa: SLF001 - started after the first frame, if at all
-            app._mcp.close()  # noqa: SLF001
+        if app._mcp is not None:  # started after the first frame, if at all
+            app._mcp.close()
     return app
 
 

@@ -234,12 +234,12 @@ class CheckpointStore:
         ends = [c.after or (covered[i + 1].before if i + 1 < len(covered) else current)
                 for i, c in enumerate(covered)]
         touched: set[str] = set()
-        for checkpoint, end in zip(covered, ends):
+        for checkpoint, end in zip(covered, ends, strict=True):
             touched.update(c.path for c in (checkpoint.files or repo.changes(checkpoint.before, end)))
         actions = repo.changes(current, target.before, touched)
         wanted = {a.path for a in actions}
         outside: set[str] = set()  # changed between checkpoints, or since the last one
-        for end, following in zip(ends, [c.before for c in covered[1:]] + [current]):
+        for end, following in zip(ends, [c.before for c in covered[1:]] + [current], strict=True):
             outside.update(c.path for c in repo.changes(end, following, wanted))
         return RestorePlan(target, tuple(covered), current, tuple(actions), frozenset(outside))
 

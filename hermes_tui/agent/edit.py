@@ -208,7 +208,7 @@ def _lead(line: str) -> str:
 
 def _reindented(new_lines: list[str], old_lines: list[str], file_lines: list[str]) -> list[str]:
     """``new_lines`` with each indentation ``old`` used replaced by the file's at the same line."""
-    mapping = {_lead(o): _lead(f) for o, f in zip(old_lines, file_lines) if o.strip()}
+    mapping = {_lead(o): _lead(f) for o, f in zip(old_lines, file_lines, strict=False) if o.strip()}
     if all(o == f for o, f in mapping.items()):
         return new_lines
     prefixes = sorted(mapping, key=len, reverse=True)

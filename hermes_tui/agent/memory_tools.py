@@ -11,7 +11,7 @@ from hermes_tui.agent.toolkit import STR, Tool, ToolContext, ToolResult, schema
 from hermes_tui.memory.facts import MAX_CHARS, FactError
 
 
-def memory(ctx: ToolContext, action: str, text: str = "", scope: str = "user", id: str = "") -> ToolResult:  # noqa: A002
+def memory(ctx: ToolContext, action: str, text: str = "", scope: str = "user", id: str = "") -> ToolResult:
     facts = ctx.facts
     if facts is None:
         return ToolResult(False, "memory: curated memory is not available here")

@@ -172,9 +172,9 @@ def _globs_a_secret(match: re.Match[str]) -> bool:
         tail = word.split("/")
         for depth in range(1, 3):
             pattern = "/".join(tail[-depth:]).lower()
-            if any(fnmatch.fnmatchcase(name, pattern) for name in _SECRET_NAMES if name.startswith(".") or depth == 1):
-                if pattern.strip("*?") or depth > 1:  # a lone * is not aimed at a secret
-                    return True
+            if (any(fnmatch.fnmatchcase(name, pattern) for name in _SECRET_NAMES if name.startswith(".") or depth == 1)
+                    and (pattern.strip("*?") or depth > 1)):  # a lone * is not aimed at a secret
+                return True
             if depth == 2 and any(fnmatch.fnmatchcase(f"{d}/{n}", pattern) for d, n in
                                   ((".ssh", "id_rsa"), (".aws", "credentials"), (".hermes", ".env"))):
                 return True

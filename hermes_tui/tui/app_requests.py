@@ -107,7 +107,7 @@ class PaneRequests:
         except KeyError:
             await self.chat.add_notice(f"There is no session {session_id}.", "error")
             return
-        except Exception as exc:  # noqa: BLE001 - one readable line; details in the log
+        except Exception as exc:  # one readable line; details in the log
             log.exception("forgetting session %s failed", session_id)
             await self.chat.add_notice(f"Could not forget session {session_id}: {exc}", "error")
             return

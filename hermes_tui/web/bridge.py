@@ -101,7 +101,7 @@ class WSGIBridge:
         for callback in self.on_close:
             try:
                 callback()
-            except Exception:  # noqa: BLE001 - the other callbacks must still run
+            except Exception:  # the other callbacks must still run
                 log.exception("shutdown step failed")
         self.pool.shutdown(wait=False, cancel_futures=True)
 
@@ -238,7 +238,7 @@ def _run_app(app: WSGIApp, environ: dict[str, Any], channel: _Channel) -> None:
         channel.put({"type": "http.response.body", "body": b"", "more_body": False})
     except _ClientGone:
         pass
-    except Exception:  # noqa: BLE001 - one failed request must not take the worker down
+    except Exception:  # one failed request must not take the worker down
         log.exception("request failed in the WSGI app")
         if not sent:
             try:

@@ -125,7 +125,7 @@ class Connection:
                 if self.gone.is_set() and not self._stop.is_set():
                     self.failure = "the server exited" if self.resolved.spec.transport == "stdio" else \
                         "the connection closed"
-        except Exception as exc:  # noqa: BLE001 - the reason becomes the server's one line
+        except Exception as exc:  # the reason becomes the server's one line
             log.info("MCP server %s failed", self.name, exc_info=True)
             self.failure = first_line(exc)
             if not self._ready.done():
@@ -200,7 +200,7 @@ class Connection:
             params=types.CancelledNotificationParams(requestId=request_id, reason="cancelled by the user"))
         try:
             await asyncio.wait_for(session.send_notification(types.ClientNotification(notice)), 2.0)
-        except Exception:  # noqa: BLE001 - a server that cannot hear it is going away anyway
+        except Exception:  # a server that cannot hear it is going away anyway
             log.info("could not tell MCP server %s to cancel request %s", self.name, request_id, exc_info=True)
 
     async def close(self) -> None:

@@ -67,6 +67,7 @@ class _Server:
         self.connection: Connection | None = None
         self.settled = threading.Event()  # no longer "starting"
         self.lock: asyncio.Lock | None = None  # created on the loop
+        self.watcher: asyncio.Future[None] | None = None  # held so the loop does not drop the task
         if state != "starting":
             self.settled.set()
 
@@ -127,7 +128,7 @@ class McpManager:
         future = asyncio.run_coroutine_threadsafe(self._close_all(), loop)
         try:
             future.result(timeout)
-        except Exception:  # noqa: BLE001 - quitting goes on whatever a server does
+        except Exception:  # quitting goes on whatever a server does
             log.info("MCP servers did not all stop in time", exc_info=True)
         loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
@@ -250,7 +251,7 @@ class McpManager:
                 return
             server.connection = connection
             self._set(server, "ready", tools=tuple(connection.tools))
-            asyncio.ensure_future(self._watch(server, connection))
+            server.watcher = asyncio.ensure_future(self._watch(server, connection))
 
     async def _watch(self, server: _Server, connection: Connection) -> None:
         await connection.ended.wait()
@@ -318,7 +319,7 @@ class McpManager:
         for listener in list(self._listeners):
             try:
                 listener(line)
-            except Exception:  # noqa: BLE001 - a surface that went away
+            except Exception:  # a surface that went away
                 log.exception("MCP listener failed")
 
     def _errlog(self, name: str) -> IO[str]:
@@ -328,6 +329,6 @@ class McpManager:
             from hermes_tui.private import private_file
 
             folder = self._log_dir or log_folder()
-            self._errlogs[name] = open(private_file(folder / f"mcp-{name}.log"), "a", encoding="utf-8")  # noqa: SIM115
+            self._errlogs[name] = open(private_file(folder / f"mcp-{name}.log"), "a", encoding="utf-8")  # noqa: SIM115 - open until close()
         return self._errlogs[name]
 
