@@ -186,12 +186,23 @@ def skills_main(argv: Sequence[str]) -> int:
 
     try:
         config = Config.load()
-        lines = run_skill_command(SkillManager.for_config(config, for_stderr(sys.stderr)), args.command, vars(args))
+        lines = run_skill_command(SkillManager.for_config(config, for_stderr(sys.stderr)), args.command, vars(args),
+                                  _skills_review)
     except (ConfigError, SkillError, OSError) as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print("\n".join(lines))
     return EXIT_OK
+
+
+def _skills_review(name: str, subject: str) -> str:
+    """Where a quarantined skill is approved or deleted (keys from the TUI's action table)."""
+    from hermes_tui.tui import actions, panes
+
+    pane = panes.BY_NAME["skills"].keys[0].upper()
+    keys = {a.action: a.key_text for a in actions.in_scope("skills")}
+    return (f"Review {subject} in the TUI's Skills pane ({pane}, under “Held back”: {keys['approve']} "
+            f"approves, {keys['delete']} deletes) or with `hermes-tui skills show {name}`")
 
 
 def checkpoints_main(argv: Sequence[str]) -> int:
