@@ -7,7 +7,7 @@ Each command returns the lines to print; names, descriptions and bodies come fro
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from hermes_tui.skills.lifecycle import SkillState
 from hermes_tui.skills.manager import SkillManager, SkillNotFoundError
@@ -128,4 +128,4 @@ def _notes(state: SkillState) -> str:
 def _when(epoch: float) -> str:
     if not epoch:
         return "never"
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -162,7 +162,7 @@ class WSGIBridge:
         except _Full:
             await _refuse(scope, send, 503, "the server is busy; try again shortly")
             return None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await _refuse(scope, send, 408, "the request body took too long to arrive")
             return None
         finally:

@@ -104,7 +104,7 @@ class Connection:
         self._task = asyncio.create_task(self._hold(), name=f"mcp-{self.name}")
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.close()
             raise TimeoutError(f"no answer within {timeout:g} s") from None
 
@@ -190,7 +190,7 @@ class Connection:
 
         try:
             return await asyncio.wait_for(send(), timeout)
-        except (asyncio.CancelledError, asyncio.TimeoutError):
+        except (TimeoutError, asyncio.CancelledError):
             if sent:
                 await asyncio.shield(self._cancel_request(session, sent[0]))
             raise
@@ -214,5 +214,5 @@ class Connection:
             task.cancel()
         try:
             await asyncio.wait_for(asyncio.shield(task), 10.0)
-        except (asyncio.TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - stuck in its teardown
+        except (TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - stuck in its teardown
             task.cancel()

@@ -270,7 +270,7 @@ class McpManager:
         timeout = server.status.spec.timeout
         try:
             result = await connection.call(tool, arguments, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return Outcome("timeout", detail=f"no result within {timeout:g} s; the server was told to stop")
         except ServerGone as exc:
             return Outcome("unavailable", detail=str(exc))
