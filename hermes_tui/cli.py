@@ -57,7 +57,7 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         withhold_from_environment()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in {usage.split()[0] for usage, _ in SUBCOMMANDS}:
-        return globals()[f"{argv[0]}_main"](argv[1:])  # type: ignore[no-any-return]
+        return globals()[f"{argv[0]}_main"](argv[1:])
     args = tui_parser().parse_args(argv)
     if args.continue_last and args.session is not None:
         print("hermes: -c continues this workspace's last session and --session ID a given one: "
@@ -76,8 +76,8 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if args.prompt is not None:  # the app says it on screen
         from hermes_tui.agent.sandbox import startup_notice
 
-        if line := startup_notice(config):
-            print(f"hermes: {line}", file=sys.stderr)
+        if notice := startup_notice(config):
+            print(f"hermes: {notice}", file=sys.stderr)
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
 

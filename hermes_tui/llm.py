@@ -24,7 +24,7 @@ from hermes_tui.llm_errors import EMPTY_CAUSES, LLMError, cut_error, map_error, 
 from hermes_tui.llm_stream import Pump, StreamResult, ToolCallAccumulator
 
 if TYPE_CHECKING:
-    import litellm as litellm_module
+    from types import ModuleType
 
     from hermes_tui.llm_host import StreamHost
 
@@ -37,7 +37,7 @@ _import_lock = threading.Lock()
 _litellm: Any = None
 
 
-def _lib() -> litellm_module:
+def _lib() -> ModuleType:
     """Import litellm once, quietly and without network."""
     global _litellm
     with _import_lock:
@@ -62,7 +62,7 @@ def _lib() -> litellm_module:
             litellm.disable_streaming_logging = True
             # litellm aborts a stream after 100 identical chunks in a row; a long "----" rule or
             # a column of repeated table cells is a legitimate answer, so allow far more.
-            litellm.REPEATED_STREAMING_CHUNK_LIMIT = 10_000
+            litellm.REPEATED_STREAMING_CHUNK_LIMIT = 10_000  # type: ignore[misc]  # Final there; raising it is the point
             _quiet_loggers()
             _litellm = litellm
             log.info("litellm imported in %.3f s", time.perf_counter() - started)  # bench/headless_turn.py

@@ -142,7 +142,7 @@ def _unreachable_reason(chain: list[BaseException]) -> str | None:
         if isinstance(error, httpx.ConnectTimeout):
             return "the connection timed out"
         if isinstance(error, httpx.ConnectError):
-            return _first_line(error)  # type: ignore[arg-type]
+            return _first_line(error)
     return None
 
 

@@ -327,15 +327,16 @@ def _redact(text: str, spans: list[tuple[int, int, str]]) -> str:
     """``text`` with each span (overlapping ones merged) replaced by ``[redacted: NAME]``."""
     if not spans:
         return text
-    merged: list[list[object]] = []
+    merged: list[tuple[int, int, str]] = []
     for start, end, name in sorted(spans):
-        if merged and start <= merged[-1][1]:  # type: ignore[operator]
-            merged[-1][1] = max(merged[-1][1], end)  # type: ignore[call-overload]
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end), merged[-1][2])
         else:
-            merged.append([start, end, name])
-    out, at = [], 0
+            merged.append((start, end, name))
+    out: list[str] = []
+    at = 0
     for start, end, name in merged:
-        out += [text[at:start], f"[redacted: {name}]"]  # type: ignore[index]
-        at = end  # type: ignore[assignment]
+        out += [text[at:start], f"[redacted: {name}]"]
+        at = end
     out.append(text[at:])
     return "".join(out)

@@ -15,6 +15,7 @@ is itself recorded, so it can be undone the same way.
 
 from __future__ import annotations
 
+import builtins
 import fcntl
 import hashlib
 import json
@@ -131,7 +132,7 @@ class CheckpointStore:
             return check_not_secret(self.workspace / path, home=self.home)
         return secret_name(tuple(path.split("/")))
 
-    def _protected_inside(self) -> list[str]:
+    def _protected_inside(self) -> builtins.list[str]:
         """HERMES_HOME or the log folder, when inside the workspace, as anchored ignore lines."""
         lines = []
         for folder in protected_folders(self.home):
@@ -153,7 +154,7 @@ class CheckpointStore:
 
     # -- records
 
-    def list(self) -> list[Checkpoint]:
+    def list(self) -> builtins.list[Checkpoint]:
         """Every checkpoint that changed files (or has not ended yet), oldest first."""
         return [c for c in self._read() if c.files or not c.finished]
 
@@ -164,7 +165,7 @@ class CheckpointStore:
         """The checkpoint of the turn that began with this user message, if it changed files."""
         return next((c for c in self.list() if c.session_id == session_id and c.message_id == message_id), None)
 
-    def _read(self) -> list[Checkpoint]:
+    def _read(self) -> builtins.list[Checkpoint]:
         try:
             lines = self._records.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:

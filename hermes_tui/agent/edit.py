@@ -157,7 +157,8 @@ def _apply_one(text: str, old: str, new: str, every: bool) -> tuple[str, int, st
 
 
 def _places(text: str, needle: str) -> str:
-    lines, start = [], 0
+    lines: list[str] = []
+    start = 0
     while len(lines) < SHOWN_PLACES and (index := text.find(needle, start)) >= 0:
         lines.append(str(text.count("\n", 0, index) + 1))
         start = index + 1

@@ -76,7 +76,7 @@ def _plain(match: re.Match[str]) -> str:
     char = match.group()
     if unicodedata.category(char) in ("Cf", "Mn", "Me"):  # zero-width, soft hyphen, bidi, tags; combining marks
         return ""
-    return _CONFUSABLES.get(ord(char), char)  # type: ignore[return-value]
+    return _CONFUSABLES.get(ord(char), char)
 
 
 def normalise(text: str) -> str:

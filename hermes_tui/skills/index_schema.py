@@ -80,6 +80,12 @@ class Row:
     last_used: float
     sha: str
 
+    @property
+    def found_name(self) -> str:
+        """The name of a row looked up by name (only a skipped file's row has none)."""
+        assert self.name is not None, self.rel
+        return self.name
+
 
 @dataclass(frozen=True)
 class Entry:

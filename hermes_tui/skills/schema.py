@@ -214,8 +214,8 @@ def parse_skill(text: str, name: str, path: Path | None = None, mtime: float = 0
     """Read any skill file leniently under the lookup ``name``; ``SkillError`` if unusable."""
     parts = split_text(text)
     data = load_frontmatter(parts.frontmatter)
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    hermes_agent = meta.get("hermes") if isinstance(meta.get("hermes"), dict) else {}
+    meta: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    hermes_agent: dict[str, Any] = meta["hermes"] if isinstance(meta.get("hermes"), dict) else {}
 
     def pick(key: str) -> Any:
         return meta.get(key, data.get(key))

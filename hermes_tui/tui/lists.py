@@ -211,7 +211,7 @@ class SimpleItems:
         """Take the longer re-parse of this list: its items, else grow in place, else rebuild."""
         assert isinstance(self, MarkdownList)
         if type(block) is type(self):
-            items = simple_items(block)  # type: ignore[arg-type]
+            items = simple_items(block)
             if items is not None and self.items is not None:
                 self.items, self._drawn = items, None
                 self.refresh(layout=True)

@@ -29,7 +29,7 @@ def column_alignments(table: MarkdownBlock) -> list[AlignHorizontal]:
     """Each column's alignment, from the header cells' ``style="text-align:…"`` (markdown-it's)."""
 
     def headers(block: MarkdownBlock) -> list[MarkdownBlock]:
-        found = []
+        found: list[MarkdownBlock] = []
         for child in block._blocks:  # Textual's parsed block tree
             found += [child] if isinstance(child, MarkdownTH) else headers(child)
         return found

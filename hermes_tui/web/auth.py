@@ -18,8 +18,9 @@ import hmac
 import logging
 import secrets
 
-from flask import Blueprint, Response, current_app, g, jsonify, redirect, render_template, request, session, url_for
+from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, session, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+from werkzeug.wrappers import Response  # what redirect() makes; flask.Response is one too
 
 from hermes_tui.web.context import web
 from hermes_tui.web.lockout import Attempt, device_key

@@ -177,7 +177,8 @@ class WSGIBridge:
         try:
             while True:
                 getter = asyncio.ensure_future(channel.queue.get())
-                await asyncio.wait({getter, work}, return_when=asyncio.FIRST_COMPLETED)
+                racing: list[asyncio.Future[Any]] = [getter, work]
+                await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
                 if not getter.done():
                     getter.cancel()
                     break

@@ -72,7 +72,7 @@ class ServerGone(RuntimeError):
 
 def first_line(exc: BaseException) -> str:
     """The innermost readable cause of a failure, on one line (task groups nest them)."""
-    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # an exception group
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # task groups nest them
         exc = exc.exceptions[0]
     if isinstance(exc, FileNotFoundError) and exc.filename:
         return f"command not found: {exc.filename}"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import CancelledError as FutureCancelled
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from hermes_tui.agent.mcp.config import McpState, ResolveError, ServerSpec, declared, lookup, resolve
 from hermes_tui.redaction import Secrets
@@ -86,7 +86,7 @@ class McpManager:
         self._listeners: list[Callable[[str], None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._errlogs: dict[str, IO[str]] = {}
+        self._errlogs: dict[str, TextIO] = {}
 
     # -- life cycle
 
@@ -322,7 +322,7 @@ class McpManager:
             except Exception:  # a surface that went away
                 log.exception("MCP listener failed")
 
-    def _errlog(self, name: str) -> IO[str]:
+    def _errlog(self, name: str) -> TextIO:
         """The server's stderr goes to its own log file, never to the terminal."""
         if name not in self._errlogs:
             from hermes_tui.logs import log_folder
