@@ -87,7 +87,7 @@ class Timeline:
             with self._lock:
                 self.spans.append((arrived, time.monotonic()))
 
-        fake._Handler.do_POST = timed  # type: ignore[method-assign]
+        fake._Handler.do_POST = timed
 
     def take(self) -> list[tuple[float, float]]:
         with self._lock:

@@ -73,7 +73,7 @@ def test_messages_round_trip_with_tool_calls(store: MemoryStore) -> None:
         {"role": "assistant", "content": "It says hello world."},
     ]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        messages[0].content = "changed"  # type: ignore[misc]
+        messages[0].content = "changed"
 
 
 def test_add_message_rejects_bad_role_and_unknown_session(store: MemoryStore) -> None:

@@ -688,7 +688,7 @@ def test_edit_skill_without_a_terminal_is_a_notice(server: FakeLLMServer, hermes
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         shown: list[str] = []
-        app.notify = lambda message, **kwargs: shown.append(message)  # type: ignore[method-assign]
+        app.notify = lambda message, **kwargs: shown.append(message)
         await pilot.press("f3")
         app.query_one(SkillsPane).post_message(EditSkill("count-lines"))
         await pilot.pause()

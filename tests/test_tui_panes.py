@@ -199,7 +199,7 @@ def test_skills_quarantine_approve_and_versions(stores: Stores) -> None:
         assert str(button.label) == "Restore" and button.variant == "primary"
         await pilot.press("y")
         await settle(pilot)
-        assert "drop_duplicates()" in stores.skills.get("csv-cleanup").body  # type: ignore[union-attr]
+        assert "drop_duplicates()" in stores.skills.get("csv-cleanup").body
 
     run(app, scenario)
 

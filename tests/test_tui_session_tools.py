@@ -98,7 +98,7 @@ def test_cost_per_model_survives_resume(server: FakeLLMServer) -> None:
 
 
 def test_copy_falls_back_to_a_private_file(server: FakeLLMServer, hermes_home: Path,
-                                           monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                           monkeypatch) -> None:
     monkeypatch.setenv("TERM_PROGRAM", "Apple_Terminal")  # no OSC 52 there
     server.queue(Reply(text=ANSWER))
 
@@ -118,7 +118,7 @@ def test_copy_falls_back_to_a_private_file(server: FakeLLMServer, hermes_home: P
 
 
 def test_copy_uses_osc52_where_the_terminal_takes_it(server: FakeLLMServer, hermes_home: Path,
-                                                     monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                                     monkeypatch) -> None:
     monkeypatch.setenv("TERM_PROGRAM", "WezTerm")
     monkeypatch.delenv("TMUX", raising=False)
     server.queue(Reply(text=ANSWER))

@@ -80,7 +80,7 @@ def test_page_keys_scroll_the_preview_and_the_diff_to_the_bottom(server: FakeLLM
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         pane = await open_skills(app, pilot)
         view = pane.query_one("#skills-preview", VerticalScroll)
-        assert pane.selected.name == "long-procedure"  # type: ignore[union-attr]
+        assert pane.selected.name == "long-procedure"
         await wait_for(pilot, lambda: view.max_scroll_y > 0)
         assert not shown_in_preview(app, "Step number 60 of")
         for _ in range(40):  # from the filter box, which keeps the focus (letters still filter)

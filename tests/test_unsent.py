@@ -20,7 +20,7 @@ FAIL = (Fault(500), Fault(500), Fault(500))  # every retry
 
 
 def sent_texts(request: object) -> str:
-    return "\n".join(str(m) for m in request.messages)  # type: ignore[attr-defined]
+    return "\n".join(str(m) for m in request.messages)
 
 
 def test_a_failed_message_is_not_resent_nor_compacted(stores, fake_llm_env: FakeLLMServer) -> None:
