@@ -263,7 +263,7 @@ class LLMClient:
         tokens of a stream, stops working for a request nobody waits for any more.
         """
         if self._remote:
-            return self.host.call(self.config, "complete", messages, timeout)  # type: ignore[union-attr]
+            return self.host.call(self.config, "complete", messages, timeout)  # type: ignore[union-attr]  # _remote means a host is set
         lib = _lib()
         cancel = cancel or threading.Event()
         deadline = time.monotonic() + timeout
@@ -307,13 +307,13 @@ class LLMClient:
     def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of a request as litellm counts them for this model (its tokenizer, or tiktoken)."""
         if self._remote:
-            return int(self.host.call(self.config, "count_tokens", messages, tools))  # type: ignore[union-attr]
+            return int(self.host.call(self.config, "count_tokens", messages, tools))  # type: ignore[union-attr]  # _remote means a host is set
         return int(_lib().token_counter(model=self.model_string, messages=messages, tools=tools or None))
 
     def max_input_tokens(self) -> int | None:
         """The model's input window according to litellm's model table, or None when unknown."""
         if self._remote:
-            return self.host.call(self.config, "max_input_tokens")  # type: ignore[union-attr]
+            return self.host.call(self.config, "max_input_tokens")  # type: ignore[union-attr]  # _remote means a host is set
         try:
             info = _lib().get_model_info(self.model_string)
         except Exception:  # noqa: BLE001 - unmapped model: litellm raises

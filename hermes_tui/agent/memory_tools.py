@@ -17,7 +17,7 @@ def memory(ctx: ToolContext, action: str, text: str = "", scope: str = "user", i
         return ToolResult(False, "memory: curated memory is not available here")
     try:
         if action == "save":
-            saved = facts.save(scope, text, session_id=ctx.session_id, message_id=ctx.message_id)  # type: ignore[arg-type]
+            saved = facts.save(scope, text, session_id=ctx.session_id, message_id=ctx.message_id)  # type: ignore[arg-type]  # save() refuses a scope that is not one, in one line
         elif action == "replace":
             saved = facts.replace(id, text, session_id=ctx.session_id, message_id=ctx.message_id)
         elif action == "remove":

@@ -213,4 +213,4 @@ class EventQueue:
 
     def get(self, timeout: float) -> Event | None:
         item = self._queue.get(timeout=timeout)
-        return None if item is self._END else item  # type: ignore[return-value]
+        return None if item is self._END else item  # type: ignore[return-value]  # the queue holds Events and the _END marker

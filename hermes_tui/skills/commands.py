@@ -27,7 +27,7 @@ def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, obj
     if command == "import":
         from hermes_tui.skills.importer import import_library
 
-        report = import_library(args["folder"], skills, skills.progress)  # type: ignore[arg-type]
+        report = import_library(args["folder"], skills, skills.progress)  # type: ignore[arg-type]  # argparse gives the folder as a str
         lines = report.lines() + [quarantined_line(name, reason, review) for name, reason in report.quarantined]
     elif command == "list":
         lines = list_lines(skills, review)
@@ -95,7 +95,7 @@ def show_lines(skills: SkillManager, name: str) -> list[str]:
     if skill is not None and skill.quarantine:
         return quarantined_lines(skill)
     if state is None:
-        state = next(s for s in skills.states() if s.name == skill.name)  # type: ignore[union-attr]
+        state = next(s for s in skills.states() if s.name == skill.name)  # type: ignore[union-attr]  # skill and state are not both None (raised above)
     lines = [
         f"{state.name}: {state.state}" + (f" ({_notes(state)})" if _notes(state) else ""),
         f"path: {state.path}",

@@ -123,7 +123,7 @@ def row_of(values: tuple[object, ...]) -> Row:
     for i in (7, 8, 9):
         v[i] = json.loads(str(v[i]))
     v[13] = bool(v[13])
-    return Row(*v)  # type: ignore[arg-type]
+    return Row(*v)  # type: ignore[arg-type]  # the index's columns, in Row's field order
 
 
 def _rebuild_search(conn: sqlite3.Connection) -> None:

@@ -43,7 +43,7 @@ from hermes_tui.skills.schema import (
 try:  # POSIX; elsewhere only the in-process lock applies
     import fcntl
 except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # no fcntl (Windows): no file lock
 
 log = logging.getLogger(__name__)
 

@@ -180,4 +180,4 @@ def restore_alt_digits() -> None:
     from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
 
     for digit in ALT_DIGITS:
-        ANSI_SEQUENCES_KEYS.pop(f"\x1b{digit}", None)  # type: ignore[attr-defined]
+        ANSI_SEQUENCES_KEYS.pop(f"\x1b{digit}", None)  # type: ignore[attr-defined]  # Textual types the table read-only; it is a dict

@@ -182,14 +182,14 @@ class SimpleItems:
         raise NotImplementedError
 
     def compose(self) -> ComposeResult:
-        self.items = simple_items(self)  # type: ignore[arg-type]
+        self.items = simple_items(self)  # type: ignore[arg-type]  # self is the Markdown list this is mixed into
         if self.items is None:
-            yield from super().compose()  # type: ignore[misc]
+            yield from super().compose()  # type: ignore[misc]  # the Markdown list this is mixed into has it
         self._blocks.clear()
 
     def render(self) -> Visual:
         if self.items is None:
-            return super().render()  # type: ignore[misc]
+            return super().render()  # type: ignore[misc]  # the Markdown list this is mixed into has it
         if self._drawn is None:
             self._drawn = ItemsVisual(self.items)
         return self._drawn
@@ -198,7 +198,7 @@ class SimpleItems:
         """The selected text, a line per item; an item selected from its start keeps its bullet
         (indented as deep as it is nested), as with Textual's own lists."""
         if self.items is None:
-            return super().get_selection(selection)  # type: ignore[misc]
+            return super().get_selection(selection)  # type: ignore[misc]  # the Markdown list this is mixed into has it
         selected = []
         for y, (depth, item) in enumerate(_walk(self.items)):
             if (span := selection.get_span(y)) is not None:
@@ -218,7 +218,7 @@ class SimpleItems:
                 return
             if items is None and self.items is None and await _grow_list(self, block):
                 return
-        await super()._update_from_block(block)  # type: ignore[misc]
+        await super()._update_from_block(block)  # type: ignore[misc]  # the Markdown list this is mixed into has it
 
 
 def _walk(items: list[Item], depth: int = 0) -> Iterator[tuple[int, Item]]:

@@ -105,7 +105,7 @@ def login_post() -> Response | str | tuple[str, int, dict[str, str]]:
 
 
 def _devices() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(current_app.secret_key, salt="hermes-web-device")  # type: ignore[arg-type]
+    return URLSafeTimedSerializer(current_app.secret_key, salt="hermes-web-device")  # type: ignore[arg-type]  # create_app refuses to start without a secret key
 
 
 def _known_device() -> str | None:
