@@ -70,6 +70,6 @@ def _serve(pipe: object, replies: tuple[object, ...]) -> None:
     from tests.fakes.server import FakeLLMServer
 
     with FakeLLMServer() as server:
-        server.queue(*replies)  # type: ignore[arg-type]
-        pipe.send(server.openai_base)  # type: ignore[attr-defined]
-        pipe.recv()  # type: ignore[attr-defined]  # until the benchmark is done
+        server.queue(*replies)
+        pipe.send(server.openai_base)
+        pipe.recv()  # until the benchmark is done

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-import _common  # noqa: F401 - puts the repository root on sys.path
+import _common  # puts the repository root on sys.path
 
 CHILD = r"""
 import json, resource, sys, tempfile, time

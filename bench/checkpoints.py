@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import percentile  # noqa: E402
+from _common import percentile
 
-from hermes_tui.agent.checkpoints import CheckpointStore  # noqa: E402
+from hermes_tui.agent.checkpoints import CheckpointStore
 
 
 def make_tree(root: Path, files: int) -> list[Path]:
@@ -46,7 +46,7 @@ def timed(action: object, rounds: int) -> list[float]:
     times = []
     for _ in range(rounds):
         started = time.perf_counter()
-        action()  # type: ignore[operator]
+        action()
         times.append(time.perf_counter() - started)
     return times
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import _common  # noqa: F401  (sys.path + env)
+import _common  # (sys.path + env)
 
 from hermes_tui.agent.tools import ToolRegistry
 from hermes_tui.memory.store import MemoryStore

@@ -87,7 +87,7 @@ class Timeline:
             with self._lock:
                 self.spans.append((arrived, time.monotonic()))
 
-        fake._Handler.do_POST = timed  # type: ignore[method-assign]
+        fake._Handler.do_POST = timed
 
     def take(self) -> list[tuple[float, float]]:
         with self._lock:
@@ -125,7 +125,7 @@ def hermes_run(server: FakeLLMServer, timeline: Timeline, env: dict[str, str], s
     run = Run(wall=ended - started, exit=ended - events[-1][0], rss_mb=usage.ru_maxrss / 1024)
     run.first_request = spans[0][0] - started
     usages = [t for t, e in events if e["type"] == "usage"]
-    run.calls = [u - s[0] for s, u in zip(spans, usages)]
+    run.calls = [u - s[0] for s, u in zip(spans, usages, strict=False)]
     finished = next(t for t, e in events if e["type"] == "turn_finished")
     late = [s for s in spans if s[0] > finished]
     run.after_turn_requests = len(late)

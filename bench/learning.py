@@ -146,7 +146,7 @@ def ranking_after_failures(home: Path, workspace: Path) -> None:
         config = Config.load()
         skills = SkillManager(home / "ranked-skills")
         pairs = {description: (name, f"{name}-alt") for name, description, _ in PROCEDURES}
-        for name, description, triggers in PROCEDURES:
+        for _name, description, triggers in PROCEDURES:
             for twin in reversed(pairs[description]):  # so the plain name is first everywhere
                 skills.create(twin, description, triggers.split(", "), f"1. {description}.\n2. Check the result.")
 

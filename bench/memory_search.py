@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlite_utils import Database  # noqa: E402
+from sqlite_utils import Database
 
-from hermes_tui.memory.records import INSERT_MESSAGE_SQL, message_row  # noqa: E402
-from hermes_tui.memory.store import MemoryStore  # noqa: E402
-from hermes_tui.memory.text import index_text  # noqa: E402
+from hermes_tui.memory.records import INSERT_MESSAGE_SQL, message_row
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.memory.text import index_text
 
 DATA_DIR = Path(__file__).resolve().parent / ".data"
 SEED = 20240611
@@ -107,7 +107,7 @@ class TextGenerator:
 
     def message_length(self) -> int:
         """20..400 words, log-uniform: mostly short chat turns, some long answers."""
-        return int(round(20 * 20 ** self.rng.random()))
+        return round(20 * 20 ** self.rng.random())
 
     def session(self, start: float) -> list[dict]:
         rows: list[dict] = []
@@ -167,7 +167,7 @@ BUILD_BATCH = 20_000
 
 def _insert_sessions(store: MemoryStore, sessions: list[list[dict]]) -> int:
     """Many sessions in one transaction, through the store's own row format and triggers."""
-    with store._write() as conn:  # noqa: SLF001 - bench-only batching across sessions
+    with store._write() as conn:  # bench-only batching across sessions
         for rows in sessions:
             cur = conn.execute(
                 "INSERT INTO sessions (source, started, last_activity) VALUES ('bench', ?, ?)",
@@ -210,7 +210,7 @@ def build(path: Path, n: int) -> None:
                 print(f"  built {done:,}/{n:,} messages ({done / insert_seconds:,.0f} msgs/s)",
                       flush=True)
         print("  merging the index into one segment ...", flush=True)
-        with store._write() as conn:  # noqa: SLF001 - a long-lived store is mostly merged
+        with store._write() as conn:  # a long-lived store is mostly merged
             conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
     conn = sqlite3.connect(tmp)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -285,7 +285,7 @@ def append_latency(store: MemoryStore, gen: TextGenerator, count: int, pace: flo
         store.add_message(sid, "user" if i % 2 == 0 else "assistant", text)
         seconds.append(time.perf_counter() - t0)
         time.sleep(pace)
-    with store._write() as conn:  # noqa: SLF001 - a plain delete (forgetting would rewrite the index)
+    with store._write() as conn:  # a plain delete (forgetting would rewrite the index)
         conn.execute("DELETE FROM messages WHERE session_id = ?", [sid])
         conn.execute("DELETE FROM sessions WHERE id = ?", [sid])
     return seconds
@@ -377,10 +377,10 @@ def main() -> None:
 
     def overlap(naive_ids: list[list[int]], hits: list[list]) -> list[float]:
         return [len(set(ids) & {h.message_id for h in hs}) / len(ids)
-                for ids, hs in zip(naive_ids, hits) if ids]
+                for ids, hs in zip(naive_ids, hits, strict=False) if ids]
 
     best_in_top3 = [ids[0] in {h.message_id for h in hs[:3]}
-                    for ids, hs in zip(naive_m_hits, store_m_hits) if ids]
+                    for ids, hs in zip(naive_m_hits, store_m_hits, strict=False) if ids]
     everything = store_q + store_f + store_h + store_m
     print()
     print(f"MemoryStore benchmark: {messages:,} messages ({huge} over 1 MB, {REPEAT_MESSAGES} with "
@@ -420,7 +420,7 @@ def main() -> None:
           f" min {min(f_overlap):.0%}")
     print(f"  frequent + rare word: bm25's best hit in the store's top 3 for "
           f"{sum(best_in_top3)}/{len(best_in_top3)} queries")
-    slowest = sorted(zip(everything, queries + frequent + hostile + mixed), reverse=True)[:5]
+    slowest = sorted(zip(everything, queries + frequent + hostile + mixed, strict=False), reverse=True)[:5]
     print("  slowest store queries: " + ", ".join(f"{q!r} {t * 1e3:.1f} ms" for t, q in slowest))
 
 

@@ -14,7 +14,7 @@ import json
 import tempfile
 from pathlib import Path
 
-import _common  # noqa: F401  (sys.path + env)
+import _common  # (sys.path + env)
 import tiktoken
 
 from hermes_tui.agent.loop import AgentLoop
@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--counts", default="0,50,200", help="skill counts to measure")
     args = parser.parse_args()
     # Importing this points TIKTOKEN_CACHE_DIR at the cl100k file bundled with litellm (no network).
-    import litellm.litellm_core_utils.default_encoding  # noqa: F401
+    import litellm.litellm_core_utils.default_encoding  # noqa: F401 - imported for that side effect
 
     encoding = tiktoken.get_encoding("cl100k_base")
     print("prompt overhead (tiktoken cl100k_base) of the first request")

@@ -183,7 +183,7 @@ def main() -> None:
             local = realserver.start(Path(folder), n_ctx=args.window, answer_tokens=48)
             print(f"started llama-cpp-python + SmolLM2-135M at {local.base} (--n_ctx {args.window}, answers "
                   "capped at 48 tokens)", flush=True)
-        bench = Bench(args.url or local.base, args.model, Path(folder))  # type: ignore[union-attr]
+        bench = Bench(args.url or local.base, args.model, Path(folder))
         try:
             bench.run("window", bench.window)
             bench.run("text answer", bench.text)

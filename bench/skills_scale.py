@@ -77,7 +77,7 @@ def baseline_table(root: Path) -> sqlite3.Connection:
     return conn
 
 
-def timed(fn, repeat: int, clock=time.perf_counter) -> list[float]:  # type: ignore[no-untyped-def]
+def timed(fn, repeat: int, clock=time.perf_counter) -> list[float]:
     out = []
     for _ in range(repeat):
         start = clock()

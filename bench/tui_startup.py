@@ -48,15 +48,15 @@ def child(kind: str) -> None:
 
         app = build_app(Config.load())
 
-    display = app._display  # type: ignore[attr-defined]
+    display = app._display
 
     def display_and_report(screen: object, renderable: object) -> None:
         display(screen, renderable)
-        if renderable is not None and not app._batch_count:  # type: ignore[attr-defined]
+        if renderable is not None and not app._batch_count:
             report()
 
-    app._display = display_and_report  # type: ignore[attr-defined]
-    app.run(headless=True, size=SIZE)  # type: ignore[attr-defined]
+    app._display = display_and_report
+    app.run(headless=True, size=SIZE)
 
 
 def measure(kind: str, env: dict[str, str]) -> float:

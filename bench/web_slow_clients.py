@@ -27,9 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, summary_ms  # noqa: E402
+from _common import ROOT, summary_ms
 
-from tests.helpers import hold_slow_clients  # noqa: E402
+from tests.helpers import hold_slow_clients
 
 SECRET = "bench-slow-clients-secret-0123456789abcdef"
 PASSWORD = "bench slow clients passphrase"

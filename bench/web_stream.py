@@ -36,8 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fakes.fixtures import wire_env  # noqa: E402
-from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply  # noqa: E402
+from tests.fakes.fixtures import wire_env  # noqa: E402 - after the sys.path line above
+from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply  # noqa: E402 - the same
 
 PASSWORD = "bench-password"
 TOKEN_CHARS = 5  # "0a3f " : one token per SSE chunk. Tokens differ because LiteLLM aborts a stream

@@ -44,7 +44,7 @@ class Background:
         def run() -> None:
             try:
                 job()
-            except Exception:  # noqa: BLE001 - background work never takes the surface down
+            except Exception:  # background work never takes the surface down
                 log.exception("%s failed", name)
 
         thread = threading.Thread(target=run, name=name, daemon=True)

@@ -12,7 +12,14 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from hermes_tui.agent.checkpoints import FILES_SHOWN, CheckpointError, CheckpointStore, describe_plan, file_lines, headline
+from hermes_tui.agent.checkpoints import (
+    FILES_SHOWN,
+    CheckpointError,
+    CheckpointStore,
+    describe_plan,
+    file_lines,
+    headline,
+)
 from hermes_tui.cli_lines import EXIT_OK, fail, say
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.progress import is_terminal

@@ -57,7 +57,7 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         withhold_from_environment()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in {usage.split()[0] for usage, _ in SUBCOMMANDS}:
-        return globals()[f"{argv[0]}_main"](argv[1:])  # type: ignore[no-any-return]
+        return globals()[f"{argv[0]}_main"](argv[1:])
     args = tui_parser().parse_args(argv)
     if args.continue_last and args.session is not None:
         print("hermes: -c continues this workspace's last session and --session ID a given one: "
@@ -76,8 +76,8 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if args.prompt is not None:  # the app says it on screen
         from hermes_tui.agent.sandbox import startup_notice
 
-        if line := startup_notice(config):
-            print(f"hermes: {line}", file=sys.stderr)
+        if notice := startup_notice(config):
+            print(f"hermes: {notice}", file=sys.stderr)
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
 
@@ -186,12 +186,23 @@ def skills_main(argv: Sequence[str]) -> int:
 
     try:
         config = Config.load()
-        lines = run_skill_command(SkillManager.for_config(config, for_stderr(sys.stderr)), args.command, vars(args))
+        lines = run_skill_command(SkillManager.for_config(config, for_stderr(sys.stderr)), args.command, vars(args),
+                                  _skills_review)
     except (ConfigError, SkillError, OSError) as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print("\n".join(lines))
     return EXIT_OK
+
+
+def _skills_review(name: str, subject: str) -> str:
+    """Where a quarantined skill is approved or deleted (keys from the TUI's action table)."""
+    from hermes_tui.tui import actions, panes
+
+    pane = panes.BY_NAME["skills"].keys[0].upper()
+    keys = {a.action: a.key_text for a in actions.in_scope("skills")}
+    return (f"Review {subject} in the TUI's Skills pane ({pane}, under “Held back”: {keys['approve']} "
+            f"approves, {keys['delete']} deletes) or with `hermes-tui skills show {name}`")
 
 
 def checkpoints_main(argv: Sequence[str]) -> int:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes_tui.private import FILE_MODE, private_dir
 
@@ -100,7 +100,7 @@ def connect(path: Path, *, read_only: bool = False, check_same_thread: bool = Tr
     not let SQLite make, and then only ``immutable`` (no locking, no WAL) can read the file.
     """
     path = Path(path)
-    options = {"timeout": BUSY_TIMEOUT_MS / 1000, "isolation_level": None,
+    options: dict[str, Any] = {"timeout": BUSY_TIMEOUT_MS / 1000, "isolation_level": None,
                "check_same_thread": check_same_thread}
     if read_only:
         uri = "file:" + urllib.parse.quote(str(path.resolve()))

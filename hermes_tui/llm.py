@@ -8,6 +8,7 @@ the tool call fragments) is ``llm_stream``.
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
@@ -23,7 +24,7 @@ from hermes_tui.llm_errors import EMPTY_CAUSES, LLMError, cut_error, map_error, 
 from hermes_tui.llm_stream import Pump, StreamResult, ToolCallAccumulator
 
 if TYPE_CHECKING:
-    import litellm as litellm_module
+    from types import ModuleType
 
     from hermes_tui.llm_host import StreamHost
 
@@ -36,7 +37,7 @@ _import_lock = threading.Lock()
 _litellm: Any = None
 
 
-def _lib() -> litellm_module:
+def _lib() -> ModuleType:
     """Import litellm once, quietly and without network."""
     global _litellm
     with _import_lock:
@@ -67,7 +68,7 @@ def _lib() -> litellm_module:
             litellm.disable_streaming_logging = True
             # litellm aborts a stream after 100 identical chunks in a row; a long "----" rule or
             # a column of repeated table cells is a legitimate answer, so allow far more.
-            litellm.REPEATED_STREAMING_CHUNK_LIMIT = 10_000
+            litellm.REPEATED_STREAMING_CHUNK_LIMIT = 10_000  # type: ignore[misc]  # Final there; raising it is the point
             _quiet_loggers()
             _litellm = litellm
             log.info("litellm imported in %.3f s", time.perf_counter() - started)  # bench/headless_turn.py
@@ -111,7 +112,7 @@ def warm(config: Config | None = None) -> threading.Thread:
             for _chunk in lib.completion(model=litellm_model(config), messages=[{"role": "user", "content": "hi"}],
                                          mock_response="ok", stream=True, stream_options={"include_usage": True}):
                 pass
-        except Exception:  # noqa: BLE001 - only a warm-up; the real call reports real problems
+        except Exception:  # only a warm-up; the real call reports real problems
             log.debug("warm-up call failed", exc_info=True)
         log.info("litellm first call warmed in %.3f s", time.perf_counter() - started)  # bench/headless_turn.py
 
@@ -213,7 +214,7 @@ class LLMClient:
                     raise LLMError(f"{self._where} closed the response without sending any data (HTTP 200, "
                                    f"empty body): {EMPTY_CAUSES}.", empty=True)
                 break
-            except Exception as exc:  # noqa: BLE001 - every provider failure is mapped below
+            except Exception as exc:  # every provider failure is mapped below
                 error = map_error(exc, self.config)
                 if result.text:  # the user saw part of the answer: report the cut, do not repeat it
                     raise cut_error(error, exc, len(result.text), self._where) from exc
@@ -268,7 +269,7 @@ class LLMClient:
         tokens of a stream, stops working for a request nobody waits for any more.
         """
         if self._remote:
-            return self.host.call(self.config, "complete", messages, timeout)  # type: ignore[union-attr]
+            return self.host.call(self.config, "complete", messages, timeout)  # type: ignore[union-attr]  # _remote means a host is set
         lib = _lib()
         cancel = cancel or threading.Event()
         deadline = time.monotonic() + timeout
@@ -277,7 +278,7 @@ class LLMClient:
         for attempt in range(1, MAX_TRIES + 1):
             left = max(deadline - time.monotonic(), 0.1)
             kwargs = self._request_args(min(left, READ_TIMEOUT)) | {"messages": sent, "stream": True}
-            chunks = Pump(lambda: lib.completion(**kwargs))
+            chunks = Pump(functools.partial(lib.completion, **kwargs))
             parts: list[str] = []
             try:
                 for chunk in chunks.iterate(cancel, deadline):
@@ -288,7 +289,7 @@ class LLMClient:
                 if time.monotonic() >= deadline:
                     raise LLMError(f"{self._where} did not finish answering within {timeout:g} s.")
                 return "".join(parts)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - every provider failure is mapped here
                 last = map_error(exc, self.config)
                 if parts:  # some text came: the answer was cut, a retry would pay for it again
                     break
@@ -305,20 +306,20 @@ class LLMClient:
     def _count_quietly(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int | None:
         try:
             return self.count_tokens(messages, tools)
-        except Exception:  # noqa: BLE001 - a count is a nicety; never fail an answer for it
+        except Exception:  # a count is a nicety; never fail an answer for it
             log.debug("token count failed", exc_info=True)
             return None
 
     def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of a request as litellm counts them for this model (its tokenizer, or tiktoken)."""
         if self._remote:
-            return int(self.host.call(self.config, "count_tokens", messages, tools))  # type: ignore[union-attr]
+            return int(self.host.call(self.config, "count_tokens", messages, tools))  # type: ignore[union-attr]  # _remote means a host is set
         return int(_lib().token_counter(model=self.model_string, messages=messages, tools=tools or None))
 
     def max_input_tokens(self) -> int | None:
         """The model's input window according to litellm's model table, or None when unknown."""
         if self._remote:
-            return self.host.call(self.config, "max_input_tokens")  # type: ignore[union-attr]
+            return self.host.call(self.config, "max_input_tokens")  # type: ignore[union-attr]  # _remote means a host is set
         try:
             info = _lib().get_model_info(self.model_string)
         except Exception:  # noqa: BLE001 - unmapped model: litellm raises

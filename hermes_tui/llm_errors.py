@@ -142,7 +142,7 @@ def _unreachable_reason(chain: list[BaseException]) -> str | None:
         if isinstance(error, httpx.ConnectTimeout):
             return "the connection timed out"
         if isinstance(error, httpx.ConnectError):
-            return _first_line(error)  # type: ignore[arg-type]
+            return _first_line(error)
     return None
 
 
@@ -170,7 +170,7 @@ def _provider_message(chain: list[BaseException]) -> str:
             if message:
                 return message[:300]
     for error in chain:
-        line = _first_line(error)  # type: ignore[arg-type]
+        line = _first_line(error)  # type: ignore[arg-type]  # the chain holds exceptions; typed as BaseException
         for wrapper in ("APIError:", "OpenAIException -", "AnthropicException -", "BadRequestError:",
                         "InternalServerError:", "APIConnectionError:"):
             line = line.replace(wrapper, "")

@@ -265,7 +265,7 @@ def serve_request(connection: Connection, request: Any) -> None:
             reply: object = getattr(LLMClient(config), name)(*args)
         except LLMError as exc:
             reply = exc
-        except Exception as exc:  # noqa: BLE001 - the caller gets one line; this log the details
+        except Exception as exc:  # the caller gets one line; this log the details
             log.exception("a call failed in the helper process")
             reply = LLMError(f"Unexpected failure while talking to the model: {type(exc).__name__}")
         try:
@@ -324,7 +324,7 @@ def _serve_stream(connection: Connection, config: Config, messages: list[dict[st
         return
     except LLMError as exc:
         error = exc
-    except Exception as exc:  # noqa: BLE001 - the caller gets one line; this log the details
+    except Exception as exc:  # the caller gets one line; this log the details
         log.exception("a stream failed in the helper process")
         error = LLMError(f"Unexpected failure while talking to the model: {type(exc).__name__}: "
                          f"{str(exc).strip()[:200]}")
@@ -356,7 +356,7 @@ def main() -> None:
     while True:
         try:
             connection = listener.accept()
-        except Exception:  # noqa: BLE001 - a client without the key, or one that hung up
+        except Exception:  # a client without the key, or one that hung up
             log.debug("refused a connection", exc_info=True)
             continue
         threading.Thread(target=_serve, args=(connection,), name="llm-host-stream", daemon=True).start()

@@ -123,7 +123,7 @@ class Pump:
         if stream is not None and hasattr(stream, "close"):
             try:
                 stream.close()
-            except Exception:  # noqa: BLE001 - best effort, the connection is being dropped
+            except Exception:  # best effort, the connection is being dropped
                 log.debug("closing the stream failed", exc_info=True)
 
     def close(self) -> None:

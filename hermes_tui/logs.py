@@ -37,7 +37,7 @@ def setup_logging(config: Config, *, level: int = logging.INFO) -> Path:
     for old in [h for h in root.handlers if getattr(h, "_hermes", False)]:
         root.removeHandler(old)
         old.close()
-    handler._hermes = True  # type: ignore[attr-defined]
+    handler._hermes = True  # type: ignore[attr-defined]  # a marker to find Hermes' own handler again
     root.addHandler(handler)
     logging.getLogger("hermes_tui").setLevel(level)
     return path

@@ -140,10 +140,10 @@ _BREAK = re.compile(r"[\r\n]+")
 
 
 def _find_all(haystack: str | bytes, needle: str | bytes) -> Iterator[int]:
-    at = haystack.find(needle)  # type: ignore[arg-type]
+    at = haystack.find(needle)  # type: ignore[arg-type]  # callers pass two str or two bytes
     while at >= 0:
         yield at
-        at = haystack.find(needle, at + 1)  # type: ignore[arg-type]
+        at = haystack.find(needle, at + 1)  # type: ignore[arg-type]  # callers pass two str or two bytes
 
 
 # -- dumps: each line's bytes, per kind of dump, and where in the text each byte is shown ----------
@@ -269,23 +269,23 @@ class Secrets:
     def _in_text(self, text: str) -> Iterator[tuple[int, int, str]]:
         """The value or its reverse, whitespace inside and between lines ignored."""
         view = _View(text, _SPACE, "".join(text.split()))
-        forms: list[tuple[str, str]] = self._compact  # type: ignore[attr-defined]
+        forms: list[tuple[str, str]] = self._compact  # type: ignore[attr-defined]  # set in __post_init__ (frozen dataclass)
         for name, form in forms:
             for at in _find_all(view.text, form):
                 yield (*view.span(at, at + len(form)), name)
 
     def _in_encoded_runs(self, text: str) -> Iterator[tuple[int, int, str]]:
         """Hex, base64 and base32 forms, also wrapped: line breaks inside a run are ignored."""
-        encoded: list[tuple[str, str, int]] = self._encoded  # type: ignore[attr-defined]
+        encoded: list[tuple[str, str, int]] = self._encoded  # type: ignore[attr-defined]  # set in __post_init__ (frozen dataclass)
         # Dropping every line break joins wrapped runs; a form, made of encoded characters only, cannot
         # match across anything else.
         view = _View(text, _BREAK, text.replace("\r", "").replace("\n", ""))
         for name, form, slack in encoded:
             for at in _find_all(view.text, form):
                 yield _widened(text, *view.span(at, at + len(form)), slack, name)
-        raw: list[tuple[str, bytes]] = self._raw  # type: ignore[attr-defined]
+        raw: list[tuple[str, bytes]] = self._raw  # type: ignore[attr-defined]  # set in __post_init__ (frozen dataclass)
         for at in _find_all(view.text, _GZIP_BASE64):
-            end = _ENCODED.match(view.text, at).end()  # type: ignore[union-attr]
+            end = _ENCODED.match(view.text, at).end()  # type: ignore[union-attr]  # _GZIP_BASE64 starts a run _ENCODED matches
             body = view.text[at:end]
             try:
                 packed = base64.b64decode(body[: len(body) // 4 * 4])
@@ -297,7 +297,7 @@ class Secrets:
                     yield (*view.span(at, end), name)
 
     def _in_dumps(self, text: str) -> Iterator[tuple[int, int, str]]:
-        raw: list[tuple[str, bytes]] = self._raw  # type: ignore[attr-defined]
+        raw: list[tuple[str, bytes]] = self._raw  # type: ignore[attr-defined]  # set in __post_init__ (frozen dataclass)
         for data, starts, locators in _dump_streams(text):
             for name, value in raw:
                 for at in _find_all(data, value):
@@ -327,15 +327,16 @@ def _redact(text: str, spans: list[tuple[int, int, str]]) -> str:
     """``text`` with each span (overlapping ones merged) replaced by ``[redacted: NAME]``."""
     if not spans:
         return text
-    merged: list[list[object]] = []
+    merged: list[tuple[int, int, str]] = []
     for start, end, name in sorted(spans):
-        if merged and start <= merged[-1][1]:  # type: ignore[operator]
-            merged[-1][1] = max(merged[-1][1], end)  # type: ignore[call-overload]
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end), merged[-1][2])
         else:
-            merged.append([start, end, name])
-    out, at = [], 0
+            merged.append((start, end, name))
+    out: list[str] = []
+    at = 0
     for start, end, name in merged:
-        out += [text[at:start], f"[redacted: {name}]"]  # type: ignore[index]
-        at = end  # type: ignore[assignment]
+        out += [text[at:start], f"[redacted: {name}]"]
+        at = end
     out.append(text[at:])
     return "".join(out)

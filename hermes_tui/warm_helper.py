@@ -161,7 +161,7 @@ class Helper:
                 return
             _clear_timeout(connection)
             self._answer(connection, ident, request)
-        except Exception:  # noqa: BLE001 - one bad connection never ends the helper
+        except Exception:  # one bad connection never ends the helper
             log.exception("warm helper: a request failed")
         finally:
             with self._lock:
@@ -208,7 +208,7 @@ class Helper:
                     self._work.clear()
             try:
                 self._summarize(Path(path), config)
-            except Exception:  # noqa: BLE001 - the sessions stay pending for the next start
+            except Exception:  # the sessions stay pending for the next start
                 log.warning("warm helper: pending summaries of %s failed", path, exc_info=True)
             finally:
                 del config  # the job's key goes with it

@@ -109,7 +109,7 @@ def _ask(base: str, kind: str, model: str, key: str | None) -> int | None:
             return _ollama(_root(base), model)
         return (_llama_cpp(_root(base)) or _vllm(base.rstrip("/"), model)
                 or _llama_cpp_python(_root(base), base.rstrip("/"), key))
-    except Exception:  # noqa: BLE001 - any odd answer means "the server does not say"
+    except Exception:  # any odd answer means "the server does not say"
         log.debug("asking %s for its context window failed", base, exc_info=True)
         return None
 
@@ -126,7 +126,7 @@ def _get(url: str, body: dict[str, Any] | None = None, key: str | None = None,
     data = None if body is None else json.dumps(body).encode()
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
     request = urllib.request.Request(url, data=data, headers=headers)
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the configured base
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # the configured base
         return json.load(response)
 
 

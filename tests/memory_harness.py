@@ -51,7 +51,7 @@ def write_version_1_store(path: Path) -> None:
 
     conn = sqlite3.connect(path, isolation_level=None)
     conn.create_function("hermes_index_text", 1, index_text)
-    schema_module._v1_core(Database(conn))  # noqa: SLF001
+    schema_module._v1_core(Database(conn))
     conn.execute("PRAGMA user_version = 1")
     conn.execute("INSERT INTO sessions (source, summary, started, last_activity) VALUES ('tui', 'about 東京', 1, 1)")
     conn.execute("INSERT INTO messages (session_id, role, content, created) VALUES (1, 'user', ?, 1)",

@@ -208,7 +208,7 @@ async def settle(pilot: Pilot[None]) -> None:
 
 
 def _measured(table: DataTable) -> bool:
-    return not (table._require_update_dimensions or table._updated_cells)  # noqa: SLF001 - no public flag
+    return not (table._require_update_dimensions or table._updated_cells)  # no public flag
 
 
 def run(app: PaneApp, scenario: Callable[[Pilot[None]], Awaitable[None]]) -> None:

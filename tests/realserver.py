@@ -141,7 +141,7 @@ def _patch(answer_tokens: int | None) -> None:
 
     default = c_api.llama_model_default_params
 
-    def params():  # type: ignore[no-untyped-def]
+    def params():
         value = default()
         value.use_extra_bufts = False
         return value
@@ -153,12 +153,12 @@ def _patch(answer_tokens: int | None) -> None:
     if answer_tokens:
         original = llama_cpp.Llama.create_chat_completion
 
-        def capped(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def capped(self, *args, **kwargs):
             wanted = kwargs.get("max_tokens")
             kwargs["max_tokens"] = min(wanted, answer_tokens) if wanted and wanted > 0 else answer_tokens
             return original(self, *args, **kwargs)
 
-        llama_cpp.Llama.create_chat_completion = capped  # type: ignore[method-assign]
+        llama_cpp.Llama.create_chat_completion = capped
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ SLOW = Reply(text="a summary that takes long " * 100, chunk_size=4, chunk_delay=
 
 
 def test_an_abandoned_summary_closes_its_connection(stores, fake_llm_env: FakeLLMServer) -> None:
-    config, memory, skills = stores
+    _config, memory, _skills = stores
     loop = make_loop(stores)
     list(loop.run_turn("hi"))
     fake_llm_env.queue(SLOW, Reply(text="the next answer"))

@@ -28,8 +28,8 @@ from hermes_tui.providers import provider
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import FakeLLMServer, Item, RecordedRequest, Reply, ToolCall
 from tests.helpers import assert_history_valid
-from tests.tui_harness import HermesApp, Pilot, notices, run, send, send_and_wait, server, text_of, wait_for  # noqa: F401
-from tests.web_harness import chat, llm, login, make_app, ndjson, web_env  # noqa: F401
+from tests.tui_harness import HermesApp, Pilot, notices, run, send, send_and_wait, server, text_of, wait_for  # noqa: F401 - fixtures
+from tests.web_harness import chat, llm, login, make_app, ndjson, web_env  # noqa: F401 - fixtures
 
 TURNS = 60
 LIMIT_BYTES = 100_000

@@ -124,4 +124,4 @@ def test_the_authoring_prompt_asks_for_user_words_and_frames_existing_skills(cur
     existing = prompt.split("Existing skills", 1)[1].split("Answer with", 1)[0]
     assert existing.count("\n- ") == 25  # bounded, the closest first
     assert '- line-counter: "Count lines. NAME: evil"' in existing
-    assert skills.get("count-lines").triggers == ["loc", "line count", "wc"]  # type: ignore[union-attr]
+    assert skills.get("count-lines").triggers == ["loc", "line count", "wc"]

@@ -62,7 +62,7 @@ def assert_intact(path: Path) -> None:
 
 @needs_shell
 def test_the_web_keeps_its_locks_while_other_processes_open_the_database(
-    app: Flask, llm: FakeLLMServer, web_env: Path  # noqa: F811
+    app: Flask, llm: FakeLLMServer, web_env: Path
 ) -> None:
     path = Config.load().db_path
     client = app.test_client()
@@ -89,7 +89,7 @@ def test_the_web_keeps_its_locks_while_other_processes_open_the_database(
 
 @needs_shell
 def test_the_tui_keeps_its_locks_while_other_processes_open_the_database(
-    server: FakeLLMServer, hermes_home: Path  # noqa: F811
+    server: FakeLLMServer, hermes_home: Path
 ) -> None:
     config = Config.load()
     path = config.db_path

@@ -21,7 +21,7 @@ from tests.tools_harness import HOSTILE_PATHS, outside, registry  # noqa: F401  
 CODE = "def f():\n    x = 1\n    return x\n\n\ndef g():\n    return 1\n"
 
 
-def edit(registry: ToolRegistry, path: str, **arguments: object):  # noqa: ANN201
+def edit(registry: ToolRegistry, path: str, **arguments: object):
     return registry.execute("edit_file", {"path": path, **arguments})
 
 
@@ -134,7 +134,7 @@ def test_what_cannot_be_edited_is_one_line_and_untouched(registry: ToolRegistry)
 
 
 @pytest.mark.parametrize("path", HOSTILE_PATHS)
-def test_edit_file_refuses_hostile_paths(registry: ToolRegistry, outside: Path, path: str) -> None:  # noqa: F811
+def test_edit_file_refuses_hostile_paths(registry: ToolRegistry, outside: Path, path: str) -> None:
     result = edit(registry, path, old="TOP-SECRET", new="pwned")
     assert not result.ok
     assert (outside / "secret.txt").read_text() == "TOP-SECRET"

@@ -123,7 +123,7 @@ def test_tui_shows_an_edit_that_will_fail_before_asking(hermes_home: Path, proje
     assert (project / "src/geo.py").read_text() == CODE
 
 
-def test_web_runs_search_and_edit_and_streams_the_diff(make_app: Any, fake_llm_env: FakeLLMServer,  # noqa: F811
+def test_web_runs_search_and_edit_and_streams_the_diff(make_app: Any, fake_llm_env: FakeLLMServer,
                                                        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_WEB_ENABLE_WRITE", "true")
     client = make_app().test_client()
@@ -136,7 +136,7 @@ def test_web_runs_search_and_edit_and_streams_the_diff(make_app: Any, fake_llm_e
     check_results(fake_llm_env, project)
 
 
-def test_web_without_writes_offers_search_but_not_edit(make_app: Any, fake_llm_env: FakeLLMServer,  # noqa: F811
+def test_web_without_writes_offers_search_but_not_edit(make_app: Any, fake_llm_env: FakeLLMServer,
                                                        project: Path) -> None:
     client = make_app().test_client()
     token = login(client)

@@ -76,7 +76,7 @@ def test_three_tool_task_learns_a_skill(stores, fake_llm_env: FakeLLMServer, wor
 
 
 def test_learned_skill_reaches_a_later_paraphrase(stores, fake_llm_env: FakeLLMServer) -> None:
-    config, memory, skills = stores
+    _config, _memory, skills = stores
     skills.create("count-file-lines", "Count the lines of a text file in the workspace",
                   ["count", "lines", "file", "wc"], "1. wc -l")
     fake_llm_env.queue(
@@ -492,7 +492,7 @@ def test_cost_prices_cache_reads_and_writes(stores, fake_llm_env: FakeLLMServer)
     loop = AgentLoop(replace(config, model="gpt-4o") if openai else config, memory, skills)  # priced models
     fake_llm_env.queue(Reply(text="a", usage=(1000, 0)), Reply(text="b", usage=(100, 0), cache_read=900),
                        Reply(text="c", usage=(100, 0), cache_write=900))
-    plain, read, written = ([e for e in loop.run_turn(t) if isinstance(e, Usage)][0] for t in ("1", "2", "3"))
+    plain, read, written = (next(e for e in list(loop.run_turn(t)) if isinstance(e, Usage)) for t in ("1", "2", "3"))
     assert plain.prompt_tokens == read.prompt_tokens == written.prompt_tokens == 1000
     assert plain.cost_usd and read.cost_usd and written.cost_usd
     assert read.cost_usd < plain.cost_usd * 0.6  # cache hits cost a fraction

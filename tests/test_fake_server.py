@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before the import: no price-list download
-import litellm  # noqa: E402  (imported once per module: it takes seconds)
-from litellm.exceptions import MidStreamFallbackError  # noqa: E402  (not exported as litellm.X)
+import litellm  # (imported once per module: it takes seconds)
+from litellm.exceptions import MidStreamFallbackError  # (not exported as litellm.X)
 
-from hermes_tui.config import Config  # noqa: E402
-from tests.fakes.server import (  # noqa: E402
+from hermes_tui.config import Config
+from tests.fakes.server import (
     MALFORMED_EVENT,
     WIRES,
     EmptyStream,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import urllib.error
@@ -54,7 +55,7 @@ def test_repair_makes_every_rule_hold() -> None:
     assert_history_valid(fixed)
     assert fixed[0]["role"] == "user"
     roles = [m["role"] for m in fixed]
-    assert all(not (a == b == "user") for a, b in zip(roles, roles[1:])), roles
+    assert all(not (a == b == "user") for a, b in itertools.pairwise(roles)), roles
     ids = [c["id"] for m in fixed for c in m.get("tool_calls") or []]
     assert len(ids) == len(set(ids)) == 5
     for m in fixed:

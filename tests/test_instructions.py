@@ -133,7 +133,7 @@ def test_hermes_tui_context_shows_every_part_with_tokens(
 
 
 def test_slash_context_in_the_tui_lists_the_parts_and_approves(
-    server: FakeLLMServer, hermes_home: Path, workspace: Path  # noqa: F811
+    server: FakeLLMServer, hermes_home: Path, workspace: Path
 ) -> None:
     (workspace / "AGENTS.md").write_text(HOSTILE + "\n")
     app = build_app(Config.load())
@@ -155,7 +155,7 @@ def test_slash_context_in_the_tui_lists_the_parts_and_approves(
     assert not instructions.load(hermes_home, workspace, workspace).held_back
 
 
-def test_the_web_shows_the_fixed_prompt(app: Flask, workspace: Path) -> None:  # noqa: F811
+def test_the_web_shows_the_fixed_prompt(app: Flask, workspace: Path) -> None:
     (workspace / "AGENTS.md").write_text("Use pytest.\n")
     client = app.test_client()
     assert client.get("/api/context").status_code == 401  # behind the login like every route

@@ -63,7 +63,7 @@ def bash(command: str) -> Reply:
     ("npx some-package", None),
     ("uv run anything", None),
     ("pytest \x1b[8m", None),
-    ("pytеst", None),  # a Cyrillic е
+    ("pyt\u0435st", None),  # a Cyrillic ie (U+0435)
     ("", None),
 ])
 def test_a_program_rule_matches_only_a_plain_call(command: str, program: str | None) -> None:

@@ -164,7 +164,7 @@ def test_a_helper_found_dead_is_replaced_without_a_word(env: FakeLLMServer, host
 
 def test_only_its_caller_can_connect(env: FakeLLMServer, host: StreamHost) -> None:
     collect(LLMClient(Config.load(), host))  # ready
-    address = host._address  # noqa: SLF001 - where the helper listens
+    address = host._address  # where the helper listens
     assert stat.S_IMODE(os.stat(os.path.dirname(address)).st_mode) == 0o700
     with pytest.raises(AuthenticationError):
         Client(address, family="AF_UNIX", authkey=b"a guessed key")

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -27,9 +27,9 @@ from tests.fakes.server import FakeLLMServer, Reply
 class _Introspection(BaseHTTPRequestHandler):
     """Answers the endpoints of ``ROUTES`` (path -> JSON), 404 for the rest."""
 
-    routes: dict[str, Any] = {}
+    routes: ClassVar[dict[str, Any]] = {}
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _answer(self) -> None:
@@ -43,7 +43,7 @@ class _Introspection(BaseHTTPRequestHandler):
 
     do_GET = _answer
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self._answer()
 

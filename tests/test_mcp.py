@@ -26,7 +26,7 @@ from hermes_tui.tui.format import short_args
 from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import cli, wait_until
-from tests.mcp_harness import FAKE, declare, stdio_entry  # noqa: F401 - fixtures among them
+from tests.mcp_harness import FAKE, declare, stdio_entry  # fixtures among them
 
 TOKEN = "tok-0123456789abcdef"
 HERMES_SECRET = "HERMES_TEST_SECRET_API_KEY"  # a secret-named variable of Hermes' own environment
@@ -122,7 +122,7 @@ def test_references_come_from_the_environment_or_hermes_home_env_never_dot_env(t
     assert resolved.headers == {"Authorization": "Bearer ghp-secret", "X": "from-home-env"}
     assert resolved.secrets == {"GH_TOKEN": "ghp-secret", "FROM_FILE": "from-home-env"}
     declare(home / "mcp.json", {"x": stdio_entry(env={"A": "${LOCAL_ONLY}"})})
-    with pytest.raises(ResolveError, match="LOCAL_ONLY is not set: .*HERMES_HOME/.env"):
+    with pytest.raises(ResolveError, match=r"LOCAL_ONLY is not set: .*HERMES_HOME/\.env"):
         resolve(declared(home, workspace).specs[0], lookup(home, {}))
 
 

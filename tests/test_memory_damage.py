@@ -14,7 +14,7 @@ import pytest
 
 from hermes_tui.memory.doctor import repair
 from hermes_tui.memory.store import MemoryStore, StoreError
-from tests.memory_harness import MESSAGES, pages_of, seeded, smash  # noqa: F401 - fixtures among them
+from tests.memory_harness import MESSAGES, pages_of, seeded, smash  # fixtures among them
 
 
 def one_line(error: BaseException, path: Path) -> str:
@@ -64,11 +64,10 @@ def test_doctor_rebuilds_from_every_readable_row(tmp_path: Path) -> None:
     path = tmp_path / "memory.sqlite3"
     sids = seeded(path)
     leaves = pages_of(path, "messages", "leaf")
-    with MemoryStore(path) as store:  # a later feature's table pointing at messages
-        with store._write() as conn:  # noqa: SLF001
-            conn.execute("CREATE TABLE marks (id INTEGER PRIMARY KEY,"
-                         " message_id INTEGER NOT NULL REFERENCES messages (id))")
-            conn.execute("INSERT INTO marks (message_id) SELECT id FROM messages")
+    with MemoryStore(path) as store, store._write() as conn:  # a later feature's table pointing at messages
+        conn.execute("CREATE TABLE marks (id INTEGER PRIMARY KEY,"
+                     " message_id INTEGER NOT NULL REFERENCES messages (id))")
+        conn.execute("INSERT INTO marks (message_id) SELECT id FROM messages")
     smash(path, leaves[len(leaves) // 2])  # one page of messages lost
     for page in pages_of(path, "messages_fts_data", "leaf")[:2]:  # and part of the index
         smash(path, page)
@@ -82,7 +81,7 @@ def test_doctor_rebuilds_from_every_readable_row(tmp_path: Path) -> None:
         assert sum(len(store.get_messages(s)) for s in sids) == report.saved_messages
         assert len(store.search("quokkas", limit=1000)) == report.saved_messages  # index rebuilt
         assert [h.session_id for h in store.search_sessions("quokkas")] == [sids[0]]
-        with store._read() as conn:  # noqa: SLF001 - marks of lost messages went with them
+        with store._read() as conn:  # marks of lost messages went with them
             assert conn.execute("SELECT count(*) FROM marks").fetchone() == (report.saved_messages,)
     assert repair(path).healthy
     text = "\n".join(report.lines())

@@ -74,11 +74,11 @@ def test_delete_session_removes_rows_of_tables_that_refer_to_it(tmp_path: Path) 
     with MemoryStore(path) as store:
         sid = store.new_session()
         mid = store.add_message(sid, "user", "hello there")
-        with store._write() as conn:  # noqa: SLF001 - stands in for a later migration step
+        with store._write() as conn:  # stands in for a later migration step
             conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY,"
                          " message_id INTEGER REFERENCES messages(id), text TEXT)")
             conn.execute("INSERT INTO notes (message_id, text) VALUES (?, ?)", (mid, PRIVATE))
         assert store.delete_session(sid) == 1
-        with store._read() as conn:  # noqa: SLF001
+        with store._read() as conn:
             assert conn.execute("SELECT count(*) FROM notes").fetchone() == (0,)
         assert PRIVATE.encode() not in file_bytes(path)

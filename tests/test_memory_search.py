@@ -10,7 +10,7 @@ import pytest
 from hermes_tui.memory.query import parse
 from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
 from hermes_tui.memory.text import INDEX_HEAD, index_text
-from tests.memory_harness import write_version_1_store  # noqa: F401 - fixtures among them
+from tests.memory_harness import write_version_1_store  # fixtures among them
 
 FILLER = [f"filler note {i}: weather report, lunch plans and a shopping list item {i}" for i in range(30)]
 
@@ -73,10 +73,10 @@ CJK_SET = [
 
 def test_cjk_words_are_found_inside_unspaced_text(store: MemoryStore) -> None:
     add(store, FILLER)
-    written = dict(zip(add(store, [s for s, _ in CJK_SET]), CJK_SET))
+    written = dict(zip(add(store, [s for s, _ in CJK_SET]), CJK_SET, strict=True))
 
     found = 0
-    for message_id, (sentence, word) in written.items():
+    for message_id, (_sentence, word) in written.items():
         hits = store.search(word)
         if message_id in ids(hits):
             found += 1
@@ -161,7 +161,7 @@ def test_exact_phrase(store: MemoryStore) -> None:
 
 
 def test_prefix(store: MemoryStore) -> None:
-    deployment, deployed, other = add(store, ["deployment done", "we deployed it", "nothing here"])
+    deployment, deployed, _other = add(store, ["deployment done", "we deployed it", "nothing here"])
     assert set(ids(store.search("deploy*"))) == {deployment, deployed}
     assert store.search("dep*") != []  # three letters: a prefix
     assert ids(store.search("de*")) == []  # two letters: only the word "de"
@@ -271,7 +271,7 @@ def test_a_version_1_store_is_upgraded_and_reindexed(tmp_path: Path) -> None:
 
 
 def bm25_top(store: MemoryStore, expr: str, n: int = 20) -> list[int]:
-    with store._read() as conn:  # noqa: SLF001 - the reference ranking: every match scored
+    with store._read() as conn:  # the reference ranking: every match scored
         return [r[0] for r in conn.execute(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?", (expr, n))]
 
@@ -289,7 +289,7 @@ def test_frequent_and_rare_word_best_match_in_top_3(store: MemoryStore, monkeypa
     texts = [varied(rng, "report" if rng.random() < 0.7 else "memo", i) for i in range(1500)]
     for i in rng.sample(range(1500), 40):
         texts[i] += " zyxtquartz" * rng.randint(1, 4)
-    written = dict(zip(add(store, texts), texts))
+    written = dict(zip(add(store, texts), texts, strict=True))
     both = {i for i, t in written.items() if "report" in t and "zyxtquartz" in t}
     best = bm25_top(store, '"report" AND "zyxtquartz"', 1)[0]
     found = ids(store.search("report zyxtquartz", limit=100))
@@ -313,7 +313,7 @@ def test_frequent_word_alone_mixes_recency_and_bm25(store: MemoryStore) -> None:
     assert len(top) == 20 and top[0] == written[-1]  # the newest leads
     assert len(set(top) & set(reference)) >= 10
     assert len(set(top) & set(written[-10:])) == 10  # and the ten newest are there
-    with store._read() as conn:  # noqa: SLF001
+    with store._read() as conn:
         assert conn.execute("SELECT count(*) FROM frequent_top").fetchone()[0] == 40
     store.purge_message(reference[0])  # forgetting removes it from the kept best too
     assert reference[0] not in ids(store.search("report", limit=50))

@@ -73,7 +73,7 @@ def test_messages_round_trip_with_tool_calls(store: MemoryStore) -> None:
         {"role": "assistant", "content": "It says hello world."},
     ]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        messages[0].content = "changed"  # type: ignore[misc]
+        messages[0].content = "changed"
 
 
 def test_add_message_rejects_bad_role_and_unknown_session(store: MemoryStore) -> None:
@@ -340,11 +340,11 @@ def test_updates_and_deletes_keep_the_index_in_step(store: MemoryStore) -> None:
     sid = store.new_session()
     add_all(store, sid, FILLER)
     mid = store.add_message(sid, "user", "original wording")
-    with store._write() as conn:  # noqa: SLF001 - the index function lives on store connections
+    with store._write() as conn:  # the index function lives on store connections
         conn.execute("UPDATE messages SET content = 'revised wording' WHERE id = ?", (mid,))
     assert store.search("original") == []
     assert ids(store.search("revised")) == [mid]
-    with store._write() as conn:  # noqa: SLF001
+    with store._write() as conn:
         conn.execute("DELETE FROM messages WHERE id = ?", (mid,))
         conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
         conn.execute("INSERT INTO sessions_fts (sessions_fts) VALUES ('integrity-check')")
@@ -478,7 +478,7 @@ def test_threads_share_one_store(store: MemoryStore) -> None:
             for i in range(40):
                 store.add_message(sid, "user", f"thread{n} item {i}")
                 store.search(f"thread{n}")
-        except BaseException as exc:  # pragma: no cover - reported below
+        except BaseException as exc:  # noqa: BLE001 - reported below  # pragma: no cover
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]

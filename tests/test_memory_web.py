@@ -8,7 +8,7 @@ from hermes_tui.web.context import EXTENSION
 from tests.web_harness import app, llm, login, make_app, web_env  # noqa: F401 - fixtures
 
 
-def test_delete_session_and_purge_message_over_the_api(app: Flask) -> None:  # noqa: F811
+def test_delete_session_and_purge_message_over_the_api(app: Flask) -> None:
     memory = app.extensions[EXTENSION].state.memory
     kept = memory.new_session(source="tui")
     memory.add_message(kept, "user", "remember the tangerine recipe")
@@ -36,7 +36,7 @@ def test_delete_session_and_purge_message_over_the_api(app: Flask) -> None:  # n
     assert client.delete(f"/api/messages/{purge_id}", headers={"X-CSRF-Token": token}).status_code == 404
 
 
-def test_the_open_conversation_cannot_be_deleted(app: Flask) -> None:  # noqa: F811
+def test_the_open_conversation_cannot_be_deleted(app: Flask) -> None:
     client = app.test_client()
     token = login(client)
     current = client.post("/api/sessions", headers={"X-CSRF-Token": token}).get_json()["id"]

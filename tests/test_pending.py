@@ -165,7 +165,7 @@ def test_the_tui_writes_earlier_pending_summaries_at_its_start(hermes_home: Path
             pending.mark(memory, earlier, told=True)
         server.responder = lambda request: Reply(text="I told the user a kiwi is a fruit.")
 
-        async def scenario(app, pilot) -> None:  # type: ignore[no-untyped-def]
+        async def scenario(app, pilot) -> None:
             await wait_for(pilot, lambda: app.stores.opened and not pending.pending(app.memory), timeout=300)
             assert app.memory.get_session(earlier).summary == "I told the user a kiwi is a fruit."
 

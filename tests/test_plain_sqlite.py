@@ -96,7 +96,7 @@ def test_a_client_without_hermes_functions_writes_and_hermes_refreshes_the_index
     with MemoryStore(path) as store:
         # Indexed as written: a CJK run is one token, the title by its old index column...
         assert store.search("大阪") == [] and store.search_sessions("札幌") == []
-        with store._write() as conn:  # noqa: SLF001 - what doctor's rebuild runs
+        with store._write() as conn:  # what doctor's rebuild runs
             assert refresh_index_columns(conn) == 2
             conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
             conn.execute("INSERT INTO sessions_fts (sessions_fts) VALUES ('integrity-check')")

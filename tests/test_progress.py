@@ -53,11 +53,11 @@ class Recorder:
         out: list[tuple[str, int, int]] = []
         for kind, value in self.calls:
             if kind == "start":
-                label, total = value  # type: ignore[misc]
+                label, total = value
                 out.append((label, total, 0))
             elif kind == "advance":
                 label, total, done = out[-1]
-                out[-1] = (label, total, done + value)  # type: ignore[operator]
+                out[-1] = (label, total, done + value)
         assert [k for k, _ in self.calls if k != "advance"] == ["start", "done"] * len(out), self.calls
         return out
 
@@ -153,7 +153,7 @@ def test_the_schema_upgrade_reports_its_reindex(tmp_path: Path) -> None:
     with MemoryStore(path, progress=progress) as store:
         assert progress.runs() == [("Reindexing the memory store", count, count)]
         assert [n for kind, n in progress.calls if kind == "advance"] == [REINDEX_CHUNK, REINDEX_CHUNK, 7]
-        with store._read() as conn:  # noqa: SLF001 - every message indexed, once
+        with store._read() as conn:  # every message indexed, once
             assert conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'quokkas'"
                                 ).fetchone() == (count,)
             assert conn.execute("SELECT count(*) FROM messages_fts_docsize").fetchone() == (count,)
@@ -266,7 +266,7 @@ def run_recording(monkeypatch: pytest.MonkeyPatch) -> list[Drawn]:
 
     monkeypatch.setattr(HermesApp, "on_progress_report", recorded)
 
-    async def scenario(app: HermesApp, pilot) -> None:  # type: ignore[no-untyped-def]
+    async def scenario(app: HermesApp, pilot) -> None:
         await wait_for(pilot, lambda: app.stores.opened and drawn and drawn[-1][1] is None, timeout=120)
         await pilot.pause()
         assert not app.query(ProgressPanel)  # gone when done
@@ -280,7 +280,7 @@ def assert_shown(drawn: list[Drawn], label: str, total: int) -> None:
     during = [d for d in drawn if d[0] == label and d[1] is not None]
     assert during and all(bar_total == total for _, bar_total, _, _ in during), drawn
     progress = [p for _, _, p, _ in during]
-    assert progress == sorted(progress) and any(0 < p < total for p in progress)  # type: ignore[operator]
+    assert progress == sorted(progress) and any(0 < p < total for p in progress)
     assert any("% · about" in text and "left" in text for *_, text in during)
 
 

@@ -22,16 +22,16 @@ from tests import realserver
 if realserver.missing():
     pytest.skip(f"no real server: {realserver.missing()}", allow_module_level=True)
 
-from hermes_tui.agent.context import ContextWindow  # noqa: E402 - after the skip, like the imports it needs
-from hermes_tui.agent.loop import AgentLoop  # noqa: E402
-from hermes_tui.config import Config, ConfigError  # noqa: E402
-from hermes_tui.events import Error, Notice, TextDelta, TurnFinished, Usage  # noqa: E402
-from hermes_tui.memory.store import MemoryStore  # noqa: E402
-from hermes_tui.llm import LLMClient  # noqa: E402
-from hermes_tui.skills.manager import SkillManager  # noqa: E402
-from hermes_tui.windows import SERVER, Window  # noqa: E402
-from tests.fakes.server import FakeLLMServer, Reply, ToolCall  # noqa: E402
-from tests.helpers import cli, says_http_500  # noqa: E402
+from hermes_tui.agent.context import ContextWindow  # after the skip, like the imports it needs
+from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.config import Config, ConfigError
+from hermes_tui.events import Error, Notice, TextDelta, TurnFinished, Usage
+from hermes_tui.llm import LLMClient
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
+from hermes_tui.windows import SERVER, Window
+from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+from tests.helpers import cli, says_http_500
 
 WINDOW = 2048  # the server's --n_ctx, as llama.cpp's own default
 

@@ -199,7 +199,7 @@ def test_full_disk_mid_turn_leaves_a_sendable_history(strict: FakeLLMServer, her
     try:
         strict.queue(Reply(text="Reading.", tool_calls=[ToolCall("read_file", {"path": "big.txt"})]))
         agent = AgentLoop(config, memory, skills)
-        with pytest.raises(Exception, match="(?i)full"):  # the store may phrase it its own way
+        with pytest.raises(Exception, match=r"(?i)full"):  # the store may phrase it its own way
             for event in agent.run_turn("Read big.txt."):
                 if isinstance(event, ToolCallStarted):
                     memory.fill()  # the call is stored; its 54 KB result will not fit

@@ -90,8 +90,8 @@ def test_a_crashing_turn_still_ends_with_error_and_turn_finished() -> None:
 
 
 def test_config_derives_provider_facts_from_the_table() -> None:
-    assert DEFAULT_MODELS == {name: p.default_model for name, p in PROVIDER_TABLE.items()}
-    assert KEY_VARIABLES == {name: p.key_env_var for name, p in PROVIDER_TABLE.items()}
+    assert {name: p.default_model for name, p in PROVIDER_TABLE.items()} == DEFAULT_MODELS
+    assert {name: p.key_env_var for name, p in PROVIDER_TABLE.items()} == KEY_VARIABLES
     ollama = Config(provider="ollama", model="llama3.2")
     assert ollama.effective_api_base == PROVIDER_TABLE["ollama"].default_base and ollama.has_api_key
     assert PROVIDER_TABLE["openrouter"].caches("anthropic/claude-sonnet-5")

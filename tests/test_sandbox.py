@@ -115,7 +115,7 @@ def test_cancel_ends_every_descendant(registry: ToolRegistry) -> None:
     assert len(_with_marker(marker)) == ESCAPED + 1, "the command never started"
     cancel.set()
     worker.join(30)
-    assert done and "Cancelled" in done[0].output  # type: ignore[attr-defined]
+    assert done and "Cancelled" in done[0].output
     assert _with_marker(marker) == []
 
 

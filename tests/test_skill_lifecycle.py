@@ -228,7 +228,7 @@ def test_pinned_and_guest_skills_never_age(aging) -> None:
 
 
 def test_archive_and_restore_by_command_keep_history_and_counts(aging) -> None:
-    skills, clock = aging
+    skills, _clock = aging
     skills.refine("ship-alpha", body="1. build\n2. upload\n3. restart\n4. smoke test")
     use_with(skills, "ship-alpha", 1, "done")
     where = skills.archive("ship-alpha")

@@ -38,7 +38,16 @@ from hermes_tui.skills.schema import (
     split_text,
 )
 from tests.helpers import HERMES_TUI
-from tests.skill_corpus import BENIGN_LINES, BUNDLED, FOREIGN, INJECTIONS, PARAPHRASES, RECALL_SKILLS, UNRELATED, benign_skills
+from tests.skill_corpus import (
+    BENIGN_LINES,
+    BUNDLED,
+    FOREIGN,
+    INJECTIONS,
+    PARAPHRASES,
+    RECALL_SKILLS,
+    UNRELATED,
+    benign_skills,
+)
 
 HOSTILE_DESCRIPTION = (
     "Deploy --- then: 'quote' \"double\" # not a comment {braces} [list] & *alias !tag | > % @ `tick`\n"
@@ -144,8 +153,8 @@ def test_create_then_get_by_any_spelling(manager: SkillManager, skills_dir: Path
 
 def test_results_are_copies_not_the_cache(manager: SkillManager) -> None:
     manager.create("copy-me", "A skill.", ["one"], "body")
-    manager.get("copy-me").triggers.append("mutated")  # type: ignore[union-attr]
-    assert manager.get("copy-me").triggers == ["one"]  # type: ignore[union-attr]
+    manager.get("copy-me").triggers.append("mutated")
+    assert manager.get("copy-me").triggers == ["one"]
 
 
 def test_duplicate_names_are_rejected(manager: SkillManager) -> None:
@@ -154,7 +163,7 @@ def test_duplicate_names_are_rejected(manager: SkillManager) -> None:
         manager.create("deploy-flask", "Second.", [], "Steps.")
     with pytest.raises(SkillExistsError):
         manager.create("DEPLOY  flask!", "Third.", [], "Steps.")
-    assert manager.get("deploy-flask").description == "First."  # type: ignore[union-attr]
+    assert manager.get("deploy-flask").description == "First."
 
 
 def test_description_is_required_trimmed_and_capped(manager: SkillManager) -> None:
@@ -164,7 +173,7 @@ def test_description_is_required_trimmed_and_capped(manager: SkillManager) -> No
     assert manager.list() == []
     skill = manager.create("long", "x" * 5000, [], "Steps.")
     assert skill.description == "x" * 1024
-    assert manager.get("long").description == "x" * 1024  # type: ignore[union-attr]
+    assert manager.get("long").description == "x" * 1024
 
 
 def test_list_orders_by_use_then_recent_update(manager: SkillManager) -> None:
@@ -272,7 +281,7 @@ def test_an_index_made_before_the_lead_split_is_rebuilt_keeping_the_counts(skill
         conn.execute("DROP TABLE _hermes_migrations")  # an index of that time recorded no steps
     reopened = SkillManager(skills_dir)
     assert reopened.search("back up my databases")[0].name == "postgres-backup"
-    assert reopened.get("postgres-backup").use_count == 1  # type: ignore[union-attr]
+    assert reopened.get("postgres-backup").use_count == 1
     with sqlite3.connect(manager.index_path) as conn:
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "skills_fts" not in tables and {"skills_search", "skills_rest"} <= tables
@@ -380,7 +389,7 @@ def test_concurrent_record_use_loses_nothing(manager: SkillManager, skills_dir: 
         thread.start()
     for thread in threads:
         thread.join()
-    assert manager.get("busy").use_count == 60  # type: ignore[union-attr]
+    assert manager.get("busy").use_count == 60
 
 
 def test_concurrent_record_use_across_processes(manager: SkillManager, skills_dir: Path) -> None:
@@ -393,7 +402,7 @@ def test_concurrent_record_use_across_processes(manager: SkillManager, skills_di
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     procs = [subprocess.Popen([sys.executable, "-c", code, str(skills_dir)], env=env) for _ in range(2)]
     assert [p.wait(timeout=60) for p in procs] == [0, 0]
-    assert manager.get("shared").use_count == 40  # type: ignore[union-attr]
+    assert manager.get("shared").use_count == 40
 
 
 def test_readers_never_see_a_torn_file(manager: SkillManager, skills_dir: Path) -> None:
@@ -460,10 +469,10 @@ def test_state_survives_a_new_manager(manager: SkillManager, skills_dir: Path) -
 
 def test_changes_by_someone_else_are_seen(manager: SkillManager, skills_dir: Path) -> None:
     manager.create("edited", "Before.", [], "Steps.")
-    assert manager.get("edited").description == "Before."  # type: ignore[union-attr]
+    assert manager.get("edited").description == "Before."
     path = skills_dir / "edited" / "SKILL.md"
     write_file(path, path.read_text(encoding="utf-8").replace("Before.", "After, edited by hand."))
-    assert manager.get("edited").description == "After, edited by hand."  # type: ignore[union-attr]
+    assert manager.get("edited").description == "After, edited by hand."
 
 
 def test_writes_leave_no_temp_files(manager: SkillManager, skills_dir: Path) -> None:
@@ -599,7 +608,7 @@ def test_legacy_flat_files_are_read_and_moved_on_write(manager: SkillManager, sk
         "Do the trick.",
     )
     assert legacy.created == 1704164645.0
-    assert manager.get("named-legacy").triggers == ["a", "b"]  # type: ignore[union-attr]
+    assert manager.get("named-legacy").triggers == ["a", "b"]
     assert manager.search("tricks")[0].name == "old-trick"
     with pytest.raises(SkillExistsError):
         manager.create("old trick", "Clash.", [], "Steps.")
@@ -714,7 +723,7 @@ def test_layouts_names_clashes_and_platforms(manager: SkillManager, skills_dir: 
     assert "mac-only" not in skills
     held = {h.path: h.reason for h in manager.held_back()}
     assert "only for macos" in held["mac-only/SKILL.md"]
-    assert manager.get("DATA_CLEANING").name == "data-cleaning"  # type: ignore[union-attr]
+    assert manager.get("DATA_CLEANING").name == "data-cleaning"
     # scripts/ references/ assets/ are a skill's own files, never skills themselves.
     write_file(skills_dir / "pdf-processing" / "references" / "nested" / "SKILL.md", "---\ndescription: x\n---\nx\n")
     manager.reload()
@@ -765,7 +774,7 @@ def test_refining_a_foreign_skill_patches_only_hermes_keys(manager: SkillManager
     review = skills_dir / "research" / "literature-review" / "SKILL.md"
     text = review.read_text(encoding="utf-8")
     assert manager.propose("literature-review", "Review.", ["papers"], "Steps.").kind == "pending"
-    label = [v.label for v in manager.versions("literature-review") if v.kind == "pending"][0]
+    label = next(v.label for v in manager.versions("literature-review") if v.kind == "pending")
     with pytest.raises(SkillError, match="inline"):
         manager.accept("literature-review", label)
     assert review.read_text(encoding="utf-8") == text
@@ -788,7 +797,7 @@ def test_user_edits_are_never_overwritten(manager: SkillManager, skills_dir: Pat
     assert "+1. Build with make." in shown and "-3. Ship on Fridays" not in shown
     accepted = manager.accept("deploy", labels[2])
     assert accepted.overlaps == 0
-    assert manager.get("deploy").body == "1. Build with make.\n2. Test.\n3. Ship on Fridays only.  # mine"  # type: ignore[union-attr]
+    assert manager.get("deploy").body == "1. Build with make.\n2. Test.\n3. Ship on Fridays only.  # mine"
     assert [v.label for v in manager.versions("deploy")] == ["v1", "v2", "current"]
     assert manager.version_text("deploy", "v2") == edited  # the user's edit is archived, not lost
     restored = manager.restore("deploy", 2)
@@ -800,7 +809,7 @@ def test_a_proposal_that_changes_the_users_lines_keeps_both(manager: SkillManage
     path = skills_dir / "deploy" / "SKILL.md"
     path.write_text(path.read_text(encoding="utf-8").replace("2. Ship.", "2. Ship on Fridays.  # mine"))
     assert manager.propose("deploy", "Deploy the app.", ["deploy"], "1. Build.\n2. Ship with care.").kind == "pending"
-    label = [v.label for v in manager.versions("deploy") if v.kind == "pending"][0]
+    label = next(v.label for v in manager.versions("deploy") if v.kind == "pending")
     accepted = manager.accept("deploy", label)
     assert accepted.overlaps == 1
     assert accepted.skill.body == "1. Build.\n2. Ship on Fridays.  # mine\n2. Ship with care."
@@ -817,7 +826,7 @@ def test_a_hand_edit_is_archived_like_a_refinement(manager: SkillManager, skills
     assert manager.version_text("deploy", "v1") == before
     # The file stays the user's: a proposal is kept pending and merged, never written over it.
     assert manager.propose("deploy", "Deploy the app.", ["deploy"], "1. Build it.\n2. Ship.").kind == "pending"
-    label = [v.label for v in manager.versions("deploy") if v.kind == "pending"][0]
+    label = next(v.label for v in manager.versions("deploy") if v.kind == "pending")
     assert manager.accept("deploy", label).skill.body == "1. Build it.\n2. Ship.\n3. Tag it.  # mine"
     assert manager.restore("deploy", 1).body == "1. Build.\n2. Ship."
 
@@ -982,7 +991,7 @@ def test_long_bodies_are_capped_with_a_way_to_read_the_rest(registry: ToolRegist
     manager.create("long-one", "A very long procedure.", ["long"], body)
     used = registry.execute("use_skill", {"name": "long-one"})
     assert used.ok and len(used.output) < BODY_CAP + 2_000 and "THE END" not in used.output
-    offset = int(re.search(r"offset=(\d+)", used.output).group(1))  # type: ignore[union-attr]
+    offset = int(re.search(r"offset=(\d+)", used.output).group(1))
     shown = used.output.split("\n\n[The instructions")[0]
     assert shown.endswith(body[:BODY_CAP])
     rest = ""
@@ -1073,7 +1082,7 @@ def test_import_copies_any_layout_and_reports_every_rename_and_skip(tmp_path: Pa
     assert (library / "pdf-processing" / "scripts" / "extract.py").is_file()
     # The second deploy-preview (another bundle) is renamed after its source, not dropped.
     assert (library / "deploy-preview").is_dir() and len(list(library.glob("*deploy-preview*"))) == 2
-    assert SkillManager(library).get("test-driven-development").description == "Ours already."  # type: ignore[union-attr]
+    assert SkillManager(library).get("test-driven-development").description == "Ours already."
     again = subprocess.run([HERMES_TUI, "skills", "import", str(tmp_path / "nope")], capture_output=True,
                            text=True, env=env, timeout=60)
     assert again.returncode == 1 and again.stderr.strip().endswith("is not a folder")

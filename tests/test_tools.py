@@ -101,7 +101,7 @@ def test_list_dir_caps_entries(registry: ToolRegistry) -> None:
 )
 def test_tool_problems_are_results_not_exceptions(registry: ToolRegistry, name: str, arguments: object,
                                                   fragment: str) -> None:
-    result = registry.execute(name, arguments)  # type: ignore[arg-type]
+    result = registry.execute(name, arguments)
     assert not result.ok
     assert fragment in result.output
 

@@ -23,7 +23,7 @@ def _git_repo(workspace: Path) -> None:
 
 
 @pytest.mark.parametrize("use", ["rg", "python"])
-def test_git_config_with_a_token_is_never_read_or_grepped(registry: ToolRegistry, use: str,  # noqa: F811
+def test_git_config_with_a_token_is_never_read_or_grepped(registry: ToolRegistry, use: str,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     _git_repo(registry.workspace)
     if use == "python":
@@ -37,7 +37,7 @@ def test_git_config_with_a_token_is_never_read_or_grepped(registry: ToolRegistry
 
 
 @pytest.mark.parametrize("use", ["rg", "python"])
-def test_grep_skips_hard_links_and_refuses_fifos(registry: ToolRegistry, use: str, outside: Path,  # noqa: F811
+def test_grep_skips_hard_links_and_refuses_fifos(registry: ToolRegistry, use: str, outside: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     if use == "python":
         monkeypatch.setattr("hermes_tui.agent.search.engine", lambda: "python")

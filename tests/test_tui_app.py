@@ -222,7 +222,7 @@ def test_while_a_turn_streams_only_the_youngest_objects_are_collected(server: Fa
     server.queue(Reply(text=LONG_TEXT, chunk_size=5, chunk_delay=0.005))
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        await wait_for(pilot, lambda: collector._tuned)  # noqa: SLF001 - after litellm's import
+        await wait_for(pilot, lambda: collector._tuned)  # after litellm's import
         assert gc.get_threshold() == collector.IDLE
         await send(app, pilot, "write a lot")
         await wait_for(pilot, lambda: conversation(app, AnswerText))
@@ -246,7 +246,7 @@ def test_the_collection_after_a_turn_waits_until_the_user_stops_typing(server: F
 
     async def main() -> None:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: collector._tuned)  # noqa: SLF001 - after litellm's import
+            await wait_for(pilot, lambda: collector._tuned)  # after litellm's import
             before = collector.after_turns
             await pilot.press("x")  # typed at 100.0 on the app's clock
             await send_and_wait(app, pilot, "write a lot")  # Enter at 100.0 too
@@ -688,7 +688,7 @@ def test_edit_skill_without_a_terminal_is_a_notice(server: FakeLLMServer, hermes
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         shown: list[str] = []
-        app.notify = lambda message, **kwargs: shown.append(message)  # type: ignore[method-assign]
+        app.notify = lambda message, **kwargs: shown.append(message)
         await pilot.press("f3")
         app.query_one(SkillsPane).post_message(EditSkill("count-lines"))
         await pilot.pause()

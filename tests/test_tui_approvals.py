@@ -11,7 +11,15 @@ from textual.widgets import Footer
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import ToolCallView
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.tui_harness import conversation, dialog, run_with_clock, send, server, text_of, wait_for  # noqa: F401 - fixtures among them
+from tests.tui_harness import (  # fixtures among them
+    conversation,
+    dialog,
+    run_with_clock,
+    send,
+    server,
+    text_of,
+    wait_for,
+)
 
 __all__ = ["server"]
 LONG_COMMAND = "\n".join(f"echo step {n} >> log.txt" for n in range(1, 43))

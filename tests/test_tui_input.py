@@ -163,7 +163,7 @@ def test_the_status_says_answering_while_text_streams(server: FakeLLMServer) -> 
     run(scenario)
 
 
-def test_ctrl_o_unfolds_and_folds_the_last_tool_result(server: FakeLLMServer, workspace) -> None:  # noqa: ANN001
+def test_ctrl_o_unfolds_and_folds_the_last_tool_result(server: FakeLLMServer, workspace) -> None:
     """#23 item 23: tool results unfolded only after shift+Tab; ctrl+o (raw byte 0x0f) reaches the last one."""
     from textual.widgets import Collapsible
 

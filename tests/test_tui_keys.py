@@ -24,7 +24,19 @@ from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.dismiss_once import DismissOnce
 from hermes_tui.tui.prompt import PromptArea
 from tests.fakes.server import FakeLLMServer, Reply
-from tests.tui_harness import LONG_TEXT, conversation, help_screen, keys_from_bytes, notices, run, send, send_and_wait, server, type_bytes, wait_for
+from tests.tui_harness import (
+    LONG_TEXT,
+    conversation,
+    help_screen,
+    keys_from_bytes,
+    notices,
+    run,
+    send,
+    send_and_wait,
+    server,
+    type_bytes,
+    wait_for,
+)
 
 __all__ = ["server"]
 TUI_DOCS = Path(__file__).parent.parent / "docs" / "tui.md"

@@ -55,7 +55,7 @@ def test_skills_list_skips_broken_file_and_previews_body(stores: Stores) -> None
         assert "csv-cleanup" in preview.source and "tidy a spreadsheet" in preview.source
         held = app.pane.query_one("#skills-held", DataTable)
         assert held.display and held.row_count == 1
-        assert [str(c) for c in held.get_row_at(0)][0] == "broken-skill/SKILL.md (skipped)"
+        assert str(held.get_row_at(0)[0]) == "broken-skill/SKILL.md (skipped)"
         assert "not valid YAML" in str(held.get_row_at(0)[1])
         assert "1 held back" in str(app.pane.query_one("#skills-status", Static).content)
 
@@ -199,7 +199,7 @@ def test_skills_quarantine_approve_and_versions(stores: Stores) -> None:
         assert str(button.label) == "Restore" and button.variant == "primary"
         await pilot.press("y")
         await settle(pilot)
-        assert "drop_duplicates()" in stores.skills.get("csv-cleanup").body  # type: ignore[union-attr]
+        assert "drop_duplicates()" in stores.skills.get("csv-cleanup").body
 
     run(app, scenario)
 

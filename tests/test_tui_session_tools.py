@@ -19,7 +19,18 @@ from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.session_tools import code_blocks
 from hermes_tui.tui.setup_screen import SetupScreen
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
-from tests.tui_harness import conversation, help_card, notices, run, send, send_and_wait, server, text_of, type_bytes, wait_for
+from tests.tui_harness import (
+    conversation,
+    help_card,
+    notices,
+    run,
+    send,
+    send_and_wait,
+    server,
+    text_of,
+    type_bytes,
+    wait_for,
+)
 
 __all__ = ["server"]
 ANSWER = "Two snippets:\n\n```python\nprint('one')\n```\n\nand\n\n```bash\necho two\n```\n"
@@ -88,7 +99,7 @@ def test_cost_per_model_survives_resume(server: FakeLLMServer) -> None:
 
 
 def test_copy_falls_back_to_a_private_file(server: FakeLLMServer, hermes_home: Path,
-                                           monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                           monkeypatch) -> None:
     monkeypatch.setenv("TERM_PROGRAM", "Apple_Terminal")  # no OSC 52 there
     server.queue(Reply(text=ANSWER))
 
@@ -108,7 +119,7 @@ def test_copy_falls_back_to_a_private_file(server: FakeLLMServer, hermes_home: P
 
 
 def test_copy_uses_osc52_where_the_terminal_takes_it(server: FakeLLMServer, hermes_home: Path,
-                                                     monkeypatch) -> None:  # type: ignore[no-untyped-def]
+                                                     monkeypatch) -> None:
     monkeypatch.setenv("TERM_PROGRAM", "WezTerm")
     monkeypatch.delenv("TMUX", raising=False)
     server.queue(Reply(text=ANSWER))
@@ -155,7 +166,6 @@ def test_export_marks_cancelled_and_undone_turns_and_keeps_answer_headings_below
         await wait_for(pilot, lambda: not app.chat.busy)
         await send_and_wait(app, pilot, "regret this")
         await send(app, pilot, "/undo")
-        session = app.session.session_id
         app.chat.prompt.load("")
         await send(app, pilot, "/export notes/session.md")
         text = (workspace / "notes" / "session.md").read_text()
@@ -223,7 +233,7 @@ def test_forget_asks_then_deletes_the_session(server: FakeLLMServer, hermes_home
         await send(app, pilot, "/sessions")
         table = app.query_one("#sessions-table", DataTable)
         await wait_for(pilot, lambda: table.row_count == 1)
-        assert [str(c.label) for c in table.columns.values()][0] == "Id"
+        assert str(next(iter(table.columns.values())).label) == "Id"
         assert str(table.get_row_at(0)[0]).strip() == str(old)
         await pilot.press("x")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))

@@ -80,7 +80,7 @@ def test_page_keys_scroll_the_preview_and_the_diff_to_the_bottom(server: FakeLLM
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         pane = await open_skills(app, pilot)
         view = pane.query_one("#skills-preview", VerticalScroll)
-        assert pane.selected.name == "long-procedure"  # type: ignore[union-attr]
+        assert pane.selected.name == "long-procedure"
         await wait_for(pilot, lambda: view.max_scroll_y > 0)
         assert not shown_in_preview(app, "Step number 60 of")
         for _ in range(40):  # from the filter box, which keeps the focus (letters still filter)
@@ -175,7 +175,7 @@ def test_f7_pressed_while_the_skills_pane_loads_is_kept(server: FakeLLMServer, h
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await wait_for(pilot, lambda: app.stores.opened)
-        with app.skills._lock:  # noqa: SLF001 - the list stays loading (a big library's first index)
+        with app.skills._lock:  # the list stays loading (a big library's first index)
             type_bytes(app, F3)
             await wait_for(pilot, lambda: app.query(SkillsPane)
                            and app.focused is pane_of(app).query_one("#skills-filter", Input))

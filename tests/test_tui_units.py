@@ -99,8 +99,8 @@ def test_text_deltas_are_coalesced_in_order() -> None:
 
 
 def test_estimates_and_an_assumed_window_are_marked() -> None:
-    from hermes_tui.tui.session_tools import cost_markdown, window_line
     from hermes_tui.memory.usage import ModelUsage, totals
+    from hermes_tui.tui.session_tools import cost_markdown, window_line
 
     assert usage_text(300, 10, None, (829, 8192), estimated=True, assumed=True) == \
         "~300 in · ~10 out · cost — · context ~10% of an assumed 8,192"

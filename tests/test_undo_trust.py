@@ -7,10 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from hermes_tui.agent.checkpoints import CheckpointStore, TurnCheckpoints, describe_plan
-from hermes_tui.events import FilesChanged, Notice
+from hermes_tui.events import Notice
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import cli

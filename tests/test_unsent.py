@@ -13,17 +13,17 @@ from hermes_tui.tui.app import HermesApp
 from tests.engine_harness import make_loop, stores
 from tests.fakes.server import FakeLLMServer, Fault, Reply
 from tests.tui_harness import notices, run, send, server, wait_for
-from tests.web_harness import PASSWORD, app, chat, llm, login, make_app, ndjson, types, web_env  # noqa: F401
+from tests.web_harness import PASSWORD, app, chat, llm, login, make_app, ndjson, types, web_env
 
-__all__ = ["app", "llm", "make_app", "server", "stores", "web_env", "PASSWORD"]
+__all__ = ["PASSWORD", "app", "llm", "make_app", "server", "stores", "web_env"]
 FAIL = (Fault(500), Fault(500), Fault(500))  # every retry
 
 
 def sent_texts(request: object) -> str:
-    return "\n".join(str(m) for m in request.messages)  # type: ignore[attr-defined]
+    return "\n".join(str(m) for m in request.messages)
 
 
-def test_a_failed_message_is_not_resent_nor_compacted(stores, fake_llm_env: FakeLLMServer) -> None:  # noqa: F811
+def test_a_failed_message_is_not_resent_nor_compacted(stores, fake_llm_env: FakeLLMServer) -> None:
     loop = make_loop(stores)
     fake_llm_env.queue(*FAIL)
     events = list(loop.run_turn("boom now"))
@@ -42,7 +42,7 @@ def test_a_failed_message_is_not_resent_nor_compacted(stores, fake_llm_env: Fake
     assert "boom now" in [m.content for m in memory.get_messages(loop.session_id)]  # memory keeps it
 
 
-def test_a_turn_that_answered_before_failing_keeps_its_message(stores, fake_llm_env: FakeLLMServer) -> None:  # noqa: F811
+def test_a_turn_that_answered_before_failing_keeps_its_message(stores, fake_llm_env: FakeLLMServer) -> None:
     loop = make_loop(stores)
     fake_llm_env.queue(Reply(text="partial partial partial partial", chunk_size=4, cut_after=4))
     events = list(loop.run_turn("tell me"))
@@ -52,7 +52,7 @@ def test_a_turn_that_answered_before_failing_keeps_its_message(stores, fake_llm_
     assert "tell me" in sent_texts(fake_llm_env.requests[-1])
 
 
-def test_the_tui_gives_a_failed_message_back_to_the_prompt(server: FakeLLMServer) -> None:  # noqa: F811
+def test_the_tui_gives_a_failed_message_back_to_the_prompt(server: FakeLLMServer) -> None:
     server.queue(*FAIL, Reply(text="second try worked"))
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
@@ -70,7 +70,7 @@ def test_the_tui_gives_a_failed_message_back_to_the_prompt(server: FakeLLMServer
     run(scenario)
 
 
-def test_the_web_offers_a_failed_message_back(app, llm: FakeLLMServer) -> None:  # noqa: F811
+def test_the_web_offers_a_failed_message_back(app, llm: FakeLLMServer) -> None:
     client = app.test_client()
     token = login(client)
     llm.queue(*FAIL, Reply(text="answered"))
@@ -81,7 +81,7 @@ def test_the_web_offers_a_failed_message_back(app, llm: FakeLLMServer) -> None: 
     assert "something else" in sent and "boom now" not in sent
 
 
-def test_the_web_starts_a_new_session_when_its_own_was_forgotten_elsewhere(app, llm: FakeLLMServer,  # noqa: F811
+def test_the_web_starts_a_new_session_when_its_own_was_forgotten_elsewhere(app, llm: FakeLLMServer,
                                                                           hermes_home: Path) -> None:
     """The TUI's /forget deleted the web's live session: every message then failed with
     "KeyError: 'no session 14'" until "New session". Now the next message starts one, and says so."""

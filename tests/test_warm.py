@@ -140,7 +140,7 @@ def test_a_helper_killed_mid_turn_costs_one_line_and_loses_nothing(env: FakeLLMS
     assert run.stdout is not None
     shown = run.stdout.read(30)  # the answer is streaming
     os.kill(running[0], signal.SIGKILL)
-    rest, err = run.communicate(timeout=120)
+    _rest, err = run.communicate(timeout=120)
     assert run.returncode == 1
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 2 and "stopped unexpectedly" in lines[0] and "(they are kept)" in lines[0], err

@@ -337,7 +337,7 @@ def test_allowed_hosts_replace_the_default_and_are_never_read_from_dot_env(
         assert _host_status(listed, host) == 400, host
 
     monkeypatch.setenv("HERMES_WEB_ALLOWED_HOSTS", "*")
-    with pytest.raises(ConfigError, match="^HERMES_WEB_ALLOWED_HOSTS has '\\*'"):
+    with pytest.raises(ConfigError, match=r"^HERMES_WEB_ALLOWED_HOSTS has '\*'"):
         Config.load()
 
 
@@ -783,16 +783,16 @@ def test_snippets_are_escaped_and_only_balanced_markers_become_marks() -> None:
 
 
 def test_create_app_fails_closed(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ConfigError, match="^FLASK_SECRET_KEY is not set"):
+    with pytest.raises(ConfigError, match=r"^FLASK_SECRET_KEY is not set"):
         create_app(Config.load())
     monkeypatch.setenv("FLASK_SECRET_KEY", "short")
-    with pytest.raises(ConfigError, match="^FLASK_SECRET_KEY is too weak: it is shorter than 32"):
+    with pytest.raises(ConfigError, match=r"^FLASK_SECRET_KEY is too weak: it is shorter than 32"):
         create_app(Config.load())
     monkeypatch.setenv("FLASK_SECRET_KEY", SECRET)
-    with pytest.raises(ConfigError, match="^HERMES_WEB_PASSWORD is not set"):
+    with pytest.raises(ConfigError, match=r"^HERMES_WEB_PASSWORD is not set"):
         create_app(Config.load())
     monkeypatch.setenv("HERMES_WEB_ALLOW_NO_AUTH", "true")
-    with pytest.raises(ConfigError, match="^HERMES_WEB_ALLOWED_HOSTS is not set: without a password"):
+    with pytest.raises(ConfigError, match=r"^HERMES_WEB_ALLOWED_HOSTS is not set: without a password"):
         create_app(Config.load())
     monkeypatch.setenv("HERMES_WEB_ALLOWED_HOSTS", "localhost")
     app = create_app(Config.load())
@@ -1052,7 +1052,7 @@ def _served_login(served: Served) -> tuple[str, str]:
 def test_slow_clients_do_not_starve_the_login_page(served: Served) -> None:
     held = hold_slow_clients(served.port, 64)
     try:
-        for round_ in range(5):
+        for _round in range(5):
             for sock in held[::2]:  # keep trickling: each slow client stays alive
                 sock.sendall(b"x")
             page = served.request("GET", "/login", timeout=1.0)  # a bounded wait, not a measurement

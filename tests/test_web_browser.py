@@ -328,7 +328,7 @@ def _assert_nothing_loads_or_runs(page: Page) -> None:
 
 
 def test_an_edit_shows_its_diff(page: tuple[Page, Watch], server: Server) -> None:
-    page, watch = page
+    page, _watch = page
     log_in(page, server)
     send(page, "please fix the todo list")
     expect(page.locator(".msg.assistant .rendered").last).to_have_text("Fixed.")
@@ -500,7 +500,7 @@ def test_a_message_sent_while_a_new_session_opens_is_sent_there_and_stays_on_scr
     log_in(page, server)
     held: list = []  # the switch's request, answered when the test says so (a slow network)
 
-    def hold_the_switch(route) -> None:  # noqa: ANN001 - playwright's Route
+    def hold_the_switch(route) -> None:  # playwright's Route
         if route.request.method == "POST":
             held.append(route)
         else:

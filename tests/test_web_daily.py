@@ -13,7 +13,7 @@ from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.web_harness import app, assert_inert, chat, llm, login, make_app, ndjson, web_env  # noqa: F401 - fixtures
 
 
-def test_a_slash_word_is_refused_with_one_line_and_never_sent(app: Flask, llm: FakeLLMServer) -> None:  # noqa: F811
+def test_a_slash_word_is_refused_with_one_line_and_never_sent(app: Flask, llm: FakeLLMServer) -> None:
     client = app.test_client()
     token = login(client)
     unknown = chat(client, token, "/frobnicate the widgets")
@@ -31,7 +31,7 @@ def test_a_slash_word_is_refused_with_one_line_and_never_sent(app: Flask, llm: F
     assert not any("frobnicate" in text or text == "/help" for text in sent)
 
 
-def test_tool_calls_carry_the_argument_their_header_shows(app: Flask, llm: FakeLLMServer) -> None:  # noqa: F811
+def test_tool_calls_carry_the_argument_their_header_shows(app: Flask, llm: FakeLLMServer) -> None:
     client = app.test_client()
     token = login(client)
     llm.queue(Reply(tool_calls=[ToolCall("read_file", {"path": "<b>notes</b>.txt"}), ToolCall("glob", {"pattern": "**/*.py"})]),
@@ -45,7 +45,7 @@ def test_tool_calls_carry_the_argument_their_header_shows(app: Flask, llm: FakeL
 
 
 def test_resume_makes_a_stored_session_this_browsers_conversation(
-    app: Flask, make_app: object, llm: FakeLLMServer  # noqa: F811
+    app: Flask, make_app: object, llm: FakeLLMServer
 ) -> None:
     memory = app.extensions[EXTENSION].state.memory
     stored = memory.new_session(source="tui")

@@ -53,8 +53,8 @@ def run(scenario: Scenario, *, size: tuple[int, int] = SIZE, **build: Any) -> He
         asyncio.run(main())
     finally:
         app.memory.close()
-        if app._mcp is not None:  # noqa: SLF001 - started after the first frame, if at all
-            app._mcp.close()  # noqa: SLF001
+        if app._mcp is not None:  # started after the first frame, if at all
+            app._mcp.close()
     return app
 
 
@@ -124,7 +124,7 @@ async def help_screen(app: HermesApp, pilot: Pilot) -> HelpText:
 
 def text_of(widget: object) -> str:
     """The plain text a Static shows."""
-    rendered = widget.render()  # type: ignore[attr-defined]
+    rendered = widget.render()
     return getattr(rendered, "plain", str(rendered))
 
 
@@ -151,7 +151,7 @@ def rendered_text(markdown: object) -> str:
     """What a Markdown widget shows, block by block."""
     from textual.widgets._markdown import MarkdownBlock
 
-    return "\n".join(block._content.plain for block in markdown.query(MarkdownBlock)  # type: ignore[attr-defined]
+    return "\n".join(block._content.plain for block in markdown.query(MarkdownBlock)
                      if getattr(block, "_content", None) is not None)
 
 
@@ -159,7 +159,7 @@ def type_bytes(app: HermesApp, data: str) -> None:
     """Deliver raw terminal bytes to the app the way its driver does, with no pause between keys."""
     for event in keys_from_bytes(data):
         event.set_sender(app)
-        app._driver.send_message(event)  # type: ignore[union-attr]
+        app._driver.send_message(event)
 
 
 def run_with_clock(scenario: Callable[[HermesApp, Pilot, list[float]], Awaitable[None]]) -> None:
@@ -180,7 +180,7 @@ def run_with_clock(scenario: Callable[[HermesApp, Pilot, list[float]], Awaitable
 async def dialog(app: HermesApp, pilot: Pilot) -> ApprovalScreen:
     await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
     await pilot.pause()
-    return app.screen  # type: ignore[return-value]
+    return app.screen
 
 
 def screen_rows(app: HermesApp) -> list[str]:

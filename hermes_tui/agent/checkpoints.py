@@ -15,6 +15,7 @@ is itself recorded, so it can be undone the same way.
 
 from __future__ import annotations
 
+import builtins
 import fcntl
 import hashlib
 import json
@@ -134,7 +135,7 @@ class CheckpointStore:
             return check_not_secret(self.workspace / path, home=self.home)
         return secret_name(tuple(path.split("/")))
 
-    def _protected_inside(self) -> list[str]:
+    def _protected_inside(self) -> builtins.list[str]:
         """HERMES_HOME or the log folder, when inside the workspace, as anchored ignore lines."""
         lines = []
         for folder in protected_folders(self.home):
@@ -156,7 +157,7 @@ class CheckpointStore:
 
     # -- records
 
-    def list(self) -> list[Checkpoint]:
+    def list(self) -> builtins.list[Checkpoint]:
         """Every checkpoint that changed files (or has not ended yet), oldest first."""
         return [c for c in self._read() if c.files or not c.finished]
 
@@ -167,7 +168,7 @@ class CheckpointStore:
         """The checkpoint of the turn that began with this user message, if it changed files."""
         return next((c for c in self.list() if c.session_id == session_id and c.message_id == message_id), None)
 
-    def _read(self) -> list[Checkpoint]:
+    def _read(self) -> builtins.list[Checkpoint]:
         try:
             lines = self._records.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
@@ -237,14 +238,14 @@ class CheckpointStore:
         ends = [c.after or (covered[i + 1].before if i + 1 < len(covered) else current)
                 for i, c in enumerate(covered)]
         touched: set[str] = set()
-        for checkpoint, end in zip(covered, ends):
+        for checkpoint, end in zip(covered, ends, strict=True):
             touched.update(c.path for c in (checkpoint.files or repo.changes(checkpoint.before, end)))
         actions = repo.changes(current, target.before, touched)
         ignored_then = self._ignored_then(target.before, current, actions)
         actions = [a for a in actions if a.path not in ignored_then]
         wanted = {a.path for a in actions}
         outside: set[str] = set()  # changed between checkpoints, or since the last one
-        for end, following in zip(ends, [c.before for c in covered[1:]] + [current]):
+        for end, following in zip(ends, [c.before for c in covered[1:]] + [current], strict=True):
             outside.update(c.path for c in repo.changes(end, following, wanted))
         return RestorePlan(target, tuple(covered), current, tuple(actions), frozenset(outside),
                            tuple(sorted(ignored_then)))

@@ -157,7 +157,8 @@ def _apply_one(text: str, old: str, new: str, every: bool) -> tuple[str, int, st
 
 
 def _places(text: str, needle: str) -> str:
-    lines, start = [], 0
+    lines: list[str] = []
+    start = 0
     while len(lines) < SHOWN_PLACES and (index := text.find(needle, start)) >= 0:
         lines.append(str(text.count("\n", 0, index) + 1))
         start = index + 1
@@ -208,7 +209,7 @@ def _lead(line: str) -> str:
 
 def _reindented(new_lines: list[str], old_lines: list[str], file_lines: list[str]) -> list[str]:
     """``new_lines`` with each indentation ``old`` used replaced by the file's at the same line."""
-    mapping = {_lead(o): _lead(f) for o, f in zip(old_lines, file_lines) if o.strip()}
+    mapping = {_lead(o): _lead(f) for o, f in zip(old_lines, file_lines, strict=False) if o.strip()}
     if all(o == f for o, f in mapping.items()):
         return new_lines
     prefixes = sorted(mapping, key=len, reverse=True)

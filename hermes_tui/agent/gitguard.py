@@ -186,7 +186,7 @@ def _values(config: str, keys: list[str]) -> list[tuple[str, str]]:
 
 
 def _section(key: str) -> str:
-    section, _, rest = key.rpartition(".")
+    section = key.rpartition(".")[0]
     head, dot, sub = section.partition(".")
     return f'{head} "{sub}"' if dot else head
 

@@ -232,7 +232,7 @@ class AgentLoop:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _call_model(self, texts: list[str]) -> Iterator[Event]:
+    def _call_model(self, texts: list[str]) -> Generator[Event, None, StreamResult]:
         """Stream one model call; store the assistant message; return the ``StreamResult``.
 
         The request is counted first and compacted when it reaches the threshold. The answer is
@@ -273,7 +273,7 @@ class AgentLoop:
                       context_assumed=self.context.assumed)
         return result
 
-    def _compact(self, focus: str | None = None, manual: bool = False) -> Iterator[Event]:
+    def _compact(self, focus: str | None = None, manual: bool = False) -> Generator[Event, None, bool]:
         """Compact what is sent; store the state so a resumed session sends the same; True if done."""
         fixed = self._fixed_tokens(self.tools.specs())
         done = self.context.compact(self.history, fixed, focus=focus, manual=manual)

@@ -11,13 +11,13 @@ from hermes_tui.agent.toolkit import STR, Tool, ToolContext, ToolResult, schema
 from hermes_tui.memory.facts import MAX_CHARS, FactError
 
 
-def memory(ctx: ToolContext, action: str, text: str = "", scope: str = "user", id: str = "") -> ToolResult:  # noqa: A002
+def memory(ctx: ToolContext, action: str, text: str = "", scope: str = "user", id: str = "") -> ToolResult:
     facts = ctx.facts
     if facts is None:
         return ToolResult(False, "memory: curated memory is not available here")
     try:
         if action == "save":
-            saved = facts.save(scope, text, session_id=ctx.session_id, message_id=ctx.message_id)  # type: ignore[arg-type]
+            saved = facts.save(scope, text, session_id=ctx.session_id, message_id=ctx.message_id)  # type: ignore[arg-type]  # save() refuses a scope that is not one, in one line
         elif action == "replace":
             saved = facts.replace(id, text, session_id=ctx.session_id, message_id=ctx.message_id)
         elif action == "remove":

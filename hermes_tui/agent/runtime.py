@@ -173,7 +173,7 @@ class RunningTurn:
         try:
             for event in self._events:
                 self._deliver(event)
-        except Exception as exc:  # noqa: BLE001 - the surface gets one line; the log the details
+        except Exception as exc:  # the surface gets one line; the log the details
             log.exception("%s failed", self._name)
             if not self.finished.is_set():
                 detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
@@ -213,4 +213,4 @@ class EventQueue:
 
     def get(self, timeout: float) -> Event | None:
         item = self._queue.get(timeout=timeout)
-        return None if item is self._END else item  # type: ignore[return-value]
+        return None if item is self._END else item  # type: ignore[return-value]  # the queue holds Events and the _END marker

@@ -218,7 +218,7 @@ class ShadowRepo:
         fields = out.split(b"\0")
         wanted = None if paths is None else set(paths)
         found = []
-        for status, raw in zip(fields[0::2], fields[1::2]):
+        for status, raw in zip(fields[0::2], fields[1::2], strict=False):
             path = os.fsdecode(raw)
             if status and (wanted is None or path in wanted):
                 found.append(Change(path, _STATUS.get(status.decode()[:1], "modified")))

@@ -146,9 +146,9 @@ def check_arguments(parameters: dict[str, Any], args: dict[str, Any]) -> str | N
         kind = spec["type"]
         if kind == "string" and not isinstance(value, str):
             return f"{key!r} must be a string"
-        if kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
-            if not (isinstance(value, float) and value.is_integer()):
-                return f"{key!r} must be an integer"
+        if (kind == "integer" and (isinstance(value, bool) or not isinstance(value, int))
+                and not (isinstance(value, float) and value.is_integer())):
+            return f"{key!r} must be an integer"
         if kind == "boolean" and not isinstance(value, bool):
             return f"{key!r} must be true or false"
         if kind == "array" and spec["items"]["type"] == "object":

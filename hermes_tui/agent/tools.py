@@ -59,8 +59,17 @@ True allows the call; False denies it; a string denies it and is the reason the 
 
 LIST_CAP = 500  # entries list_dir returns
 
-__all__ = ["OUTPUT_CAP", "READ_CAP", "TOOLS", "APPROVAL_TOOLS", "Approver", "ToolRegistry", "ToolResult",
-           "approval_spec", "summary_argument"]
+__all__ = [
+    "APPROVAL_TOOLS",
+    "OUTPUT_CAP",
+    "READ_CAP",
+    "TOOLS",
+    "Approver",
+    "ToolRegistry",
+    "ToolResult",
+    "approval_spec",
+    "summary_argument",
+]
 
 
 # -- handlers: run(ctx, **arguments) -> ToolResult ---------------------------------------------

@@ -233,7 +233,7 @@ def propose_memories(llm: Completer, transcript: Sequence[ChatMessage], facts: F
             if fact_id:
                 saved.append(facts.replace(fact_id.lower(), text, session_id=session_id, by="curator"))
             else:
-                saved.append(facts.save(scope.lower(), text, session_id=session_id, by="curator"))  # type: ignore[arg-type]
+                saved.append(facts.save(scope.lower(), text, session_id=session_id, by="curator"))  # type: ignore[arg-type]  # the pattern lets only USER or PROJECT through
         except FactError as exc:
             log.info("memory curator: not kept (%s): %r", exc, text[:120])
     return saved

@@ -48,7 +48,7 @@ class Outcome(enum.Enum):
 def mark(store: MemoryStore, session_id: int, *, told: bool = False) -> None:
     """Mark ``session_id`` pending (no change if it is already). ``told``: nobody needs telling
     (a one-shot session, or one handed to the helper)."""
-    with store._write() as conn:  # noqa: SLF001 - one small table of the store's own file
+    with store._write() as conn:  # one small table of the store's own file
         conn.execute("INSERT OR IGNORE INTO pending_summaries (session_id, since, told) VALUES (?, ?, ?)",
                      (session_id, time.time(), int(told)))
 
@@ -56,7 +56,7 @@ def mark(store: MemoryStore, session_id: int, *, told: bool = False) -> None:
 def pending(store: MemoryStore, *, exclude: Iterable[int] = ()) -> list[int]:
     """Pending sessions, oldest first."""
     skip = set(exclude)
-    with store._read() as conn:  # noqa: SLF001
+    with store._read() as conn:
         rows = conn.execute("SELECT session_id FROM pending_summaries ORDER BY since, session_id").fetchall()
     return [r[0] for r in rows if r[0] not in skip]
 
@@ -64,7 +64,7 @@ def pending(store: MemoryStore, *, exclude: Iterable[int] = ()) -> list[int]:
 def finish(store: MemoryStore, session_id: int, summary: str | None, title: str | None = None) -> None:
     """Store ``summary`` (when there is one) and unmark the session, in one transaction; ``title``
     names the session unless it has a title already."""
-    with store._write() as conn:  # noqa: SLF001
+    with store._write() as conn:
         if summary:
             conn.execute(  # the index columns as the store fills them (store.INDEX_COLUMN)
                 f"UPDATE sessions SET summary = ?1, index_summary = {INDEX_COLUMN}(?1),"
@@ -75,7 +75,7 @@ def finish(store: MemoryStore, session_id: int, summary: str | None, title: str 
 
 def tell(store: MemoryStore) -> str | None:
     """The line telling the user about pending summaries they were not told about yet, once."""
-    with store._write() as conn:  # noqa: SLF001
+    with store._write() as conn:
         ids = [r[0] for r in conn.execute(
             "SELECT session_id FROM pending_summaries WHERE told = 0 ORDER BY session_id").fetchall()]
         conn.execute("UPDATE pending_summaries SET told = 1 WHERE told = 0")
@@ -189,7 +189,7 @@ class Writer:
                         break
                 if self._stop.is_set():
                     return
-        except Exception:  # noqa: BLE001 - a closed or damaged store: the next start tries again
+        except Exception:  # a closed or damaged store: the next start tries again
             log.warning("pending summaries: stopped", exc_info=True)
         finally:
             self.done.set()

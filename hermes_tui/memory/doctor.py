@@ -140,7 +140,7 @@ def _copy(source: sqlite3.Connection, store: MemoryStore, progress: Progress) ->
     # Sessions before messages (foreign keys), the store's own tables before others'.
     order = sorted(names, key=lambda n: (n != "sessions", n != "messages", n))
     counts: dict[str, int] = {}
-    with store._write() as target:  # noqa: SLF001 - one transaction for the whole rebuild
+    with store._write() as target:  # one transaction for the whole rebuild
         target.execute("PRAGMA defer_foreign_keys = ON")
         existing = {r[0] for r in target.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         for name, sql in schema:

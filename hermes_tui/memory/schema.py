@@ -76,7 +76,7 @@ _FTS_SCHEMA = (
 
 def _v1_core(db: Database) -> None:
     """Sessions, messages, and the FTS5 index that triggers keep in step with ``messages``."""
-    db["sessions"].create(
+    db.table("sessions").create(
         {
             "id": int,
             "source": str,
@@ -88,8 +88,8 @@ def _v1_core(db: Database) -> None:
         pk="id",
         not_null={"source", "started", "last_activity"},
     )
-    db["sessions"].create_index(["last_activity"])
-    db["messages"].create(
+    db.table("sessions").create_index(["last_activity"])
+    db.table("messages").create(
         {
             "id": int,
             "session_id": int,
@@ -104,7 +104,7 @@ def _v1_core(db: Database) -> None:
         not_null={"session_id", "role", "created"},
         foreign_keys=[("session_id", "sessions", "id")],
     )
-    db["messages"].create_index(["session_id", "id"])
+    db.table("messages").create_index(["session_id", "id"])
     for sql in _FTS_SCHEMA:
         db.execute(sql)
 
@@ -243,13 +243,13 @@ def _v5_compactions(db: Database) -> None:
     up to ``through_id`` are replaced by ``summary`` when the session is sent to the model,
     and that tool results up to ``trim_through_id`` are sent trimmed.
     """
-    db["compactions"].create(
+    db.table("compactions").create(
         {"id": int, "session_id": int, "through_id": int, "trim_through_id": int, "summary": str, "created": float},
         pk="id",
         not_null={"session_id", "through_id", "summary", "created"},
         foreign_keys=[("session_id", "sessions", "id")],
     )
-    db["compactions"].create_index(["session_id", "id"])
+    db.table("compactions").create_index(["session_id", "id"])
 
 
 def _v6_frequent_top(db: Database) -> None:
@@ -348,7 +348,7 @@ def _v7_tool_arguments(db: Database) -> None:
 def _v8_pending_summaries(db: Database) -> None:
     """Sessions whose summary is still to be written (learning/pending.py); ``told``: the user
     was told once that it is pending."""
-    db["pending_summaries"].create(
+    db.table("pending_summaries").create(
         {"session_id": int, "since": float, "told": int},
         pk="session_id",
         not_null={"since", "told"},
@@ -359,14 +359,14 @@ def _v8_pending_summaries(db: Database) -> None:
 def _v9_session_workspace(db: Database) -> None:
     """The workspace folder each session ran in, so ``-c`` and the TUI's start can find the last
     session of this folder. Sessions stored before this step have none (NULL)."""
-    db["sessions"].add_column("workspace", str)
-    db["sessions"].create_index(["workspace", "last_activity"])
+    db.table("sessions").add_column("workspace", str)
+    db.table("sessions").create_index(["workspace", "last_activity"])
 
 
 def _v10_turn_outcomes(db: Database) -> None:
     """How a turn ended when it did not end with an answer ("cancelled", "error"), keyed by the
     user's message: an export or a resumed view can say so. Rows go with their message."""
-    db["turn_outcomes"].create(
+    db.table("turn_outcomes").create(
         {"message_id": int, "outcome": str},
         pk="message_id",
         not_null={"outcome"},

@@ -71,7 +71,8 @@ class Scope:
 
     def join(self) -> tuple[str, tuple[Any, ...]]:
         """SQL (joined to ``messages m``) and arguments for the session and role filters."""
-        sql, args = "", ()
+        sql = ""
+        args: tuple[Any, ...] = ()
         if self.session_id is not None:
             sql, args = " AND m.session_id = ?", (self.session_id,)
         if self.roles:

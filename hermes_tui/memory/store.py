@@ -182,7 +182,7 @@ class MemoryStore:
                 f" VALUES (?1, ?2, ?3, ?4, ?5, {INDEX_COLUMN}(?2))",
                 (source, title, now, now, workspace),
             )
-            return int(cur.lastrowid)
+            return _new_id(cur)
 
     def set_summary(self, session_id: int, text: str | None) -> None:
         self._update_session(session_id, "summary", text)
@@ -249,7 +249,7 @@ class MemoryStore:
         )
         with self._write() as conn:
             _touch_session(conn, session_id, row[records.CREATED])
-            return int(conn.execute(records.INSERT_MESSAGE_SQL, row).lastrowid)
+            return _new_id(conn.execute(records.INSERT_MESSAGE_SQL, row))
 
     def bulk_add_messages(self, session_id: int, rows: Iterable[Mapping[str, Any]]) -> int:
         """Append many messages in one transaction (imports, benchmarks); returns how many.
@@ -299,7 +299,7 @@ class MemoryStore:
                 " VALUES (?, ?, ?, ?, ?)",
                 (session_id, through_id, trim_through_id, summary, time.time()),
             )
-            return int(cur.lastrowid)
+            return _new_id(cur)
 
     def latest_compaction(self, session_id: int) -> Compaction | None:
         """The newest compaction of a session (the one a resumed session sends), or None."""
@@ -451,3 +451,9 @@ def _touch_session(conn: sqlite3.Connection, session_id: int, when: float) -> No
     )
     if cur.rowcount == 0:
         raise KeyError(f"no session {session_id}")
+
+
+def _new_id(cur: sqlite3.Cursor) -> int:
+    """The rowid the INSERT on ``cur`` made (typed optional: it is None only before any insert)."""
+    assert cur.lastrowid is not None
+    return cur.lastrowid

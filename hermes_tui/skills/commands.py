@@ -6,8 +6,8 @@ Each command returns the lines to print; names, descriptions and bodies come fro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime, timezone
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 
 from hermes_tui.skills.lifecycle import SkillState
 from hermes_tui.skills.manager import SkillManager, SkillNotFoundError
@@ -16,17 +16,21 @@ from hermes_tui.textsafe import printable
 
 SHOWN_BODY = 4000  # characters of instructions `show` prints
 
+# Where a quarantined skill is reviewed: (name, subject) -> one sentence. The surface supplies it,
+# since the keys live in the TUI's action table and this core module must not import the TUI.
+Review = Callable[[str, str], str]
 
-def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, object]) -> list[str]:
+
+def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, object], review: Review) -> list[str]:
     """Run one command; raises ``SkillError`` (one readable line) when it cannot."""
     name = str(args.get("name") or "")
     if command == "import":
         from hermes_tui.skills.importer import import_library
 
-        report = import_library(args["folder"], skills, skills.progress)  # type: ignore[arg-type]
-        lines = report.lines() + [quarantined_line(name, reason) for name, reason in report.quarantined]
+        report = import_library(args["folder"], skills, skills.progress)  # type: ignore[arg-type]  # argparse gives the folder as a str
+        lines = report.lines() + [quarantined_line(name, reason, review) for name, reason in report.quarantined]
     elif command == "list":
-        lines = list_lines(skills)
+        lines = list_lines(skills, review)
     elif command == "show":
         lines = show_lines(skills, name)
     elif command == "archive":
@@ -43,20 +47,10 @@ def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, obj
     return [printable(line) for line in lines]
 
 
-def quarantined_line(name: str, reason: str) -> str:
+def quarantined_line(name: str, reason: str, review: Review) -> str:
     """One imported skill the guard held back, and where to review it."""
     return (f"  quarantined {name}: the skill guard flagged it ({reason}); it is not offered to the model "
-            f"until you approve it. {_review(name)}")
-
-
-def _review(name: str, subject: str = "it") -> str:
-    """Where a quarantined skill is approved or deleted (keys from the action table)."""
-    from hermes_tui.tui import actions, panes
-
-    pane = panes.BY_NAME["skills"].keys[0].upper()
-    keys = {a.action: a.key_text for a in actions.in_scope("skills")}
-    return (f"Review {subject} in the TUI's Skills pane ({pane}, under “Held back”: {keys['approve']} "
-            f"approves, {keys['delete']} deletes) or with `hermes-tui skills show {name}`")
+            f"until you approve it. {review(name, 'it')}")
 
 
 def quarantined_lines(skill: Skill) -> list[str]:
@@ -66,7 +60,7 @@ def quarantined_lines(skill: Skill) -> list[str]:
             _shown_body(skill.body)]
 
 
-def list_lines(skills: SkillManager) -> list[str]:
+def list_lines(skills: SkillManager, review: Review) -> list[str]:
     """The library's table, then what it holds back (as the Skills pane lists it below its skills)."""
     skills.age()
     states = skills.states()
@@ -87,9 +81,9 @@ def list_lines(skills: SkillManager) -> list[str]:
             lines.append(f"  {item.name or item.path} ({why}): {item.reason}")
         quarantined = [item.name for item in held if item.quarantined and item.name]
         if len(quarantined) == 1:
-            lines.append(_review(quarantined[0]) + ".")
+            lines.append(review(quarantined[0], "it") + ".")
         elif quarantined:
-            lines.append(_review("NAME", "them") + ".")
+            lines.append(review("NAME", "them") + ".")
     return lines
 
 
@@ -101,7 +95,7 @@ def show_lines(skills: SkillManager, name: str) -> list[str]:
     if skill is not None and skill.quarantine:
         return quarantined_lines(skill)
     if state is None:
-        state = next(s for s in skills.states() if s.name == skill.name)  # type: ignore[union-attr]
+        state = next(s for s in skills.states() if s.name == skill.name)  # type: ignore[union-attr]  # skill and state are not both None (raised above)
     lines = [
         f"{state.name}: {state.state}" + (f" ({_notes(state)})" if _notes(state) else ""),
         f"path: {state.path}",
@@ -134,4 +128,4 @@ def _notes(state: SkillState) -> str:
 def _when(epoch: float) -> str:
     if not epoch:
         return "never"
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -80,7 +80,7 @@ def _plain(match: re.Match[str]) -> str:
     char = match.group()
     if unicodedata.category(char) in ("Cf", "Mn", "Me"):  # zero-width, soft hyphen, bidi, tags; combining marks
         return ""
-    return _CONFUSABLES.get(ord(char), char)  # type: ignore[return-value]
+    return _CONFUSABLES.get(ord(char), char)
 
 
 def normalise(text: str) -> str:
@@ -176,9 +176,9 @@ def _globs_a_secret(match: re.Match[str]) -> bool:
         tail = word.split("/")
         for depth in range(1, 3):
             pattern = "/".join(tail[-depth:]).lower()
-            if any(fnmatch.fnmatchcase(name, pattern) for name in _SECRET_NAMES if name.startswith(".") or depth == 1):
-                if pattern.strip("*?") or depth > 1:  # a lone * is not aimed at a secret
-                    return True
+            if (any(fnmatch.fnmatchcase(name, pattern) for name in _SECRET_NAMES if name.startswith(".") or depth == 1)
+                    and (pattern.strip("*?") or depth > 1)):  # a lone * is not aimed at a secret
+                return True
             if depth == 2 and any(fnmatch.fnmatchcase(f"{d}/{n}", pattern) for d, n in
                                   ((".ssh", "id_rsa"), (".aws", "credentials"), (".hermes", ".env"))):
                 return True

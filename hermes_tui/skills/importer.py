@@ -45,7 +45,7 @@ def import_library(source: Path, manager: SkillManager, progress: Progress = NO_
     source = Path(source)
     if not source.is_dir():
         raise SkillError(f"{source} is not a folder")
-    with manager._locked():  # noqa: SLF001 - one writer at a time, like every library change
+    with manager._locked():  # one writer at a time, like every library change
         manager.reload()
         found_all = list(walk(source))
         progress.start(f"Importing skills from {source.name}", len(found_all))

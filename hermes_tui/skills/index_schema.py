@@ -80,6 +80,12 @@ class Row:
     last_used: float
     sha: str
 
+    @property
+    def found_name(self) -> str:
+        """The name of a row looked up by name (only a skipped file's row has none)."""
+        assert self.name is not None, self.rel
+        return self.name
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -117,7 +123,7 @@ def row_of(values: tuple[object, ...]) -> Row:
     for i in (7, 8, 9):
         v[i] = json.loads(str(v[i]))
     v[13] = bool(v[13])
-    return Row(*v)  # type: ignore[arg-type]
+    return Row(*v)  # type: ignore[arg-type]  # the index's columns, in Row's field order
 
 
 def _rebuild_search(conn: sqlite3.Connection) -> None:

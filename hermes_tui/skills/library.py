@@ -24,7 +24,7 @@ from hermes_tui.skills import guard
 from hermes_tui.skills.files import MAX_FILE_BYTES, VERSIONS_DIR, archived_count, decode, read_bytes, read_text, sha
 from hermes_tui.skills.index import Entry, Row, SkillIndex
 from hermes_tui.skills.layout import Found, base_name, namespace, walk
-from hermes_tui.skills.lifecycle import Ages
+from hermes_tui.skills.lifecycle import DEFAULT_AGES, Ages
 from hermes_tui.skills.patch import patch_skill
 from hermes_tui.skills.schema import (
     SKILL_FILE,
@@ -43,7 +43,7 @@ from hermes_tui.skills.schema import (
 try:  # POSIX; elsewhere only the in-process lock applies
     import fcntl
 except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # no fcntl (Windows): no file lock
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class SkillGuardError(SkillError):
 class Library:
     """The skills under ``skills_dir`` and their index: finding rows, reading skills, writing files."""
 
-    def __init__(self, skills_dir: Path, index_path: Path | None = None, *, ages: Ages = Ages(),
+    def __init__(self, skills_dir: Path, index_path: Path | None = None, *, ages: Ages = DEFAULT_AGES,
                  clock: Clock = time.time, archive_dir: Path | None = None,
                  progress: Progress = NO_PROGRESS) -> None:
         self.skills_dir = Path(skills_dir)

@@ -34,6 +34,9 @@ class Ages:
         return now - max(self.archive_days, self.stale_days) * DAY
 
 
+DEFAULT_AGES = Ages()  # one shared default: Ages is frozen
+
+
 @dataclass(frozen=True)
 class SkillState:
     """One line of ``hermes-tui skills list``: where a skill is in its life and how it fared."""

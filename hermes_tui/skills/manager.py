@@ -28,6 +28,7 @@ this module is the public API (reading, lifecycle, writing). ``files.py`` reads 
 
 from __future__ import annotations
 
+import builtins
 import logging
 import shutil
 from collections.abc import Iterable
@@ -123,7 +124,7 @@ class SkillManager(VersionedLibrary):
             row = self._find(name)
             return self._full(row) if row is not None else None
 
-    def list(self, limit: int = -1, offset: int = 0) -> list[Skill]:
+    def list(self, limit: int = -1, offset: int = 0) -> builtins.list[Skill]:
         """Every usable skill (no body): most used first, then most recently updated, then by name."""
         with self._lock:
             self._refresh()
@@ -134,7 +135,7 @@ class SkillManager(VersionedLibrary):
             self._refresh()
             return self.index.count_usable()
 
-    def for_prompt(self, limit: int) -> list[Skill]:
+    def for_prompt(self, limit: int) -> builtins.list[Skill]:
         """The system-prompt index: most useful first, then most used, then the newest learned;
         stale skills are left out (and skills past the archive age are archived first)."""
         self.age()
@@ -143,7 +144,7 @@ class SkillManager(VersionedLibrary):
             now = self.clock()
             return [self._skill(r) for r in self.index.for_prompt(limit, now, self.ages.stale_before(now))]
 
-    def search(self, query: str, limit: int = 5, offset: int = 0) -> list[Skill]:
+    def search(self, query: str, limit: int = 5, offset: int = 0) -> builtins.list[Skill]:
         """Usable skills matching ``query``, best first (weighted bm25); [] when nothing matches."""
         if not isinstance(query, str) or limit <= 0:
             return []
@@ -157,7 +158,7 @@ class SkillManager(VersionedLibrary):
             self._refresh()
             return self.index.count_matches(clean_query(query))
 
-    def hint(self, query: str, limit: int = 3) -> list[Skill]:
+    def hint(self, query: str, limit: int = 3) -> builtins.list[Skill]:
         """Skills worth suggesting for this request: the search's best few, kept only when they match
         the request strongly on what a skill says it is for (its name, triggers or description)."""
         if not isinstance(query, str):
@@ -169,7 +170,7 @@ class SkillManager(VersionedLibrary):
             words = self.index.described_terms(query, [row.id for row in found])
             return [self._skill(row) for row in found if words[row.id] >= HINT_WORDS]
 
-    def held_back(self) -> list[HeldBack]:
+    def held_back(self) -> builtins.list[HeldBack]:
         """Quarantined skills and skipped files, each with its reason."""
         with self._lock:
             self._refresh()
@@ -192,14 +193,14 @@ class SkillManager(VersionedLibrary):
                     "the user can approve it in the Skills pane"
                 )
             self.index.record_use(row.rel, self.clock(), turn)
-            return self._full(self._require(row.name))
+            return self._full(self._require(row.found_name))
 
     def record_use(self, name: str) -> Skill:
         """Count one use (database only; the file is never written)."""
         with self._lock:
             row = self._require(name)
             self.index.record_use(row.rel, self.clock())
-            return self._skill(self._require(row.name))
+            return self._skill(self._require(row.found_name))
 
     # -- outcomes and lifecycle (lifecycle.py) -------------------------------------------------
 
@@ -222,7 +223,7 @@ class SkillManager(VersionedLibrary):
             self.index.pin(row.rel, pinned)
             return self._skill(row)
 
-    def age(self) -> list[str]:
+    def age(self) -> builtins.list[str]:
         """Archive the learned, unpinned skills untouched for ``ages.archive_days``; their names."""
         with self._lock:
             self._refresh()
@@ -265,14 +266,14 @@ class SkillManager(VersionedLibrary):
             log.info("restored skill %s from the archive", row.name)
             return self._skill(row)
 
-    def states(self) -> list[SkillState]:
+    def states(self) -> builtins.list[SkillState]:
         """Every skill in the library and in the archive, with its state, uses and outcomes."""
         with self._lock:
             self._refresh()
             now = self.clock()
             outcomes = self.index.outcomes()
             pinned = self.index.pinned()
-            found: list[SkillState] = []
+            found: builtins.list[SkillState] = []
 
             def record(name: str, state: str, rel: str, learned: bool, uses: int, last: float, path: Path) -> None:
                 counts = outcomes.get(rel, {})
@@ -369,18 +370,18 @@ class SkillManager(VersionedLibrary):
                 return Outcome("created", skill.name, skill.version)
             current = self._full(row)
             if unchanged(current, proposal.description, proposal.triggers, proposal.body):
-                return Outcome("unchanged", row.name, row.version)
+                return Outcome("unchanged", row.found_name, row.version)
             path = self.skills_dir / row.rel
             text = read_text(path, self.skills_dir)
             if self.index.written_sha(row.rel) != sha(text.encode("utf-8")):
                 label = self._save_pending(row, text, proposal)
-                return Outcome("pending", row.name, row.version,
+                return Outcome("pending", row.found_name, row.version,
                                f"the file changed since Hermes last wrote it; proposal kept as {label}")
             try:
                 skill = self._refine_row(row, proposal.description, proposal.triggers, proposal.body)
             except PatchError as exc:
                 label = self._save_pending(row, text, proposal)
-                return Outcome("pending", row.name, row.version, f"{exc}; proposal kept as {label}")
+                return Outcome("pending", row.found_name, row.version, f"{exc}; proposal kept as {label}")
             return Outcome("refined", skill.name, skill.version)
 
     def approve(self, name: str) -> Skill:
@@ -388,7 +389,7 @@ class SkillManager(VersionedLibrary):
         with self._locked():
             row = self._require(name, force=True)
             self.index.approve(row.rel, row.sha)
-            return self._full(self._require(row.name))
+            return self._full(self._require(row.found_name))
 
     def delete(self, name: str) -> None:
         """Remove the skill's folder (with its history and bundled files), or its legacy flat file."""

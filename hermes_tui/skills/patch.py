@@ -142,7 +142,7 @@ def _verify(before: dict[str, Any], after: dict[str, Any], top: dict[str, str], 
     for key, value in top.items():
         if after.get(key) != value:
             raise PatchError(f"setting {key!r} did not round-trip")
-    old_meta = before.get("metadata") if isinstance(before.get("metadata"), dict) else {}
+    old_meta: dict[str, Any] = before["metadata"] if isinstance(before.get("metadata"), dict) else {}
     new_meta = after.get("metadata")
     if metadata:
         if not isinstance(new_meta, dict):

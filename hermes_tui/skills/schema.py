@@ -30,7 +30,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +150,7 @@ def clean_body(text: str) -> str:
 
 
 def format_time(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="microseconds")
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="microseconds")
 
 
 def yaml_scalar(value: str) -> str:
@@ -214,8 +214,8 @@ def parse_skill(text: str, name: str, path: Path | None = None, mtime: float = 0
     """Read any skill file leniently under the lookup ``name``; ``SkillError`` if unusable."""
     parts = split_text(text)
     data = load_frontmatter(parts.frontmatter)
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    hermes_agent = meta.get("hermes") if isinstance(meta.get("hermes"), dict) else {}
+    meta: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    hermes_agent: dict[str, Any] = meta["hermes"] if isinstance(meta.get("hermes"), dict) else {}
 
     def pick(key: str) -> Any:
         return meta.get(key, data.get(key))
@@ -297,9 +297,9 @@ def _as_epoch(value: Any) -> float | None:
             except ValueError:
                 return None
     if isinstance(value, datetime):
-        value = (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp()
+        value = (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
     elif isinstance(value, date):
-        value = datetime(value.year, value.month, value.day, tzinfo=timezone.utc).timestamp()
+        value = datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp()
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:

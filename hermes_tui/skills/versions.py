@@ -161,11 +161,11 @@ class VersionedLibrary(Library):
                 return self._full(row)
             path = self._folder(row) / VERSIONS_DIR / f"v{version}.md"
             if not path.is_file():
-                available = ", ".join(v.label for v in self.versions(row.name) if v.kind == "archived")
+                available = ", ".join(v.label for v in self.versions(row.found_name) if v.kind == "archived")
                 raise SkillNotFoundError(
                     f"skill {row.name!r} has no version {version}; archived: {available or 'none'}"
                 )
-            old = parse_skill(read_text(path, self.skills_dir), row.name)
+            old = parse_skill(read_text(path, self.skills_dir), row.found_name)
             return self._refine_row(row, old.description, old.triggers, old.body, force=True)
 
     def _version_path(self, row: Row, label: str) -> Path:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from hermes_tui.tui.panes import PANES
 
@@ -145,7 +145,7 @@ ACTIONS: tuple[Action, ...] = (
 )
 
 
-def bindings(scope: str) -> list[Binding]:
+def bindings(scope: str) -> list[BindingType]:
     """The Textual bindings of one scope, for a widget's ``BINDINGS``."""
     return [action.binding() for action in ACTIONS if action.scope == scope and action.bound]
 
@@ -180,4 +180,4 @@ def restore_alt_digits() -> None:
     from textual._ansi_sequences import ANSI_SEQUENCES_KEYS
 
     for digit in ALT_DIGITS:
-        ANSI_SEQUENCES_KEYS.pop(f"\x1b{digit}", None)  # type: ignore[attr-defined]
+        ANSI_SEQUENCES_KEYS.pop(f"\x1b{digit}", None)  # type: ignore[attr-defined]  # Textual types the table read-only; it is a dict

@@ -45,7 +45,7 @@ class Lifecycle:
         self.stores.progress = PostedProgress(self.post_message)  # the reindex, a first skills index
         try:
             await in_thread(self, self.stores.open)  # never on the event loop: it may upgrade the schema
-        except Exception as exc:  # noqa: BLE001 - a readable line; the panes will say it again
+        except Exception as exc:  # a readable line; the panes will say it again
             log.exception("opening the stores failed")
             await self.chat.add_notice(f"Cannot open Hermes' data in {short_path(self.config.home)}: {exc}", "error")
         else:

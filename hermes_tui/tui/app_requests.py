@@ -114,7 +114,7 @@ class PaneRequests:
         except KeyError:
             await self.chat.add_notice(f"There is no session {session_id}.", "error")
             return
-        except Exception as exc:
+        except Exception as exc:  # one readable line; details in the log
             log.exception("forgetting session %s failed", session_id)
             await self.chat.add_notice(f"Could not forget session {session_id}: {exc}", "error")
             return

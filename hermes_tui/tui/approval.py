@@ -143,7 +143,7 @@ class ApprovalBridge:
             on_top = screen is not None and self.app.screen is screen
         except ScreenStackError:  # the app is shutting down
             on_top = False
-        if on_top:
+        if on_top and screen is not None:
             screen.dismiss(DENY)
 
     def stop(self) -> None:

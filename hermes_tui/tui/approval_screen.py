@@ -122,7 +122,7 @@ def _current(path: str, root: str | None) -> tuple[str | None, str]:
     try:
         from hermes_tui.agent.paths import check_not_secret
     except ImportError:  # pragma: no cover - the tools module always ships it
-        check_not_secret = None  # type: ignore[assignment]
+        check_not_secret = None  # type: ignore[assignment]  # None marks the check as missing
     if check_not_secret is not None and (refused := check_not_secret(target)):
         return None, f"the tool will refuse it: {refused}"
     try:

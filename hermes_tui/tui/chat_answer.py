@@ -87,9 +87,9 @@ class AnswerFlow:
             top = y + child.styles.margin.top
             y = top + child.outer_size.height + child.styles.margin.bottom
             # Only an AnswerText has ``folded`` (its module loads with the first answer, not here).
-            if getattr(child, "folded", None) is folded and child is not self._block:
-                if (y < near_top or top > near_bottom) == far:
-                    yield child
+            if (getattr(child, "folded", None) is folded and child is not self._block
+                    and (y < near_top or top > near_bottom) == far):
+                yield child
 
     def _fold_soon(self: ChatPane, tries: int = FOLD_TRIES, *, after_refresh: bool = False) -> None:
         """Walk the answers once the events in hand are handled; the many layouts and scrolls of

@@ -22,4 +22,4 @@ class DismissOnce:
         if self._dismissed:
             return AwaitComplete.nothing()
         self._dismissed = True
-        return super().dismiss(result)  # type: ignore[misc, no-any-return]
+        return super().dismiss(result)  # type: ignore[misc]  # the Screen this is mixed into has dismiss

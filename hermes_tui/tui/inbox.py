@@ -11,13 +11,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from textual.message import Message
 from textual.message_pump import MessagePump
 
 if TYPE_CHECKING:
-    from hermes_tui.events import Event
+    from hermes_tui.events import Event, TextDelta
 
 
 class EventsReady(Message):
@@ -53,16 +53,16 @@ class EventInbox:
 def coalesce(events: Iterable[Event]) -> list[Event]:
     """Runs of text deltas merged into one (by ``type``: this module stays off the start-up path)."""
     out: list[Event] = []
-    run: list[Event] = []
+    run: list[TextDelta] = []
 
     def close_run() -> None:
         if run:
-            out.append(replace(run[0], text="".join(e.text for e in run)))  # type: ignore[attr-defined]
+            out.append(replace(run[0], text="".join(e.text for e in run)))
             run.clear()
 
     for event in events:
         if event.type == "text_delta":
-            run.append(event)
+            run.append(cast("TextDelta", event))
         else:
             close_run()
             out.append(event)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style as RichStyle
@@ -76,11 +77,11 @@ class ItemsVisual(Visual):
         inner = width - self.indent
         if inner <= 0:  # nested deeper than the screen is wide: bullets only, as in Textual
             return [bullet.render_strips(self.indent, 1, style, options)[0].crop(0, width)
-                    for item, bullet in zip(self.items, self.bullets) if item.text.plain][:height]
+                    for item, bullet in zip(self.items, self.bullets, strict=True) if item.text.plain][:height]
         blank = Content.styled(" " * self.indent, ".list--bullet").render_strips(self.indent, 1, style, options)[0]
         strips: list[Strip] = []
         y = 0  # the item's line in the list's text
-        for item, bullet, sub in zip(self.items, self.bullets, self.subs):
+        for item, bullet, sub in zip(self.items, self.bullets, self.subs, strict=True):
             if item.text.plain:  # an empty item shows nothing, as in Textual
                 head = bullet.render_strips(self.indent, 1, style, options)[0]
                 for row, line in enumerate(item.text.render_strips(inner, None, style, _from_line(options, y))):
@@ -93,11 +94,11 @@ class ItemsVisual(Visual):
 
     def get_optimal_width(self, rules: RulesMap, container_width: int) -> int:
         inner = container_width - self.indent
-        return self.indent + max((width for item, sub in zip(self.items, self.subs) for width in (
+        return self.indent + max((width for item, sub in zip(self.items, self.subs, strict=True) for width in (
             item.text.get_optimal_width(rules, inner), sub.get_optimal_width(rules, inner) if sub else 0)), default=0)
 
     def get_minimal_width(self, rules: RulesMap) -> int:
-        return self.indent + max((width for item, sub in zip(self.items, self.subs) for width in (
+        return self.indent + max((width for item, sub in zip(self.items, self.subs, strict=True) for width in (
             item.text.get_minimal_width(rules), sub.get_minimal_width(rules) if sub else 0)), default=0)
 
     def get_height(self, rules: RulesMap, width: int) -> int:
@@ -105,7 +106,7 @@ class ItemsVisual(Visual):
         if inner <= 0:  # nested deeper than the screen is wide: bullets only, as in Textual
             return sum(1 for item in self.items if item.text.plain) if width > 0 else 0
         return sum((item.text.get_height(rules, inner) if item.text.plain else 0)
-                   + (sub.get_height(rules, inner) if sub else 0) for item, sub in zip(self.items, self.subs))
+                   + (sub.get_height(rules, inner) if sub else 0) for item, sub in zip(self.items, self.subs, strict=True))
 
 
 def _from_line(options: RenderOptions, y: int) -> RenderOptions:
@@ -152,7 +153,7 @@ def simple_items(list_block: MarkdownList) -> list[Item] | None:
     if len(symbols) != len(items):
         return None
     simple: list[Item] = []
-    for symbol, item in zip(symbols, items):
+    for symbol, item in zip(symbols, items, strict=True):
         blocks = item._blocks
         if not blocks:  # "- " while it streams, say
             simple.append(Item(symbol, Content("")))
@@ -181,14 +182,14 @@ class SimpleItems:
         raise NotImplementedError
 
     def compose(self) -> ComposeResult:
-        self.items = simple_items(self)  # type: ignore[arg-type]
+        self.items = simple_items(self)  # type: ignore[arg-type]  # self is the Markdown list this is mixed into
         if self.items is None:
-            yield from super().compose()  # type: ignore[misc]
+            yield from super().compose()  # type: ignore[misc]  # the Markdown list this is mixed into has it
         self._blocks.clear()
 
     def render(self) -> Visual:
         if self.items is None:
-            return super().render()  # type: ignore[misc]
+            return super().render()  # type: ignore[misc]  # the Markdown list this is mixed into has it
         if self._drawn is None:
             self._drawn = ItemsVisual(self.items)
         return self._drawn
@@ -197,7 +198,7 @@ class SimpleItems:
         """The selected text, a line per item; an item selected from its start keeps its bullet
         (indented as deep as it is nested), as with Textual's own lists."""
         if self.items is None:
-            return super().get_selection(selection)  # type: ignore[misc]
+            return super().get_selection(selection)  # type: ignore[misc]  # the Markdown list this is mixed into has it
         selected = []
         for y, (depth, item) in enumerate(_walk(self.items)):
             if (span := selection.get_span(y)) is not None:
@@ -210,14 +211,14 @@ class SimpleItems:
         """Take the longer re-parse of this list: its items, else grow in place, else rebuild."""
         assert isinstance(self, MarkdownList)
         if type(block) is type(self):
-            items = simple_items(block)  # type: ignore[arg-type]
+            items = simple_items(block)
             if items is not None and self.items is not None:
                 self.items, self._drawn = items, None
                 self.refresh(layout=True)
                 return
             if items is None and self.items is None and await _grow_list(self, block):
                 return
-        await super()._update_from_block(block)  # type: ignore[misc]
+        await super()._update_from_block(block)  # type: ignore[misc]  # the Markdown list this is mixed into has it
 
 
 def _walk(items: list[Item], depth: int = 0) -> Iterator[tuple[int, Item]]:
@@ -234,7 +235,7 @@ MarkdownList:light > .list--bullet { color: $text-secondary; }
 
 
 class SimpleBulletList(SimpleItems, MarkdownBulletList):
-    COMPONENT_CLASSES = {"list--bullet"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"list--bullet"}
     DEFAULT_CSS = BULLET_STYLE
     SCOPED_CSS = False
 
@@ -243,7 +244,7 @@ class SimpleBulletList(SimpleItems, MarkdownBulletList):
 
 
 class SimpleOrderedList(SimpleItems, MarkdownOrderedList):
-    COMPONENT_CLASSES = {"list--bullet"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"list--bullet"}
     DEFAULT_CSS = BULLET_STYLE
     SCOPED_CSS = False
 

@@ -139,7 +139,7 @@ class MemoryPane(Widget):
         off_thread(self, job, then, what=f"memory search for {query!r}", group="memory-search", exclusive=True)
 
     def _fact_store(self) -> FactStore:
-        return facts.for_config(self.app.config)  # type: ignore[attr-defined]
+        return facts.for_config(self.app.config)  # type: ignore[attr-defined]  # self.app is the HermesApp
 
     def _show(self, query: str, hits: list[SearchHit], error: str | None, found: list[Fact] | None = None) -> None:
         if query != self._query or not self.is_attached:

@@ -65,7 +65,7 @@ class ProgressPanel(Horizontal):
     """
 
     def __init__(self, clock: Clock, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)  # type: ignore[arg-type]  # Textual's own keyword arguments, passed on
         self.clock = clock
         self.tally: Tally | None = None
 

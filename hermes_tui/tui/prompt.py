@@ -41,7 +41,7 @@ class PromptArea(TextArea):
             return self.prompt
 
     def __init__(self, history: PromptHistory, **kwargs: object) -> None:
-        super().__init__(soft_wrap=True, tab_behavior="focus", show_line_numbers=False, **kwargs)  # type: ignore[arg-type]
+        super().__init__(soft_wrap=True, tab_behavior="focus", show_line_numbers=False, **kwargs)  # type: ignore[arg-type]  # Textual's own keyword arguments, passed on
         self.prompt_history = history
         self.suggestions: SlashSuggestions | None = None  # built on the first "/", off the start-up path
 

@@ -101,7 +101,7 @@ class RestoreScreen(DismissOnce, ModalScreen["Choice | None"]):
         if self.undo:
             allowed.add("chat")
         if choice in allowed:
-            self.dismiss(choice or None)  # type: ignore[arg-type]
+            self.dismiss(choice or None)
 
 
 class RewindScreen(DismissOnce, ModalScreen["int | None"]):

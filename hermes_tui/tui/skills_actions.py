@@ -38,7 +38,7 @@ def _waits_for_list(method: Callable[[SkillsPane], None]) -> Callable[[SkillsPan
         if pane.up_to_date:
             method(pane)
         else:
-            pane._waiting.append(name)  # noqa: SLF001
+            pane._waiting.append(name)
 
     return run
 

@@ -33,7 +33,7 @@ class PaneBar(Static):
     """
 
     def __init__(self, panes: dict[str, tuple[str, str]], **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)  # type: ignore[arg-type]  # Textual's own keyword arguments, passed on
         self.panes = panes  # name -> (title, key)
 
     def show_active(self, active: str) -> None:
@@ -48,7 +48,7 @@ class StatusLine(Horizontal):
     """What the agent is doing (with a spinner and, for tools, the elapsed time) and the usage."""
 
     def __init__(self, clock: Clock, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)  # type: ignore[arg-type]  # Textual's own keyword arguments, passed on
         self.clock = clock
         self.label: str | None = None
         self.since: float | None = None

@@ -29,14 +29,14 @@ def column_alignments(table: MarkdownBlock) -> list[AlignHorizontal]:
     """Each column's alignment, from the header cells' ``style="text-align:…"`` (markdown-it's)."""
 
     def headers(block: MarkdownBlock) -> list[MarkdownBlock]:
-        found = []
-        for child in block._blocks:  # noqa: SLF001 - Textual's parsed block tree
+        found: list[MarkdownBlock] = []
+        for child in block._blocks:  # Textual's parsed block tree
             found += [child] if isinstance(child, MarkdownTH) else headers(child)
         return found
 
     aligns: list[AlignHorizontal] = []
     for header in headers(table):
-        style = str(header._token.attrs.get("style", ""))  # noqa: SLF001
+        style = str(header._token.attrs.get("style", ""))
         aligns.append(ALIGNMENTS.get(style.removeprefix("text-align:"), "left"))
     return aligns
 

@@ -182,7 +182,7 @@ def compact() -> Response:
         events = [e.to_dict() for e in turn.loop.compact(focus or None)]
     finally:
         turn.release()
-    usage = next((e for e in reversed(events) if e["type"] == "usage"), {})
+    usage: dict[str, Any] = next((e for e in reversed(events) if e["type"] == "usage"), {})
     return jsonify(notices=[e["message"] for e in events if e["type"] in ("notice", "error")],
                    context_tokens=usage.get("context_tokens"), context_limit=usage.get("context_limit"))
 

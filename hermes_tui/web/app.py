@@ -105,7 +105,7 @@ def create_app(
     app.url_map.converters["int"] = inputs.RowIdConverter  # before any route is registered
     if config.web_trusted_proxies:
         n = config.web_trusted_proxies
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]  # Flask's documented way to add WSGI middleware
 
     state = AppState(config, max_streams=max_streams, clock=clock,
                      mcp=WebMcp.start(config) if mcp is None else WebMcp(mcp, owned=False))

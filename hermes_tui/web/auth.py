@@ -18,8 +18,9 @@ import hmac
 import logging
 import secrets
 
-from flask import Blueprint, Response, current_app, g, jsonify, redirect, render_template, request, session, url_for
+from flask import Blueprint, current_app, g, jsonify, redirect, render_template, request, session, url_for
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+from werkzeug.wrappers import Response  # what redirect() makes; flask.Response is one too
 
 from hermes_tui.web.context import web
 from hermes_tui.web.lockout import Attempt, device_key
@@ -104,7 +105,7 @@ def login_post() -> Response | str | tuple[str, int, dict[str, str]]:
 
 
 def _devices() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(current_app.secret_key, salt="hermes-web-device")  # type: ignore[arg-type]
+    return URLSafeTimedSerializer(current_app.secret_key, salt="hermes-web-device")  # type: ignore[arg-type]  # create_app refuses to start without a secret key
 
 
 def _known_device() -> str | None:

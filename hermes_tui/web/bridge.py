@@ -101,7 +101,7 @@ class WSGIBridge:
         for callback in self.on_close:
             try:
                 callback()
-            except Exception:  # noqa: BLE001 - the other callbacks must still run
+            except Exception:  # the other callbacks must still run
                 log.exception("shutdown step failed")
         self.pool.shutdown(wait=False, cancel_futures=True)
 
@@ -162,7 +162,7 @@ class WSGIBridge:
         except _Full:
             await _refuse(scope, send, 503, "the server is busy; try again shortly")
             return None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await _refuse(scope, send, 408, "the request body took too long to arrive")
             return None
         finally:
@@ -177,7 +177,8 @@ class WSGIBridge:
         try:
             while True:
                 getter = asyncio.ensure_future(channel.queue.get())
-                await asyncio.wait({getter, work}, return_when=asyncio.FIRST_COMPLETED)
+                racing: list[asyncio.Future[Any]] = [getter, work]
+                await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
                 if not getter.done():
                     getter.cancel()
                     break
@@ -238,7 +239,7 @@ def _run_app(app: WSGIApp, environ: dict[str, Any], channel: _Channel) -> None:
         channel.put({"type": "http.response.body", "body": b"", "more_body": False})
     except _ClientGone:
         pass
-    except Exception:  # noqa: BLE001 - one failed request must not take the worker down
+    except Exception:  # one failed request must not take the worker down
         log.exception("request failed in the WSGI app")
         if not sent:
             try:

@@ -64,7 +64,7 @@ def web_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Worker(ASGIWorker):  # type: ignore[misc]
+class Worker(ASGIWorker):
     """gunicorn's asyncio worker, which also tells the app to end its running turns on SIGTERM."""
 
     def run(self) -> None:
@@ -78,7 +78,7 @@ class Worker(ASGIWorker):  # type: ignore[misc]
             stop()
 
 
-class _Gunicorn(BaseApplication):  # type: ignore[misc]
+class _Gunicorn(BaseApplication):
     """gunicorn configured in code; the app is built in the worker (after fork), never in the master."""
 
     def __init__(self, config: Config, options: dict[str, Any], threads: int, host: str,

@@ -270,7 +270,7 @@ class AppState:
 
         try:  # pending until written: a summary still queued at shutdown is written next start
             pending.mark(self.memory, slot.loop.session_id, told=True)
-        except Exception:  # noqa: BLE001 - a read-only or closed store: nothing to keep it in
+        except Exception:  # a read-only or closed store: nothing to keep it in
             log.debug("session %d not marked pending", slot.loop.session_id, exc_info=True)
         self.runner.start(f"hermes-web-summary-{slot.loop.session_id}", lambda: self._summarize(slot), keep=True)
 
@@ -284,7 +284,7 @@ class AppState:
                 return
             try:
                 slot.loop.close(timeout=self.summary_timeout)
-            except Exception:  # noqa: BLE001 - one readable log line; the session stays pending
+            except Exception:  # one readable log line; the session stays pending
                 log.exception("summarizing session %d failed", slot.loop.session_id)
             finally:
                 slot.running.release()
@@ -295,5 +295,5 @@ class AppState:
         while not self._stop.wait(SWEEP_EVERY):
             try:
                 self.sweep()
-            except Exception:  # noqa: BLE001 - keep sweeping
+            except Exception:  # keep sweeping
                 log.exception("idle sweep failed")

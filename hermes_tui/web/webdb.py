@@ -64,12 +64,12 @@ WEB_SCHEMA = Migrations("web")
 @WEB_SCHEMA
 def web_tables(db: Database) -> None:
     """Login attempts (the lockout) and server-side sessions."""
-    db["web_login_attempts"].create(
+    db.table("web_login_attempts").create(
         {"id": int, "client": str, "at": float}, pk="id", not_null={"client", "at"}, if_not_exists=True
     )
-    db["web_login_attempts"].create_index(["client", "at"], if_not_exists=True)
+    db.table("web_login_attempts").create_index(["client", "at"], if_not_exists=True)
     # id is the SHA-256 of the token the cookie carries: a copy of the database holds no usable cookie.
-    db["web_sessions"].create(
+    db.table("web_sessions").create(
         {"id": str, "created": float, "last_seen": float}, pk="id", not_null={"created", "last_seen"},
         if_not_exists=True,
     )
@@ -79,4 +79,4 @@ def web_tables(db: Database) -> None:
 def web_session_fingerprint(db: Database) -> None:
     """A session is bound to the password and settings it was made under (``session_store``)."""
     if "fingerprint" not in db["web_sessions"].columns_dict:
-        db["web_sessions"].add_column("fingerprint", str)
+        db.table("web_sessions").add_column("fingerprint", str)

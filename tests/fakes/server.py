@@ -285,7 +285,7 @@ def openai_events(reply: Reply, model: str, include_usage: bool) -> list[bytes]:
 
     events = [chunk({"role": "assistant", "content": "" if reply.text else None, "refusal": None})]
     events += [chunk({"content": piece}) for piece in _pieces(reply.text, reply.chunk_size)]
-    for index, (call, call_id) in enumerate(zip(reply.tool_calls, _call_ids(reply, "openai"))):
+    for index, (call, call_id) in enumerate(zip(reply.tool_calls, _call_ids(reply, "openai"), strict=True)):
         head = {"index": index, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}
         events.append(chunk({"tool_calls": [head]}))
         events += [
@@ -305,7 +305,7 @@ def openai_completion(reply: Reply, model: str) -> dict[str, Any]:
     if reply.tool_calls:
         message["tool_calls"] = [
             {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json}}
-            for call, call_id in zip(reply.tool_calls, _call_ids(reply, "openai"))
+            for call, call_id in zip(reply.tool_calls, _call_ids(reply, "openai"), strict=True)
         ]
     return {
         "id": _new_id("chatcmpl-", 24), "object": "chat.completion", "created": int(time.time()), "model": model,
@@ -334,7 +334,7 @@ def anthropic_events(reply: Reply, model: str) -> list[bytes]:
     if reply.text:
         pieces = _pieces(reply.text, reply.chunk_size)
         events += block({"type": "text", "text": ""}, ({"type": "text_delta", "text": p} for p in pieces))
-    for call, call_id in zip(reply.tool_calls, _call_ids(reply, "anthropic")):
+    for call, call_id in zip(reply.tool_calls, _call_ids(reply, "anthropic"), strict=True):
         # Like the real API: the first input_json_delta carries an empty string.
         pieces = ["", *_argument_pieces(reply, call)]
         start = {"type": "tool_use", "id": call_id, "name": call.name, "input": {}}
@@ -351,7 +351,7 @@ def anthropic_message(reply: Reply, model: str) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
     content += [
         {"type": "tool_use", "id": call_id, "name": call.name, "input": _decoded(call.arguments_json or "{}")}
-        for call, call_id in zip(reply.tool_calls, _call_ids(reply, "anthropic"))
+        for call, call_id in zip(reply.tool_calls, _call_ids(reply, "anthropic"), strict=True)
     ]
     return {
         "id": _new_id("msg_01", 22), "type": "message", "role": "assistant", "model": model, "content": content,
@@ -571,7 +571,7 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.owner._track(self.connection, open_=False)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature of the base class
+    def log_message(self, format: str, *args: Any) -> None:  # signature of the base class
         """Quiet: tests and the TUI must not get access logs on stderr."""
 
     def do_GET(self) -> None:

@@ -73,7 +73,7 @@ class ServerGone(RuntimeError):
 
 def first_line(exc: BaseException) -> str:
     """The innermost readable cause of a failure, on one line (task groups nest them)."""
-    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # an exception group
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # task groups nest them
         exc = exc.exceptions[0]
     if isinstance(exc, FileNotFoundError) and exc.filename:
         return f"command not found: {exc.filename}"
@@ -105,7 +105,7 @@ class Connection:
         self._task = asyncio.create_task(self._hold(), name=f"mcp-{self.name}")
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.close()
             raise TimeoutError(f"no answer within {timeout:g} s") from None
 
@@ -126,7 +126,7 @@ class Connection:
                 if self.gone.is_set() and not self._stop.is_set():
                     self.failure = "the server exited" if self.resolved.spec.transport == "stdio" else \
                         "the connection closed"
-        except Exception as exc:  # noqa: BLE001 - the reason becomes the server's one line
+        except Exception as exc:  # the reason becomes the server's one line
             log.info("MCP server %s failed", self.name, exc_info=True)
             self.failure = first_line(exc)
             if not self._ready.done():
@@ -192,7 +192,7 @@ class Connection:
 
         try:
             return await asyncio.wait_for(send(), timeout)
-        except (asyncio.CancelledError, asyncio.TimeoutError):
+        except (TimeoutError, asyncio.CancelledError):
             if sent:
                 await asyncio.shield(self._cancel_request(session, sent[0]))
             raise
@@ -202,7 +202,7 @@ class Connection:
             params=types.CancelledNotificationParams(requestId=request_id, reason="cancelled by the user"))
         try:
             await asyncio.wait_for(session.send_notification(types.ClientNotification(notice)), 2.0)
-        except Exception:  # noqa: BLE001 - a server that cannot hear it is going away anyway
+        except Exception:  # a server that cannot hear it is going away anyway
             log.info("could not tell MCP server %s to cancel request %s", self.name, request_id, exc_info=True)
 
     async def close(self) -> None:
@@ -216,5 +216,5 @@ class Connection:
             task.cancel()
         try:
             await asyncio.wait_for(asyncio.shield(task), 10.0)
-        except (asyncio.TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - stuck in its teardown
+        except (TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - stuck in its teardown
             task.cancel()

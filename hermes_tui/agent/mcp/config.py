@@ -106,7 +106,7 @@ def declared(home: Path, workspace: Path) -> Declared:
     specs: dict[str, ServerSpec] = {}
     problems: list[str] = []
     for path, origin in ((home / HOME_FILE, "home"), (workspace / WORKSPACE_FILE, "workspace")):
-        for item in _read(path, origin, problems):  # type: ignore[arg-type]
+        for item in _read(path, origin, problems):  # type: ignore[arg-type]  # origin is one of the two literals above
             if item.name in specs:
                 problems.append(f"{path}: server {item.name!r} is also declared in {HOME_FILE}; that one is used.")
                 continue

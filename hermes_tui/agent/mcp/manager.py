@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import CancelledError as FutureCancelled
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from hermes_tui.agent.mcp.code import TooLarge
 from hermes_tui.agent.mcp.config import McpState, ResolveError, ServerSpec, declared, lookup, resolve
@@ -69,6 +69,7 @@ class _Server:
         self.connection: Connection | None = None
         self.settled = threading.Event()  # no longer "starting"
         self.lock: asyncio.Lock | None = None  # created on the loop
+        self.watcher: asyncio.Future[None] | None = None  # held so the loop does not drop the task
         if state != "starting":
             self.settled.set()
 
@@ -87,7 +88,7 @@ class McpManager:
         self._listeners: list[Callable[[str], None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._errlogs: dict[str, IO[str]] = {}
+        self._errlogs: dict[str, TextIO] = {}
 
     # -- life cycle
 
@@ -145,7 +146,7 @@ class McpManager:
         future = asyncio.run_coroutine_threadsafe(self._close_all(), loop)
         try:
             future.result(timeout)
-        except Exception:  # noqa: BLE001 - quitting goes on whatever a server does
+        except Exception:  # quitting goes on whatever a server does
             log.info("MCP servers did not all stop in time", exc_info=True)
         loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
@@ -274,7 +275,7 @@ class McpManager:
                 return
             server.connection = connection
             self._set(server, "ready", tools=tuple(connection.tools))
-            asyncio.ensure_future(self._watch(server, connection))
+            server.watcher = asyncio.ensure_future(self._watch(server, connection))
 
     async def _watch(self, server: _Server, connection: Connection) -> None:
         await connection.ended.wait()
@@ -293,7 +294,7 @@ class McpManager:
         timeout = server.status.spec.timeout
         try:
             result = await connection.call(tool, arguments, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return Outcome("timeout", detail=f"no result within {timeout:g} s; the server was told to stop")
         except ServerGone as exc:
             return Outcome("unavailable", detail=str(exc))
@@ -342,16 +343,16 @@ class McpManager:
         for listener in list(self._listeners):
             try:
                 listener(line)
-            except Exception:  # noqa: BLE001 - a surface that went away
+            except Exception:  # a surface that went away
                 log.exception("MCP listener failed")
 
-    def _errlog(self, name: str) -> IO[str]:
+    def _errlog(self, name: str) -> TextIO:
         """The server's stderr goes to its own log file, never to the terminal."""
         if name not in self._errlogs:
             from hermes_tui.logs import log_folder
             from hermes_tui.private import private_file
 
             folder = self._log_dir or log_folder()
-            self._errlogs[name] = open(private_file(folder / f"mcp-{name}.log"), "a", encoding="utf-8")  # noqa: SIM115
+            self._errlogs[name] = open(private_file(folder / f"mcp-{name}.log"), "a", encoding="utf-8")  # noqa: SIM115 - open until close()
         return self._errlogs[name]
 
