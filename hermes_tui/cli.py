@@ -256,7 +256,7 @@ def mcp_main(argv: Sequence[str]) -> int:
         commands.add_parser(name, help=what).add_argument("server")
     args = parser.parse_args(argv)
     from hermes_tui.agent.mcp import report
-    from hermes_tui.agent.mcp.config import McpState, declared, wait_seconds
+    from hermes_tui.agent.mcp.config import McpState, declared
     from hermes_tui.agent.mcp.manager import McpManager
 
     try:
@@ -268,7 +268,7 @@ def mcp_main(argv: Sequence[str]) -> int:
         manager = McpManager(config.home, config.workspace)
         manager.subscribe(lambda line: print(f"hermes: {line}", file=sys.stderr))
         manager.start()
-        manager.wait_ready(wait_seconds())
+        manager.wait_ready(config.mcp_wait)
         statuses = manager.statuses()
         manager.close(timeout=3.0)
         if not statuses:
