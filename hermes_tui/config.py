@@ -14,7 +14,6 @@ surface can start without one and explain what to set (``Config.require_api_key`
 
 from __future__ import annotations
 
-import os
 import re
 import textwrap
 from collections.abc import Callable, Mapping
@@ -366,8 +365,8 @@ class Config:
         """One line per setting that was found but not used, for the surfaces to show."""
         if not self.ignored_local:
             return []
-        return [f"Ignored {', '.join(self.ignored_local)} in ./.env: the provider, model, API keys and settings "
-                "that widen what Hermes may do are read only from the environment or HERMES_HOME/.env."]
+        return [(f"Ignored {', '.join(self.ignored_local)} in ./.env: the provider, model, API keys and settings "
+                 "that widen what Hermes may do are read only from the environment or HERMES_HOME/.env.")]
 
     @property
     def provider_info(self) -> Provider:
@@ -476,8 +475,8 @@ PRIVILEGED = frozenset(s.name for s in SETTINGS if s.privileged)
 """Read only from the process environment or HERMES_HOME/.env, never from ./.env."""
 
 
-def default_home(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
+def default_home(env: Mapping[str, str]) -> Path:
+    """HERMES_HOME as ``env`` names it, else ~/.hermes (not resolved, not created)."""
     return Path(env.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
 
 

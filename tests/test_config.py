@@ -3,9 +3,8 @@ messages that name the variable; the documents generated from the declaration do
 
 from __future__ import annotations
 
-import contextlib
 import http.client
-import io
+import os
 import re
 import secrets
 import shutil
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cogapp import Cog
 
 from hermes_tui import warm
 from hermes_tui.config import (
@@ -123,9 +121,9 @@ def test_a_cloned_env_cannot_move_the_conversation_to_another_account(tmp_path: 
     config = Config.load()
     assert (config.provider, config.model, config.api_key) == ("openai", "gpt-mine", "sk-mine")
     assert "sk-or-theirs" not in config.api_keys.values() and "sk-theirs" not in config.api_keys.values()
-    assert config.warnings == ["Ignored HERMES_MODEL, HERMES_PROVIDER, OPENAI_API_KEY, OPENROUTER_API_KEY in ./.env: "
-                               "the provider, model, API keys and settings that widen what Hermes may do are read "
-                               "only from the environment or HERMES_HOME/.env."]
+    assert config.warnings == [("Ignored HERMES_MODEL, HERMES_PROVIDER, OPENAI_API_KEY, OPENROUTER_API_KEY in ./.env: "
+                                "the provider, model, API keys and settings that widen what Hermes may do are read "
+                                "only from the environment or HERMES_HOME/.env.")]
 
 
 def test_privileged_settings_come_from_home_env_and_environment(hermes_home: Path,
@@ -303,15 +301,17 @@ def test_generated_documents_match_the_declaration(path: str) -> None:
 
 
 def test_cog_check_passes_and_catches_drift(tmp_path: Path) -> None:
-    """The command CI runs: ``cog --check .env.example docs/settings.md`` (exit 5 when a file would change)."""
-    def check(*paths: Path) -> int:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            return Cog().main(["cog", "--check", *map(str, paths)])
+    """The command CI runs, from the repository: ``cog --check .env.example docs/settings.md`` (exit 5: drifted)."""
+    def check(*paths: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(Path(sys.executable).with_name("cog")), "--check", *paths], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              check=False)
 
-    assert check(ROOT / ".env.example", ROOT / "docs" / "settings.md") == 0
+    assert check(".env.example", "docs/settings.md").returncode == 0
     drifted = tmp_path / "example"
     drifted.write_text((ROOT / ".env.example").read_text().replace("HERMES_MCP_WAIT=10", "HERMES_MCP_WAIT=5"))
-    assert check(drifted) == 5
+    result = check(str(drifted))
+    assert result.returncode == 5 and "Check failed" in result.stdout + result.stderr
 
 
 def test_env_example_offers_exactly_the_declared_settings() -> None:
