@@ -33,7 +33,7 @@ from hermes_tui.config import (
 from hermes_tui.providers import PROVIDER_TABLE
 from hermes_tui.web.context import EXTENSION
 from tests.fakes.fixtures import wire_env
-from tests.fakes.server import FakeLLMServer, Reply
+from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import cli, run_cli, wait_until
 from tests.mcp_harness import declare
 from tests.web_harness import free_port, login
@@ -403,6 +403,20 @@ def test_mcp_wait_in_home_env_bounds_the_wait(fake_llm: FakeLLMServer, hermes_ho
     result = cli("-p", "hello")
     assert result.returncode == 0, result.stderr
     assert "MCP server slow is not ready after 0 s: this turn runs without its tools." in result.stderr
+
+
+def test_approval_and_workspace_in_home_env_reach_the_tools(fake_llm: FakeLLMServer, hermes_home: Path,
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Privileged settings from HERMES_HOME/.env: without --yes, HERMES_APPROVAL=always runs the command,
+    and it runs in the HERMES_WORKSPACE named there (not the current folder)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    home_env(hermes_home, fake_llm, "HERMES_APPROVAL=always", f"HERMES_WORKSPACE={elsewhere}")
+    fake_llm.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch made-it"})]), Reply(text="Made."))
+    result = cli("-p", "make a file")
+    assert result.returncode == 0, result.stderr
+    assert "rerun with --yes" not in result.stderr
+    assert (elsewhere / "made-it").exists() and not (tmp_path / "made-it").exists()
 
 
 def test_web_settings_in_home_env_open_the_dashboard(fake_llm: FakeLLMServer, hermes_home: Path,
