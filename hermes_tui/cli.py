@@ -272,7 +272,7 @@ def mcp_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     from hermes_tui.agent.mcp import report
     from hermes_tui.agent.mcp.code import TooLarge
-    from hermes_tui.agent.mcp.config import McpState, declared, wait_seconds
+    from hermes_tui.agent.mcp.config import McpState, declared
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.textsafe import printable
 
@@ -285,7 +285,7 @@ def mcp_main(argv: Sequence[str]) -> int:
         manager = McpManager(config.home, config.workspace)
         manager.subscribe(lambda line: print(f"hermes: {printable(line)}", file=sys.stderr))
         manager.start()
-        manager.wait_ready(wait_seconds())
+        manager.wait_ready(config.mcp_wait)
         statuses = manager.statuses()
         manager.close(timeout=3.0)
         if not statuses:

@@ -1,8 +1,12 @@
-"""Configuration: the environment plus optional ``.env`` files, frozen into one ``Config``.
+"""Configuration: every setting declared once, read from the environment and ``.env`` files into one ``Config``.
+
+Each setting is one field of ``Config`` declared with ``setting()``: its variable, kind, default,
+whether it is privileged, and one line of doc. ``SETTINGS`` lists them; ``.env.example``,
+``docs/settings.md`` and the tests' isolation list are generated from it (cog), so none drifts.
 
 Order of precedence (first wins): real environment variables, ``./.env`` in the working
 directory, ``HERMES_HOME/.env``. Settings that widen what Hermes may do, or choose where the
-conversation goes and on whose account (provider, model, endpoint, API keys: ``PRIVILEGED``), are
+conversation goes and on whose account (provider, model, endpoint, API keys: privileged), are
 never taken from ``./.env``: the agent can write files in the working folder, and a cloned
 repository may ship a ``.env``; neither must become a setting. Nothing here checks API keys at load time, so every
 surface can start without one and explain what to set (``Config.require_api_key``).
@@ -10,11 +14,12 @@ surface can start without one and explain what to set (``Config.require_api_key`
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+import textwrap
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
@@ -27,30 +32,9 @@ from hermes_tui.redaction import is_secret_variable, process_environment
 DEFAULT_MODELS = {name: p.default_model for name, p in PROVIDER_TABLE.items()}
 KEY_VARIABLES = {name: p.key_env_var for name, p in PROVIDER_TABLE.items()}
 
-PRIVILEGED = frozenset({
-    "HERMES_WEB_ENABLE_SHELL",  # gives the web model a shell
-    "HERMES_WEB_ENABLE_WRITE",  # lets the web model write files
-    "HERMES_WEB_ENABLE_MCP",  # lets the web model run every MCP server's tools without asking
-    "HERMES_WEB_ALLOW_NO_AUTH",  # opens the dashboard without a password
-    "HERMES_WEB_TRUSTED_PROXIES",  # decides which client address the login lockout sees
-    "HERMES_WEB_ALLOWED_HOSTS",  # which Host headers the dashboard answers
-    "RAILWAY_PUBLIC_DOMAIN",  # one more Host the dashboard answers (Railway sets it)
-    "HERMES_WEB_PASSWORD",  # a known password would let its writer log in
-    "FLASK_SECRET_KEY",  # a known key would let its writer forge session cookies
-    "HERMES_API_BASE",  # where requests, and with them the API key, are sent
-    "HERMES_APPROVAL",  # "always" runs commands without asking
-    "HERMES_HOME",  # where HERMES_HOME/.env, with all of the above, is read from
-    "HERMES_WORKSPACE",  # the folder the tools are confined to
-    "HERMES_SANDBOX",  # "off" lets commands read every file and setting
-    "HERMES_SANDBOX_NETWORK",  # "on" lets commands reach the network
-    "HERMES_PROVIDER",  # which company the conversation goes to
-    "HERMES_MODEL",  # which model (and bill) answers
-}) | KEY_ENV_VARS  # a key in a cloned repository's .env moves the conversation to its owner's account
-"""Read only from the process environment or HERMES_HOME/.env, never from ./.env."""
-
 APPROVAL_MODES = ("ask", "always")
 _TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
+_FALSE = {"0", "false", "no", "off"}
 
 
 class ConfigError(ValueError):
@@ -69,33 +53,299 @@ class MissingKeyError(ConfigError):
         self.variable = variable
 
 
+# -- kinds: how a value's text is read (each raises ConfigError naming the variable) ---------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a setting's value is: its name in the docs and how its (non-blank) text is read."""
+
+    label: str
+    parse: Callable[[str, str], Any]  # (variable, text) -> value
+    secret: bool = False  # never in repr(), so never in a log line
+
+
+def _text(name: str, value: str) -> str:
+    return value.strip()
+
+
+def _lower(name: str, value: str) -> str:
+    return value.strip().lower()
+
+
+def _as_typed(name: str, value: str) -> str:
+    return value  # a password is used as typed, spaces and all
+
+
+def _path(name: str, value: str) -> Path:
+    return Path(value.strip()).expanduser()
+
+
+def _check_provider(value: str) -> str:
+    provider = value.strip().lower()
+    if provider not in PROVIDERS:
+        raise ConfigError(f"HERMES_PROVIDER={value!r} is not known: use one of {', '.join(PROVIDERS)}.")
+    return provider
+
+
+def _provider(name: str, value: str) -> str:
+    return _check_provider(value)
+
+
+def _approval(name: str, value: str) -> str:
+    approval = value.strip().lower()
+    if approval not in APPROVAL_MODES:
+        raise ConfigError(f"{name}={approval!r} is not valid: use 'ask' or 'always'.")
+    return approval
+
+
+def _flag(name: str, value: str) -> bool:
+    word = value.strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise ConfigError(f"{name}={word!r} is not a yes/no value: use true or false.")
+
+
+def _count(name: str, value: str) -> int:
+    value = value.strip()
+    if not value.isdigit():
+        raise ConfigError(f"{name}={value!r} is not a whole number: use 0 (no proxy) or the number of proxies in front.")
+    return int(value)
+
+
+def _hosts(name: str, value: str) -> tuple[str, ...]:
+    """Host names separated by commas or spaces; ``.example.com`` also matches its subdomains."""
+    hosts = tuple(h.lower() for h in value.replace(",", " ").split())
+    for host in hosts:
+        if host == "*" or not re.fullmatch(r"\.?[a-z0-9]([a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\]", host):
+            raise ConfigError(f"{name} has {host!r}, which is not a host name: list names like "
+                              "hermes.example.com (no '*', scheme, port or path).")
+    return hosts
+
+
+def _api_base(name: str, value: str) -> str:
+    """The endpoint URL, checked now: without a scheme every request would fail later as a "server error"."""
+    value = value.strip()
+    if "://" not in value:
+        raise ConfigError(f"{name}={value!r} has no scheme: write it with http:// or https:// in front, "
+                          f"e.g. http://{value}.")
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ConfigError(f"{name}={value!r} is not an http:// or https:// URL: use e.g. http://localhost:8000/v1.")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if not parts.hostname or port == -1 or port == 0:
+        raise ConfigError(f"{name}={value!r} has no valid host and port: use e.g. http://localhost:8000/v1.")
+    return value
+
+
+def _tokens(name: str, value: str) -> int:
+    value = value.strip().replace("_", "")
+    if not value.isdigit() or int(value) < 1000:
+        raise ConfigError(f"{name}={value!r} is not a token count: use a whole number of at least 1000, e.g. 128000.")
+    return int(value)
+
+
+def _days(name: str, value: str) -> int:
+    value = value.strip()
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"{name}={value!r} is not a number of days: use a whole number of at least 1, e.g. 30.")
+    return int(value)
+
+
+def _share(name: str, value: str) -> float:
+    value = value.strip()
+    try:
+        share = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        share = -1.0
+    if not 0.1 <= share <= 1.0:
+        raise ConfigError(f"{name}={value!r} is not a share of the context window: use e.g. 0.8 or 80%.")
+    return share
+
+
+def _seconds(name: str, value: str) -> float:
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ConfigError(f"{name}={value!r} is not a number of seconds: use e.g. 10 (0: do not wait).")
+    return seconds
+
+
+def _positive_seconds(name: str, value: str) -> float:
+    seconds = _seconds(name, value)
+    if seconds == 0:
+        raise ConfigError(f"{name}={value.strip()!r} is not a positive number of seconds: use e.g. 600.")
+    return seconds
+
+
+def _port(name: str, value: str) -> int:
+    value = value.strip()
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise ConfigError(f"{name}={value!r} is not a port number: use e.g. 8000.")
+    return int(value)
+
+
+TEXT = Kind("text", _text)
+HOST = Kind("host name", _lower)
+SECRET = Kind("secret", _text, secret=True)
+PASSWORD = Kind("secret", _as_typed, secret=True)
+PATH = Kind("path", _path)
+PROVIDER = Kind(" | ".join(PROVIDERS), _provider)
+APPROVAL = Kind(" | ".join(APPROVAL_MODES), _approval)
+FLAG = Kind("true | false", _flag)
+COUNT = Kind("whole number", _count)
+HOSTS = Kind("host names", _hosts)
+URL = Kind("URL", _api_base)
+TOKENS = Kind("tokens", _tokens)
+DAYS = Kind("days", _days)
+SHARE = Kind("share (0.1-1)", _share)
+SECONDS = Kind("seconds", _seconds)
+POSITIVE_SECONDS = Kind("seconds", _positive_seconds)
+PORT = Kind("port", _port)
+
+
+# -- the declaration -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One variable: what it is, its default as the docs show it, whether ./.env may set it, and why it exists."""
+
+    name: str
+    kind: Kind
+    shown: str  # the default as written in .env.example ("": unset)
+    doc: str
+    section: str
+    privileged: bool = False  # read only from the environment or HERMES_HOME/.env, never from ./.env
+
+    def read(self, env: Mapping[str, str]) -> Any:
+        """The parsed value, or ``MISSING`` when the variable is unset or blank (the field's default)."""
+        raw = env.get(self.name) or ""
+        return self.kind.parse(self.name, raw) if raw.strip() else MISSING
+
+
+_SETTING = "setting"  # dataclass field metadata: the field's Setting
+_GATHERED = "gathered"  # ... or the Settings gathered into one mapping by variable (the API keys)
+
+
+def _shown(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if default is None:
+        return ""
+    if isinstance(default, float):
+        return f"{default:g}"
+    return str(default)
+
+
+def setting(name: str, kind: Kind, doc: str, section: str, *, default: Any = None, factory: Any = MISSING,
+            shown: str | None = None, privileged: bool = False) -> Any:
+    """A ``Config`` field read from ``name``; ``shown`` is the default as the docs say it (else ``default``)."""
+    declared = Setting(name, kind, _shown(default) if shown is None else shown, doc, section, privileged)
+    if factory is not MISSING:
+        return field(default_factory=factory, repr=not kind.secret, metadata={_SETTING: declared})
+    return field(default=default, repr=not kind.secret, metadata={_SETTING: declared})
+
+
+def _windows() -> str:
+    return ", ".join(f"{p.context_window} for {p.name}" for p in PROVIDER_TABLE.values())
+
+
+def _key_doc(variable: str) -> str:
+    users = [p.name for p in PROVIDER_TABLE.values() if p.key_env_var == variable]
+    return f"The API key for {' and '.join(users)}; only the one for HERMES_PROVIDER is needed."
+
+
+MODEL, KEYS, PLACES, APPROVALS, SANDBOX, SKILLS, MCP, HELPER, WEB = (
+    "Model", "Keys", "Where things live", "Approvals", "Shell sandbox (Linux, bubblewrap)", "Skills", "MCP servers",
+    "The warm helper of -p runs", "Web dashboard (hermes-web) only")
+
+
 @dataclass(frozen=True)
 class Config:
-    provider: str = "anthropic"
-    model: str = DEFAULT_MODELS["anthropic"]
-    api_base: str | None = None
-    home: Path = field(default_factory=lambda: Path.home() / ".hermes")
-    workspace: Path = field(default_factory=Path.cwd)
-    approval: str = "ask"
+    provider: str = setting("HERMES_PROVIDER", PROVIDER, "Which company the conversation goes to.", MODEL,
+                            default="anthropic", privileged=True)
+    model: str = setting(
+        "HERMES_MODEL", TEXT, "Model id for that provider; any LiteLLM model string works (e.g. gemini/gemini-2.5-pro). "
+        f"Defaults: {', '.join(f'{n} {m}' for n, m in DEFAULT_MODELS.items())}.", MODEL,
+        default=DEFAULT_MODELS["anthropic"], shown="", privileged=True)
+    api_base: str | None = setting(
+        "HERMES_API_BASE", URL, "Endpoint override (a local server, a proxy): where requests, and the API key, go. "
+        "Required for openai-compatible (e.g. http://localhost:8000/v1); ollama defaults to http://localhost:11434.",
+        MODEL, privileged=True)
+    context_tokens: int | None = setting(
+        "HERMES_CONTEXT_TOKENS", TOKENS, "Context window in tokens when LiteLLM's model table (or a local server) "
+        f"does not say (default: the provider's fallback: {_windows()}).", MODEL)
+    compact_at: float = setting("HERMES_COMPACT_AT", SHARE, "Compact the conversation when a request reaches this "
+                                "share of the window.", MODEL, default=0.8)
     # Secrets never appear in repr() so they cannot leak into logs by accident.
-    api_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
-    flask_secret_key: str | None = field(default=None, repr=False)
-    web_password: str | None = field(default=None, repr=False)
-    web_allow_no_auth: bool = False
-    web_enable_shell: bool = False
-    web_enable_write: bool = False
-    web_enable_mcp: bool = False  # HERMES_WEB_ENABLE_MCP: untrusted MCP servers' tools on the web
-    web_trusted_proxies: int = 0
-    web_allowed_hosts: tuple[str, ...] = ()  # HERMES_WEB_ALLOWED_HOSTS; empty: the web's default list
-    railway_public_domain: str | None = None
+    api_keys: Mapping[str, str] = field(default_factory=dict, repr=False, metadata={_GATHERED: tuple(
+        Setting(variable, SECRET, "", _key_doc(variable), KEYS, privileged=True) for variable in sorted(KEY_ENV_VARS))})
+    home: Path = setting(  # noqa: RUF009 (setting() is a dataclasses.field)
+        "HERMES_HOME", PATH, "memory.sqlite3, skills/ and this .env (created with mode 0700). Set it in the "
+        "environment: the .env that would name it is the one inside it.", PLACES,
+        factory=lambda: Path.home() / ".hermes", shown="~/.hermes", privileged=True)
+    workspace: Path = setting(  # noqa: RUF009 (setting() is a dataclasses.field)
+        "HERMES_WORKSPACE", PATH, "Root folder the file and shell tools are confined to (default: the current "
+        "folder).", PLACES, factory=Path.cwd, shown="", privileged=True)
+    approval: str = setting("HERMES_APPROVAL", APPROVAL, "ask: run_bash and write_file ask before running (headless: "
+                            "only with --yes); always: never ask.", APPROVALS, default="ask", privileged=True)
+    sandbox: bool = setting(
+        "HERMES_SANDBOX", FLAG, "run_bash runs in bubblewrap where it works (own PID namespace, read-only system, "
+        "HERMES_HOME and credential folders hidden); false: without it, and without the notice when bubblewrap "
+        "is missing.", SANDBOX, default=True, privileged=True)
+    sandbox_network: bool = setting(
+        "HERMES_SANDBOX_NETWORK", FLAG, "Commands in the sandbox share the machine's network (default false: what a "
+        "command reads cannot be sent anywhere; pip install, git fetch, curl fail).", SANDBOX, default=False,
+        privileged=True)
+    skill_stale_days: int = setting("HERMES_SKILL_STALE_DAYS", DAYS, "Days unused before a learned skill leaves the "
+                                    "prompt's skill index (pinned and guest skills never age).", SKILLS, default=30)
+    skill_archive_days: int = setting("HERMES_SKILL_ARCHIVE_DAYS", DAYS, "Days unused before a learned skill moves "
+                                      "to HERMES_HOME/skills-archive/ (never deleted).", SKILLS, default=90)
+    mcp_wait: float = setting("HERMES_MCP_WAIT", SECONDS, "Seconds a -p turn (and `hermes-tui mcp list`) waits for "
+                              "the MCP servers to be ready; a server still starting is named and left out.", MCP,
+                              default=10.0)
+    helper: bool = setting("HERMES_HELPER", FLAG, "Keep LiteLLM loaded between -p runs in one background helper "
+                           "per user; false: every run imports it.", HELPER, default=True)
+    helper_idle: float = setting("HERMES_HELPER_IDLE", POSITIVE_SECONDS, "Seconds without a request after which "
+                                 "the warm helper exits (set by the run that starts it).", HELPER, default=600.0)
+    flask_secret_key: str | None = setting(
+        "FLASK_SECRET_KEY", SECRET, "Required, at least 32 random characters; a known key would let its writer forge "
+        "session cookies. Generate: python -c \"import secrets; print(secrets.token_hex(32))\"", WEB, privileged=True)
+    web_password: str | None = setting(
+        "HERMES_WEB_PASSWORD", PASSWORD, "Required unless HERMES_WEB_ALLOW_NO_AUTH=true; at least 12 characters and "
+        "not a well-known password. Changing it (and restarting) ends every session.", WEB, privileged=True)
+    web_allow_no_auth: bool = setting("HERMES_WEB_ALLOW_NO_AUTH", FLAG, "Open the dashboard without a password "
+                                      "(trusted local networks only).", WEB, default=False, privileged=True)
+    web_allowed_hosts: tuple[str, ...] = setting(
+        "HERMES_WEB_ALLOWED_HOSTS", HOSTS, "Host names the dashboard answers to (comma-separated; .example.com "
+        "includes subdomains). Default: localhost, 127.0.0.1, the --host address and RAILWAY_PUBLIC_DOMAIN. "
+        "Required for no-auth mode.", WEB, default=(), shown="", privileged=True)
+    web_enable_shell: bool = setting("HERMES_WEB_ENABLE_SHELL", FLAG, "Give the web model run_bash.", WEB,
+                                     default=False, privileged=True)
+    web_enable_write: bool = setting("HERMES_WEB_ENABLE_WRITE", FLAG, "Give the web model write_file.", WEB,
+                                     default=False, privileged=True)
+    web_enable_mcp: bool = setting("HERMES_WEB_ENABLE_MCP", FLAG, "Offer every MCP server's tools on the web, run "
+                                   "without asking (default false: only servers with \"trust\": true in mcp.json).",
+                                   WEB, default=False, privileged=True)
+    web_trusted_proxies: int = setting("HERMES_WEB_TRUSTED_PROXIES", COUNT, "Number of reverse proxies in front "
+                                       "whose X-Forwarded-For is trusted (Railway: 1); 0: the socket's peer address.",
+                                       WEB, default=0, privileged=True)
+    railway_public_domain: str | None = setting("RAILWAY_PUBLIC_DOMAIN", HOST, "One more host the dashboard answers "
+                                                "(Railway sets it).", WEB, privileged=True)
+    port: int = setting("PORT", PORT, "Port hermes-web listens on when --port is not given (Railway sets it).", WEB,
+                        default=8000)
+    # Not settings: what loading found.
     secret_values: Mapping[str, str] = field(default_factory=dict, repr=False)  # every secret-named variable
     ignored_local: tuple[str, ...] = ()  # privileged variables found in ./.env and not used
-    context_tokens: int | None = None  # HERMES_CONTEXT_TOKENS: the window when litellm does not know the model
-    compact_at: float = 0.8  # HERMES_COMPACT_AT: share of the window that triggers compaction
-    sandbox: bool = True  # HERMES_SANDBOX: run_bash in bubblewrap when it works (agent/sandbox.py)
-    sandbox_network: bool = False  # HERMES_SANDBOX_NETWORK: commands in the sandbox may use the network
-    skill_stale_days: int = 30  # HERMES_SKILL_STALE_DAYS: an unused learned skill leaves the prompt index
-    skill_archive_days: int = 90  # HERMES_SKILL_ARCHIVE_DAYS: ... and moves to HERMES_HOME/skills-archive
     # (provider, HERMES_API_BASE): the endpoint belongs to the provider it was configured with, so
     # a switch to another provider (/model) never sends that provider's key there (switched_to).
     configured_endpoint: tuple[str, str] | None = None
@@ -115,8 +365,8 @@ class Config:
         """One line per setting that was found but not used, for the surfaces to show."""
         if not self.ignored_local:
             return []
-        return [f"Ignored {', '.join(self.ignored_local)} in ./.env: the provider, model, API keys and settings "
-                "that widen what Hermes may do are read only from the environment or HERMES_HOME/.env."]
+        return [(f"Ignored {', '.join(self.ignored_local)} in ./.env: the provider, model, API keys and settings "
+                 "that widen what Hermes may do are read only from the environment or HERMES_HOME/.env.")]
 
     @property
     def provider_info(self) -> Provider:
@@ -184,50 +434,49 @@ class Config:
     @classmethod
     def load(cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
         """Build a Config; raises ``ConfigError`` for an invalid value. Creates HERMES_HOME (0700)."""
-        env, ignored = _merged_environment(process_environment() if environ is None else dict(environ),
-                                           cwd or Path.cwd())
-        provider = _check_provider(env.get("HERMES_PROVIDER") or "anthropic")
-        model = (env.get("HERMES_MODEL") or "").strip() or DEFAULT_MODELS[provider]
-        api_base = _api_base(env, "HERMES_API_BASE")
+        cwd = cwd or Path.cwd()
+        env, ignored = _merged_environment(process_environment() if environ is None else dict(environ), cwd)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if _SETTING in f.metadata:
+                value = f.metadata[_SETTING].read(env)
+                if value is not MISSING:
+                    values[f.name] = value
+            elif _GATHERED in f.metadata:
+                values[f.name] = {s.name: v for s in f.metadata[_GATHERED] if (v := s.read(env)) is not MISSING}
+        provider = values.setdefault("provider", cls.provider)
+        values.setdefault("model", DEFAULT_MODELS[provider])
+        api_base = values.get("api_base")
         if PROVIDER_TABLE[provider].requires_base and not api_base:
             raise ConfigError(
                 f"HERMES_API_BASE is not set: the {provider} provider needs the server's URL "
                 "(for example http://localhost:8000/v1)."
             )
-        approval = (env.get("HERMES_APPROVAL") or "ask").strip().lower()
-        if approval not in APPROVAL_MODES:
-            raise ConfigError(f"HERMES_APPROVAL={approval!r} is not valid: use 'ask' or 'always'.")
+        values["home"] = _private_home(values.get("home") or default_home({}))
+        values["workspace"] = _workspace(values.get("workspace"), cwd)
         return cls(
-            provider=provider,
-            model=model,
-            api_base=api_base,
-            home=_home_from(env),
-            workspace=_workspace_from(env, cwd),
-            approval=approval,
-            api_keys=_keys_from(env),
-            flask_secret_key=(env.get("FLASK_SECRET_KEY") or "").strip() or None,
-            web_password=env.get("HERMES_WEB_PASSWORD") or None,
-            web_allow_no_auth=_flag(env, "HERMES_WEB_ALLOW_NO_AUTH"),
-            web_enable_shell=_flag(env, "HERMES_WEB_ENABLE_SHELL"),
-            web_enable_write=_flag(env, "HERMES_WEB_ENABLE_WRITE"),
-            web_enable_mcp=_flag(env, "HERMES_WEB_ENABLE_MCP"),
-            web_trusted_proxies=_count(env, "HERMES_WEB_TRUSTED_PROXIES"),
-            web_allowed_hosts=_hosts(env, "HERMES_WEB_ALLOWED_HOSTS"),
-            railway_public_domain=(env.get("RAILWAY_PUBLIC_DOMAIN") or "").strip().lower() or None,
+            **values,
             secret_values={k: v for k, v in env.items() if is_secret_variable(k) and v.strip()},
             ignored_local=ignored,
-            context_tokens=_tokens(env, "HERMES_CONTEXT_TOKENS"),
             configured_endpoint=(provider, api_base) if api_base else None,
-            compact_at=_share(env, "HERMES_COMPACT_AT", 0.8),
-            sandbox=_flag(env, "HERMES_SANDBOX", default=True),
-            sandbox_network=_flag(env, "HERMES_SANDBOX_NETWORK"),
-            skill_stale_days=_days(env, "HERMES_SKILL_STALE_DAYS", 30),
-            skill_archive_days=_days(env, "HERMES_SKILL_ARCHIVE_DAYS", 90),
         )
 
 
-def default_home(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
+def _settings_of(f: Field[Any]) -> tuple[Setting, ...]:
+    if _SETTING in f.metadata:
+        return (f.metadata[_SETTING],)
+    return tuple(f.metadata.get(_GATHERED, ()))
+
+
+SETTINGS: tuple[Setting, ...] = tuple(s for f in fields(Config) for s in _settings_of(f))
+"""Every setting, in the order the docs list them."""
+
+PRIVILEGED = frozenset(s.name for s in SETTINGS if s.privileged)
+"""Read only from the process environment or HERMES_HOME/.env, never from ./.env."""
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    """HERMES_HOME as ``env`` names it, else ~/.hermes (not resolved, not created)."""
     return Path(env.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
 
 
@@ -252,19 +501,8 @@ def _read_env_file(path: Path) -> dict[str, str]:
         raise ConfigError(f"Cannot read {path}: {exc}. Fix or remove that file.") from exc
 
 
-def _check_provider(value: str) -> str:
-    provider = value.strip().lower()
-    if provider not in PROVIDERS:
-        raise ConfigError(f"HERMES_PROVIDER={value!r} is not known: use one of {', '.join(PROVIDERS)}.")
-    return provider
-
-
-def _keys_from(env: Mapping[str, str]) -> dict[str, str]:
-    return {name: env[name].strip() for name in KEY_ENV_VARS if (env.get(name) or "").strip()}
-
-
-def _home_from(env: Mapping[str, str]) -> Path:
-    home = default_home(env).resolve()
+def _private_home(path: Path) -> Path:
+    home = path.resolve()
     try:
         private_dir(home)
     except OSError as exc:
@@ -274,90 +512,37 @@ def _home_from(env: Mapping[str, str]) -> Path:
     return home
 
 
-def _workspace_from(env: Mapping[str, str], cwd: Path | None) -> Path:
-    raw = env.get("HERMES_WORKSPACE")
-    path = Path(raw).expanduser() if raw else (cwd or Path.cwd())
-    if not path.is_absolute():
-        path = (cwd or Path.cwd()) / path
+def _workspace(path: Path | None, cwd: Path) -> Path:
+    path = cwd / path if path is not None else cwd
     if not path.is_dir():
         raise ConfigError(f"HERMES_WORKSPACE={str(path)!r} does not exist or is not a folder: create it or point it elsewhere.")
     return path.resolve()
 
 
-def _flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
-    value = (env.get(name) or "").strip().lower()
-    if not value:
-        return default
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ConfigError(f"{name}={value!r} is not a yes/no value: use true or false.")
+# -- generated documents (cog: .env.example, docs/settings.md; tests/conftest.py reads SETTINGS) ----
 
 
-def _count(env: Mapping[str, str], name: str) -> int:
-    value = (env.get(name) or "0").strip()
-    if not value.isdigit():
-        raise ConfigError(f"{name}={value!r} is not a whole number: use 0 (no proxy) or the number of proxies in front.")
-    return int(value)
+def env_example() -> str:
+    """Every setting as a commented line under its doc, by section: the body of ``.env.example``."""
+    lines: list[str] = []
+    section = ""
+    for s in SETTINGS:
+        if s.section != section:
+            section = s.section
+            lines += [""] if lines else []
+            lines.append(f"# --- {section} " + "-" * max(3, 92 - len(section)))
+        lines += textwrap.wrap(s.doc, 98, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False)
+        if s.privileged:
+            lines.append("# [privileged]")
+        lines.append(f"# {s.name}={s.shown}")
+    return "\n".join(lines) + "\n"
 
 
-def _hosts(env: Mapping[str, str], name: str) -> tuple[str, ...]:
-    """Host names separated by commas or spaces; ``.example.com`` also matches its subdomains."""
-    hosts = tuple(h.lower() for h in (env.get(name) or "").replace(",", " ").split())
-    for host in hosts:
-        if host == "*" or not re.fullmatch(r"\.?[a-z0-9]([a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\]", host):
-            raise ConfigError(f"{name} has {host!r}, which is not a host name: list names like "
-                              "hermes.example.com (no '*', scheme, port or path).")
-    return hosts
-
-
-def _api_base(env: Mapping[str, str], name: str) -> str | None:
-    """The endpoint URL, checked now: without a scheme every request would fail later as a "server error"."""
-    value = (env.get(name) or "").strip()
-    if not value:
-        return None
-    if "://" not in value:
-        raise ConfigError(f"{name}={value!r} has no scheme: write it with http:// or https:// in front, "
-                          f"e.g. http://{value}.")
-    parts = urlsplit(value)
-    if parts.scheme.lower() not in ("http", "https"):
-        raise ConfigError(f"{name}={value!r} is not an http:// or https:// URL: use e.g. http://localhost:8000/v1.")
-    try:
-        port = parts.port
-    except ValueError:
-        port = -1
-    if not parts.hostname or port == -1 or port == 0:
-        raise ConfigError(f"{name}={value!r} has no valid host and port: use e.g. http://localhost:8000/v1.")
-    return value
-
-
-def _tokens(env: Mapping[str, str], name: str) -> int | None:
-    value = (env.get(name) or "").strip().replace("_", "")
-    if not value:
-        return None
-    if not value.isdigit() or int(value) < 1000:
-        raise ConfigError(f"{name}={value!r} is not a token count: use a whole number of at least 1000, e.g. 128000.")
-    return int(value)
-
-
-def _days(env: Mapping[str, str], name: str, default: int) -> int:
-    value = (env.get(name) or "").strip()
-    if not value:
-        return default
-    if not value.isdigit() or int(value) < 1:
-        raise ConfigError(f"{name}={value!r} is not a number of days: use a whole number of at least 1, e.g. {default}.")
-    return int(value)
-
-
-def _share(env: Mapping[str, str], name: str, default: float) -> float:
-    value = (env.get(name) or "").strip()
-    if not value:
-        return default
-    try:
-        share = float(value[:-1]) / 100 if value.endswith("%") else float(value)
-    except ValueError:
-        share = -1.0
-    if not 0.1 <= share <= 1.0:
-        raise ConfigError(f"{name}={value!r} is not a share of the context window: use e.g. 0.8 or 80%.")
-    return share
+def settings_table() -> str:
+    """Every setting as a markdown table: the body of ``docs/settings.md``."""
+    rows = ["| variable | kind | default | privileged | meaning |", "|---|---|---|---|---|"]
+    for s in SETTINGS:
+        cells = (f"`{s.name}`", s.kind.label, f"`{s.shown}`" if s.shown else "", "yes" if s.privileged else "",
+                 s.doc)
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows) + "\n"

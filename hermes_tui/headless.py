@@ -120,7 +120,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         return fail(str(exc))
     try:
         if mcp is not None:
-            _wait_for_mcp(mcp, out)
+            _wait_for_mcp(mcp, out, config.mcp_wait)
         code = _drive(agent, text, out, events)
         if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM):
             _leave_summary(agent, config, host, out, continued=session_id is not None)
@@ -141,11 +141,8 @@ def _start_mcp(config: Config, out: _Output) -> McpManager | None:
     return manager if manager.statuses() else None
 
 
-def _wait_for_mcp(manager: McpManager, out: _Output) -> None:
-    """Before the first request: wait (bounded) for the servers; name those still starting."""
-    from hermes_tui.agent.mcp.config import wait_seconds
-
-    seconds = wait_seconds()
+def _wait_for_mcp(manager: McpManager, out: _Output, seconds: float) -> None:
+    """Before the first request: wait (bounded, ``HERMES_MCP_WAIT``) for the servers; name those still starting."""
     for name in manager.wait_ready(seconds):
         out.notice(f"MCP server {name} is not ready after {seconds:g} s: this turn runs without its tools.")
 
@@ -155,7 +152,7 @@ def _warm_host(config: Config) -> Any:
     ``HERMES_HELPER=off``. When it cannot be reached, litellm is imported here instead."""
     from hermes_tui import llm, warm
 
-    if not warm.enabled():
+    if not config.helper:
         llm.warm(config)  # the turn needs litellm: import it while the rest is set up
         return None
     host = warm.WarmHost(config)

@@ -53,37 +53,16 @@ from hermes_tui.llm_host import Item, relay
 
 log = logging.getLogger(__name__)
 
-SWITCH = "HERMES_HELPER"  # "off" disables the helper
-IDLE_VARIABLE = "HERMES_HELPER_IDLE"
-DEFAULT_IDLE = 600.0
 START_TIMEOUT = 120.0  # importing litellm takes seconds, many on a loaded machine
 # What the helper's environment keeps of the caller's: no key, password or token reaches it.
 _ENV_KEEP = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER", "LOGNAME", "SSL_CERT_FILE", "SSL_CERT_DIR",
              "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
-             "http_proxy", "https_proxy", "no_proxy", "all_proxy", "LITELLM_LOCAL_MODEL_COST_MAP", IDLE_VARIABLE)
+             "http_proxy", "https_proxy", "no_proxy", "all_proxy", "LITELLM_LOCAL_MODEL_COST_MAP")
 _ENV_KEEP_PREFIXES = ("LC_", "XDG_")
 
 
 class Unavailable(Exception):
     """The helper cannot be reached or started."""
-
-
-def enabled() -> bool:
-    return os.environ.get(SWITCH, "").strip().lower() not in ("off", "0", "false", "no")
-
-
-def idle_seconds() -> float:
-    raw = os.environ.get(IDLE_VARIABLE, "").strip()
-    if not raw:
-        return DEFAULT_IDLE
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if value <= 0:
-        log.warning("%s=%r is not a positive number of seconds; using %.0f", IDLE_VARIABLE, raw, DEFAULT_IDLE)
-        return DEFAULT_IDLE
-    return value
 
 
 def folder() -> Path:

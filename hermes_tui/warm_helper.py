@@ -23,7 +23,7 @@ from typing import Any
 from hermes_tui.clock import Clock
 from hermes_tui.config import Config
 from hermes_tui.llm_host import serve_request
-from hermes_tui.warm import DEFAULT_IDLE, identity, idle_seconds
+from hermes_tui.warm import identity
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class Helper:
     ``clock`` and ``owner`` are parameters so tests can drive the idle exit and the uid check.
     """
 
-    def __init__(self, where: Path, *, idle: float = DEFAULT_IDLE, quiet: float = QUIET,
+    def __init__(self, where: Path, *, idle: float = Config.helper_idle, quiet: float = QUIET,
                  clock: Clock = time.monotonic, owner: int | None = None,
                  ident: str | None = None) -> None:
         self.where = where
@@ -251,7 +251,7 @@ def main() -> None:
         from hermes_tui.logs import setup_logging
 
         setup_logging(warm_config)
-    helper = Helper(where, idle=idle_seconds())
+    helper = Helper(where, idle=warm_config.helper_idle if warm_config is not None else Config.helper_idle)
     helper.bind()
     llm.warm(warm_config).join()
     os.write(1, b"ready\n")

@@ -7,17 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tui.config import SETTINGS
+
 pytest_plugins = ["tests.fakes.fixtures"]
 
-_HERMES_VARS = (
-    "HERMES_PROVIDER", "HERMES_MODEL", "HERMES_API_BASE", "HERMES_HOME", "HERMES_WORKSPACE",
-    "HERMES_APPROVAL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY",
-    "FLASK_SECRET_KEY", "HERMES_WEB_PASSWORD", "HERMES_WEB_ALLOW_NO_AUTH",
-    "HERMES_WEB_ENABLE_SHELL", "HERMES_WEB_ENABLE_WRITE", "HERMES_WEB_ENABLE_MCP", "HERMES_WEB_TRUSTED_PROXIES",
-    "HERMES_WEB_ALLOWED_HOSTS", "RAILWAY_PUBLIC_DOMAIN",
-    "HERMES_CONTEXT_TOKENS", "HERMES_COMPACT_AT", "HERMES_SANDBOX", "HERMES_SANDBOX_NETWORK",
-    "HERMES_SKILL_STALE_DAYS", "HERMES_SKILL_ARCHIVE_DAYS",
-)
+_HERMES_VARS = tuple(s.name for s in SETTINGS)  # every declared setting (hermes_tui/config.py)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

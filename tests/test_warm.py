@@ -257,17 +257,6 @@ def test_the_helper_answers_only_its_owners_uid_and_key(where: Path, caplog: pyt
             assert helper.stopped.wait(30)
 
 
-def test_the_idle_time_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HERMES_HELPER_IDLE", "30")
-    assert warm.idle_seconds() == 30.0
-    monkeypatch.setenv("HERMES_HELPER_IDLE", "ten minutes")
-    assert warm.idle_seconds() == warm.DEFAULT_IDLE
-    monkeypatch.delenv("HERMES_HELPER_IDLE")
-    assert warm.idle_seconds() == 600.0
-    monkeypatch.setenv("HERMES_HELPER", "off")
-    assert not warm.enabled()
-
-
 def test_a_request_leaves_no_key_in_the_helper(where: Path, fake_llm_env: FakeLLMServer, hermes_home: Path) -> None:
     """litellm caches its HTTP clients, each with the key it was made with: gone after the request."""
     from hermes_tui.config import Config

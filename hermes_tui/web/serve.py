@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -36,7 +35,7 @@ from hermes_tui.web.deadline import HEAD_SECONDS, with_head_deadline
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
+DEFAULT_PORT = Config.port  # the PORT setting's default (config.py)
 DEFAULT_THREADS = 8
 GRACEFUL_SECONDS = 8  # SIGTERM to exit, under Railway's 10 s before SIGKILL
 
@@ -156,13 +155,8 @@ def serve(argv: Sequence[str] | None = None) -> None:
         raise ConfigError("--threads must be at least 2 (one for chat streams, one for the rest).")
     if not args.header_timeout > 0:
         raise ConfigError("--header-timeout must be a positive number of seconds (e.g. 30).")
-    port = args.port
-    if port is None:
-        raw = os.environ.get("PORT", "")
-        if raw and not raw.isdigit():
-            raise ConfigError(f"PORT={raw!r} is not a port number.")
-        port = int(raw) if raw else DEFAULT_PORT
     config = Config.load()
+    port = args.port if args.port is not None else config.port
     check_config(config)
     for line in config.warnings:  # before logging is set up, logging's last resort writes it to stderr
         log.warning("%s", line)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import threading
 from collections.abc import Mapping
@@ -33,7 +32,6 @@ HOME_FILE = "mcp.json"
 WORKSPACE_FILE = ".mcp.json"
 STATE_FILE = "mcp-state.json"
 DEFAULT_TIMEOUT = 60.0  # seconds one tool call may take
-DEFAULT_WAIT = 10.0  # seconds a headless turn waits for the servers to be ready (HERMES_MCP_WAIT)
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # Names of variables that hold secrets, for the command-line check (wider than redaction's list:
 # a server's own token variables are named freely).
@@ -233,16 +231,6 @@ def resolve(spec: ServerSpec, values: Mapping[str, str]) -> Resolved:
     return Resolved(spec, fill(spec.command), tuple(fill(a) for a in spec.args),
                     {k: fill(v) for k, v in spec.env.items()}, fill(spec.url),
                     {k: fill(v) for k, v in spec.headers.items()}, secrets)
-
-
-def wait_seconds(environ: Mapping[str, str] | None = None) -> float:
-    """How long a headless turn waits for the servers (``HERMES_MCP_WAIT``, default 10 s)."""
-    raw = (os.environ if environ is None else environ).get("HERMES_MCP_WAIT", "").strip()
-    try:
-        return max(0.0, float(raw)) if raw else DEFAULT_WAIT
-    except ValueError:
-        log.warning("HERMES_MCP_WAIT=%r is not a number of seconds; using %s", raw, DEFAULT_WAIT)
-        return DEFAULT_WAIT
 
 
 class McpState:
