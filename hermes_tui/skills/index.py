@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hermes_tui.db import connect, enable_wal, immediate, prepare
-from hermes_tui.memory.text import WORD
+from hermes_tui.memory.text import STOP_WORDS, WORD
 from hermes_tui.skills.index_schema import INDEX_SCHEMA, ROW_SQL, Entry, Row, row_of
 from hermes_tui.skills.synonyms import expansions
 
@@ -48,16 +48,6 @@ OWN_WEIGHT = 2
 COMMON_SHARE = 0.05
 FEW_SKILLS = 40
 MAX_QUERY_CHARS = 2000
-# Request phrasing, and what is left of a contraction ("what's", "don't", "I'll") once the
-# apostrophe splits it: such a letter is in nearly every skill and would only add noise.
-STOP_WORDS = frozenset(
-    """a about after all also am an and any are as at be been being but by can could did do does doing
-    for from get got had has have he her him his how i if in into is it its just let lets like me might
-    more most must my need no not now of on onto or our out over please she should so some such than
-    that the their them then there these they this those through to too up us use using very want was
-    we were what when where which while who why will with would you your
-    s t d ll re ve m don doesn didn isn aren wasn weren haven hasn hadn wouldn couldn shouldn""".split()
-)
 
 # The outcomes a use can end with, and which of them count against a skill ("cancelled" and an
 # unfinished turn count neither way).
