@@ -89,6 +89,23 @@ tidy, clean up, cleanup, organize, organise, sort > organize clean cleanup
 summarize, summarise, summary, key points, tldr > summary summarize
 serve, serving, inference > inference serving
 fine-tune, finetune, fine tune, training > fine-tuning training
+sign in, sign-in, signin, log in, login > login authentication auth
+docs, documentation, readme > documentation docs
+ticket, tickets, issue, issues > issue ticket
+notify, notification, ping me > notification alert
+scrape, scraping, crawl, crawler > scraping scrape crawl
+db, sql > database sql
+k8s, kubernetes > kubernetes
+llm, language model, chatbot > llm model
+directions, route, drive to > maps route directions
+weather forecast > weather
+short link, shorten link, url shortener > url shortener
+tweet, tweets > twitter tweet
+checkout, pay, payment, payments > payment
+leads, crm, sales pipeline > crm leads
+hiring, recruiting, candidates, applicants > recruiting hiring
+survey, questionnaire, form > form survey
+timesheet, time tracking, hours worked > time tracking
 """
 
 
