@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.runtime import EventQueue
+    from hermes_tui.warm import WarmHost
 
 # Documented in the README ("Exit codes"); scripts rely on them (EXIT_OK and EXIT_ERROR: cli_lines).
 EXIT_MAX_STEPS = 3  # the turn reached the step cap (MAX_STEPS model calls) without a final answer
@@ -150,7 +151,7 @@ def _wait_for_mcp(manager: McpManager, out: _Output) -> None:
         out.notice(f"MCP server {name} is not ready after {seconds:g} s: this turn runs without its tools.")
 
 
-def _warm_host(config: Config) -> Any:
+def _warm_host(config: Config) -> WarmHost | None:
     """The warm helper's host (``hermes_tui.warm``), reached in the background; None when
     ``HERMES_HELPER=off``. When it cannot be reached, litellm is imported here instead."""
     from hermes_tui import llm, warm
@@ -168,7 +169,8 @@ def _warm_host(config: Config) -> Any:
     return host
 
 
-def _leave_summary(agent: AgentLoop, config: Config, host: Any, out: _Output, *, continued: bool) -> None:
+def _leave_summary(agent: AgentLoop, config: Config, host: WarmHost | None, out: _Output, *,
+                   continued: bool) -> None:
     """A one-shot session's summary is written later, not while the user waits: by the warm helper
     once it is idle, else at the next start of the TUI, the web or ``doctor`` (learning/pending.py).
     A continued session (--session) is summarized now when no helper takes it."""

@@ -49,7 +49,19 @@ from typing import Any
 
 from hermes_tui import __version__, fds
 from hermes_tui.config import Config
-from hermes_tui.llm_host import Item, relay
+from hermes_tui.llm import LocalHost
+from hermes_tui.llm_host import (
+    CompleteRequest,
+    CountRequest,
+    Request,
+    StreamRequest,
+    WindowRequest,
+    answer_count,
+    answer_text,
+    answer_window,
+    relay_stream,
+)
+from hermes_tui.llm_stream import StreamItem
 
 log = logging.getLogger(__name__)
 
@@ -135,15 +147,15 @@ def without_secrets(config: Config, *, keep_key: bool = False) -> Config:
 
 
 class WarmHost:
-    """``LLMClient``'s host in a ``-p`` run: every model call goes to the helper."""
-
-    remote_calls = True  # LLMClient asks the host for token counts and completions too
+    """The ``ModelHost`` of a ``-p`` run: every model call goes to the helper (this process
+    serves itself, ``LocalHost``, only when the helper is unavailable)."""
 
     def __init__(self, spawn_config: Config | None = None) -> None:
         self._spawn_config = spawn_config
         self._lock = threading.Lock()
         self._reached = False
         self._fallback = False
+        self._local = LocalHost()
         self.pid: int | None = None
 
     # -- reaching the helper
@@ -187,7 +199,7 @@ class WarmHost:
             raise Unavailable("another version's helper was running")
         return int(reply[1])
 
-    def _open(self, request: tuple[Any, ...], *, restart: bool = True) -> Connection:
+    def _open(self, request: tuple[Any, ...] | Request, *, restart: bool = True) -> Connection:
         """A connection on which ``request`` was accepted; reaches (or restarts) the helper once."""
         for attempt in (1, 2):
             try:
@@ -206,34 +218,45 @@ class WarmHost:
             raise Unavailable(f"a helper of another version ({reply[1]}) took over")
         raise AssertionError("unreachable")
 
-    def _local(self) -> Any:
-        from hermes_tui.llm import LLMClient
+    def _request(self, request: Request) -> Connection | None:
+        """A connection on which the helper accepted ``request``; None: serve it here."""
+        if self.ensure():
+            try:
+                return self._open(dataclasses.replace(request, config=without_secrets(request.config,
+                                                                                      keep_key=True)))
+            except Unavailable as exc:
+                self._give_up(exc)
+        return None
 
-        return LLMClient
-
-    # -- the host interface (LLMClient)
+    # -- ModelHost
 
     def stream(self, config: Config, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-               cancel: threading.Event) -> Iterator[Item]:
-        if self.ensure():
-            try:
-                connection = self._open(("stream", without_secrets(config, keep_key=True), messages, tools))
-            except Unavailable as exc:
-                self._give_up(exc)
-            else:
-                yield from relay(connection, cancel)
-                return
-        yield from self._local()(config).stream(messages, tools, cancel)
+               cancel: threading.Event) -> Iterator[StreamItem]:
+        connection = self._request(StreamRequest(config, messages, tools))
+        if connection is None:
+            yield from self._local.stream(config, messages, tools, cancel)
+            return
+        yield from relay_stream(connection, cancel)
 
-    def call(self, config: Config, name: str, *args: Any) -> Any:
-        if self.ensure():
-            try:
-                connection = self._open(("call", without_secrets(config, keep_key=True), name, args))
-            except Unavailable as exc:
-                self._give_up(exc)
-            else:
-                return _reply(connection)
-        return getattr(self._local()(config), name)(*args)
+    def complete(self, config: Config, messages: list[dict[str, Any]], *, timeout: float,
+                 cancel: threading.Event) -> str:
+        connection = self._request(CompleteRequest(config, messages, timeout))
+        if connection is None:
+            return self._local.complete(config, messages, timeout=timeout, cancel=cancel)
+        return answer_text(connection, cancel, config)
+
+    def count_tokens(self, config: Config, messages: list[dict[str, Any]],
+                     tools: list[dict[str, Any]] | None) -> int:
+        connection = self._request(CountRequest(config, messages, tools))
+        if connection is None:
+            return self._local.count_tokens(config, messages, tools)
+        return answer_count(connection, config)
+
+    def max_input_tokens(self, config: Config) -> int | None:
+        connection = self._request(WindowRequest(config))
+        if connection is None:
+            return self._local.max_input_tokens(config)
+        return answer_window(connection, config)
 
     def _give_up(self, exc: Exception) -> None:
         log.warning("parsing in this process: the warm helper is unavailable (%s)", exc)
@@ -254,22 +277,7 @@ class WarmHost:
         return True
 
 
-def _reply(connection: Connection) -> Any:
-    from hermes_tui.llm_errors import LLMError
-
-    try:
-        reply = connection.recv()
-    except (EOFError, OSError) as exc:
-        raise LLMError("The helper process that talks to the model stopped unexpectedly. "
-                       "Run the command again: a new helper starts.", retryable=True) from exc
-    finally:
-        connection.close()
-    if isinstance(reply, LLMError):
-        raise reply
-    return reply
-
-
-def _open(where: Path, request: tuple[Any, ...]) -> tuple[Connection, tuple[Any, ...]]:
+def _open(where: Path, request: tuple[Any, ...] | Request) -> tuple[Connection, tuple[Any, ...]]:
     """Connect, send this installation's identity and ``request``, read the helper's answer:
     ``("ok", pid)`` or ``("stale", its identity, pid)``."""
     try:

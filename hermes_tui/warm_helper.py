@@ -1,5 +1,5 @@
 """The warm helper process (``warm.py`` starts it and holds what both sides share): it accepts
-connections on the private socket, checks the peer's uid and key, serves streams and calls with
+connections on the private socket, checks the peer's uid and key, serves the model requests with
 ``llm_host``, and writes handed-over pending summaries while idle, until idle, stopped or replaced.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 from hermes_tui.clock import Clock
 from hermes_tui.config import Config
-from hermes_tui.llm_host import serve_request
+from hermes_tui.llm_host import SERVED, serve_request
 from hermes_tui.warm import DEFAULT_IDLE, identity, idle_seconds
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,8 @@ class Helper:
                 deliver_challenge(connection, self.key)
                 answer_challenge(connection, self.key)
                 ident, request = connection.recv()
-            except (OSError, EOFError, AuthenticationError, ValueError, TypeError, pickle.UnpicklingError):
+            except (OSError, EOFError, AuthenticationError, ValueError, TypeError, AttributeError,
+                    pickle.UnpicklingError):  # AttributeError: a record this version lacks
                 log.debug("warm helper: refused a connection", exc_info=True)
                 connection.close()
                 return
@@ -189,7 +190,7 @@ class Helper:
             with self._lock:
                 self._jobs[str(request[2])] = request[1]
             self._work.set()
-        elif kind in ("stream", "call"):
+        elif type(request) in SERVED:
             serve_request(connection, request)
         else:
             connection.close()
