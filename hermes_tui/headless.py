@@ -173,20 +173,19 @@ def _leave_summary(agent: AgentLoop, config: Config, host: WarmHost | None, out:
                    continued: bool) -> None:
     """A one-shot session's summary is written later, not while the user waits: by the warm helper
     once it is idle, else at the next start of the TUI, the web or ``doctor`` (learning/pending.py).
-    A continued session (--session) is summarized now when no helper takes it."""
+    A continued session (--session) is closed now, helper or not: its summary and the memory
+    curator, as every surface closes a session (the calls run in the helper when it is on)."""
     from hermes_tui.learning import pending
 
-    if host is not None and host.ensure():
-        pending.mark(agent.memory, agent.session_id, told=True)
-        if host.hand_over(config, config.db_path):
-            return
-    if not continued:
-        pending.mark(agent.memory, agent.session_id, told=True)
+    if continued:
+        agent.close(timeout=20.0)
+        line = pending.tell(agent.memory)
+        if line:
+            out.notice(line)
         return
-    agent.close(timeout=20.0)
-    line = pending.tell(agent.memory)
-    if line:
-        out.notice(line)
+    pending.mark(agent.memory, agent.session_id, told=True)
+    if host is not None and host.ensure():
+        host.hand_over(config, config.db_path)
 
 
 def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int:
