@@ -12,6 +12,10 @@ command line), serves each stream on a connection of its own, and exits when its
 that is when the process that started it ends, kill -9 included. If it cannot start, or dies,
 the caller gets one readable error and the next stream starts a new helper; if none can start
 at all (say a temporary folder whose socket path is too long), streams are parsed in the caller.
+
+What a helper serves (this one, and the per-user warm helper of ``warm.py``) is one request record
+per ``llm.ModelHost`` method, each with its arguments by name (``CompleteRequest.timeout``...),
+answered from one table (``SERVED``) by a ``LocalHost`` in the helper's process.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ START_TIMEOUT = 120.0  # importing litellm takes seconds, many on a loaded machi
 
 @dataclass(frozen=True)
 class StreamRequest:
+    """``ModelHost.stream``: answered by stream items, then a ``StreamResult`` or an ``LLMError``."""
+
     config: Config
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None
@@ -58,6 +64,8 @@ class StreamRequest:
 
 @dataclass(frozen=True)
 class CompleteRequest:
+    """``ModelHost.complete`` (the caller's cancel reaches it as for a stream)."""
+
     config: Config
     messages: list[dict[str, Any]]
     timeout: float
@@ -65,6 +73,8 @@ class CompleteRequest:
 
 @dataclass(frozen=True)
 class CountRequest:
+    """``ModelHost.count_tokens``."""
+
     config: Config
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None
@@ -72,6 +82,8 @@ class CountRequest:
 
 @dataclass(frozen=True)
 class WindowRequest:
+    """``ModelHost.max_input_tokens``."""
+
     config: Config
 
 
@@ -90,7 +102,9 @@ class Unavailable(Exception):
 
 
 class StreamHost:
-    """The caller's side: starts the helper and relays one stream per connection."""
+    """The TUI's ``ModelHost``: starts the helper and relays one stream per connection. Counts and
+    whole answers run in the caller (``LocalHost``): counts are many and small, a round trip
+    each would cost more than it saves."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -205,7 +219,7 @@ class StreamHost:
             if self._process is process:
                 self._stop_locked()
 
-    def open(self, request: Request, cancel: threading.Event) -> Connection | None:
+    def _send(self, request: Request, cancel: threading.Event) -> Connection | None:
         """A connection to the helper on which ``request`` was sent; None when cancelled while
         the helper started. Raises ``Unavailable`` (from now on: this process serves itself)."""
         if self._unavailable:
@@ -231,7 +245,7 @@ class StreamHost:
                cancel: threading.Event) -> Iterator[StreamItem]:
         """``LocalHost.stream``, parsed in the helper: the same items, the same errors."""
         try:
-            connection = self.open(StreamRequest(config, messages, tools), cancel)
+            connection = self._send(StreamRequest(config, messages, tools), cancel)
         except Unavailable:
             yield from self._local.stream(config, messages, tools, cancel)
             return

@@ -27,6 +27,7 @@ from hermes_tui.llm import LLMClient, LocalHost, ModelHost, StreamResult
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.llm_host import StreamHost
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(900)  # each helper's first start imports litellm: a minute loaded
 
@@ -129,7 +130,13 @@ def test_complete_is_abandoned_when_its_cancel_is_set(fake_llm_env: FakeLLMServe
     client = LLMClient(Config.load(), host("complete"))
     fake_llm_env.queue(SLOW, Reply(text="next"))
     cancel = threading.Event()
-    threading.Timer(0.5, cancel.set).start()
+    sent = len(fake_llm_env.requests)
+
+    def cancel_once_sent() -> None:  # the user gives up while the answer streams
+        wait_until(lambda: len(fake_llm_env.requests) > sent)
+        cancel.set()
+
+    threading.Thread(target=cancel_once_sent, daemon=True).start()
     with pytest.raises(LLMError) as caught:
         client.complete([{"role": "user", "content": "Summarize slowly."}], timeout=120.0, cancel=cancel)
     assert "abandoned" in caught.value.message
