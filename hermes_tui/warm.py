@@ -80,6 +80,45 @@ class Unavailable(Exception):
     """The helper cannot be reached or started."""
 
 
+# -- what a run asks the helper besides model calls (``llm_host.Request``), and its replies ------
+
+
+@dataclasses.dataclass(frozen=True)
+class Hello:
+    """Which helper runs (its reply says, as to every request)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Stop:
+    """Retire: ``hermes-tui helper stop``, or a run of another version taking over."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Summaries:
+    """Write the pending summaries of the store at ``db_path`` while idle."""
+
+    config: Config
+    db_path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Welcome:
+    """The helper serves the request."""
+
+    pid: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Stale:
+    """The helper is of another installation (``identity``) and serves nothing but ``Stop``."""
+
+    identity: str
+    pid: int
+
+
+Control = Hello | Stop | Summaries
+
+
 def enabled() -> bool:
     return os.environ.get(SWITCH, "").strip().lower() not in ("off", "0", "false", "no")
 
@@ -192,14 +231,14 @@ class WarmHost:
 
     def _hello(self, where: Path) -> int:
         """The running helper's pid; a helper of another version is asked to retire first."""
-        reply = _ask(where, ("hello",))
-        if reply[0] == "stale":
-            log.info("retiring the warm helper of another version (%s, pid %s)", reply[1], reply[2])
-            _ask(where, ("stop",))
+        reply = _ask(where, Hello())
+        if isinstance(reply, Stale):
+            log.info("retiring the warm helper of another version (%s, pid %s)", reply.identity, reply.pid)
+            _ask(where, Stop())
             raise Unavailable("another version's helper was running")
-        return int(reply[1])
+        return reply.pid
 
-    def _open(self, request: tuple[Any, ...] | Request, *, restart: bool = True) -> Connection:
+    def _open(self, request: Control | Request, *, restart: bool = True) -> Connection:
         """A connection on which ``request`` was accepted; reaches (or restarts) the helper once."""
         for attempt in (1, 2):
             try:
@@ -212,10 +251,10 @@ class WarmHost:
                 if not self.ensure():
                     raise
                 continue
-            if reply[0] == "ok":
+            if isinstance(reply, Welcome):
                 return connection
             connection.close()
-            raise Unavailable(f"a helper of another version ({reply[1]}) took over")
+            raise Unavailable(f"a helper of another version ({reply.identity}) took over")
         raise AssertionError("unreachable")
 
     def _request(self, request: Request) -> Connection | None:
@@ -268,7 +307,7 @@ class WarmHost:
         if self._fallback or not self._reached:
             return False
         try:
-            connection = self._open(("summaries", without_secrets(config, keep_key=True), str(db_path)),
+            connection = self._open(Summaries(without_secrets(config, keep_key=True), str(db_path)),
                                     restart=False)  # a helper that died mid-run is not worth a wait
         except Unavailable as exc:
             log.info("pending summaries not handed to the helper: %s", exc)
@@ -277,9 +316,8 @@ class WarmHost:
         return True
 
 
-def _open(where: Path, request: tuple[Any, ...] | Request) -> tuple[Connection, tuple[Any, ...]]:
-    """Connect, send this installation's identity and ``request``, read the helper's answer:
-    ``("ok", pid)`` or ``("stale", its identity, pid)``."""
+def _open(where: Path, request: Control | Request) -> tuple[Connection, Welcome | Stale]:
+    """Connect, send this installation's identity and ``request``, read the helper's answer."""
     try:
         key = (where / "key").read_bytes()
         connection = Client(str(where / "socket"), family="AF_UNIX", authkey=key)
@@ -291,10 +329,13 @@ def _open(where: Path, request: tuple[Any, ...] | Request) -> tuple[Connection, 
     except (OSError, EOFError) as exc:
         connection.close()
         raise Unavailable(f"the helper hung up ({type(exc).__name__})") from exc
+    if not isinstance(reply, (Welcome, Stale)):
+        connection.close()
+        raise Unavailable(f"the helper answered {type(reply).__name__}")
     return connection, reply
 
 
-def _ask(where: Path, request: tuple[Any, ...]) -> tuple[Any, ...]:
+def _ask(where: Path, request: Control) -> Welcome | Stale:
     connection, reply = _open(where, request)
     connection.close()
     return reply
@@ -352,10 +393,10 @@ def stop() -> int | None:
     """Stop the running helper (``hermes-tui helper stop``); its pid, or None when none runs."""
     try:
         where = private_folder()
-        reply = _ask(where, ("stop",))
+        reply = _ask(where, Stop())
     except Unavailable:
         return None
-    pid = int(reply[-1])
+    pid = reply.pid
     deadline = time.monotonic() + 30
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -365,10 +406,10 @@ def stop() -> int | None:
 def status() -> tuple[int, str] | None:
     """(pid, identity) of the running helper, or None."""
     try:
-        reply = _ask(private_folder(), ("hello",))
+        reply = _ask(private_folder(), Hello())
     except Unavailable:
         return None
-    return (int(reply[1]), identity()) if reply[0] == "ok" else (int(reply[2]), str(reply[1]))
+    return (reply.pid, identity()) if isinstance(reply, Welcome) else (reply.pid, reply.identity)
 
 
 def _alive(pid: int) -> bool:
