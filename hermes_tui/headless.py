@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.runtime import EventQueue
+    from hermes_tui.warm import WarmHost
 
 # Documented in docs/headless.md ("Exit codes"); scripts rely on them (EXIT_OK and EXIT_ERROR: cli_lines).
 EXIT_MAX_STEPS = 3  # the turn reached the step cap (MAX_STEPS model calls) without a final answer
@@ -147,7 +148,7 @@ def _wait_for_mcp(manager: McpManager, out: _Output, seconds: float) -> None:
         out.notice(f"MCP server {name} is not ready after {seconds:g} s: this turn runs without its tools.")
 
 
-def _warm_host(config: Config) -> Any:
+def _warm_host(config: Config) -> WarmHost | None:
     """The warm helper's host (``hermes_tui.warm``), reached in the background; None when
     ``HERMES_HELPER=off``. When it cannot be reached, litellm is imported here instead."""
     from hermes_tui import llm, warm
@@ -165,23 +166,23 @@ def _warm_host(config: Config) -> Any:
     return host
 
 
-def _leave_summary(agent: AgentLoop, config: Config, host: Any, out: _Output, *, continued: bool) -> None:
+def _leave_summary(agent: AgentLoop, config: Config, host: WarmHost | None, out: _Output, *,
+                   continued: bool) -> None:
     """A one-shot session's summary is written later, not while the user waits: by the warm helper
     once it is idle, else at the next start of the TUI, the web or ``doctor`` (learning/pending.py).
-    A continued session (--session) is summarized now when no helper takes it."""
+    A continued session (--session) is closed now, helper or not: its summary and the memory
+    curator, as every surface closes a session (the calls run in the helper when it is on)."""
     from hermes_tui.learning import pending
 
-    if host is not None and host.ensure():
-        pending.mark(agent.memory, agent.session_id, told=True)
-        if host.hand_over(config, config.db_path):
-            return
-    if not continued:
-        pending.mark(agent.memory, agent.session_id, told=True)
+    if continued:
+        agent.close(timeout=20.0)
+        line = pending.tell(agent.memory)
+        if line:
+            out.notice(line)
         return
-    agent.close(timeout=20.0)
-    line = pending.tell(agent.memory)
-    if line:
-        out.notice(line)
+    pending.mark(agent.memory, agent.session_id, told=True)
+    if host is not None and host.ensure():
+        host.hand_over(config, config.db_path)
 
 
 def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int:

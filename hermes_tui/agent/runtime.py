@@ -19,7 +19,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hermes_tui.agent.toolkit import FAMILIES
 from hermes_tui.background import Background
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.tools import Approver
     from hermes_tui.config import Config
+    from hermes_tui.llm import ModelHost
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
 
@@ -81,7 +82,7 @@ def build_agent(
     surface: Surface,
     *,
     session_id: int | None = None,
-    host: Any = None,
+    host: ModelHost | None = None,
 ) -> AgentLoop:
     """A new agent (a new session, or ``session_id`` resumed); raises ValueError for an unknown id.
     ``host``: where its model calls run (``warm.WarmHost`` for ``-p``); default: per the surface."""
