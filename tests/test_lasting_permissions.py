@@ -111,7 +111,8 @@ def test_a_malformed_file_is_one_warning_and_no_rules(tmp_path: Path, content: s
     said: list[str] = []
     rules = LastingRules(tmp_path / "home", workspace, on_warning=said.append)
     for _ in range(3):
-        assert rules.allowing("run_bash", {"command": "bash"}, approval_spec("run_bash")) is None and rules.rules() == []
+        assert rules.allowing("run_bash", {"command": "bash"}, approval_spec("run_bash")) is None
+        assert rules.rules() == []
     assert len(said) == 1 and str(path) in said[0] and "\n" not in said[0]
     rules.add(EXACT, "ls")  # the bad file is moved aside, not lost
     assert path.with_name(path.name + ".bad").read_text() == content.replace("WS", str(workspace))

@@ -313,7 +313,8 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
         for button in buttons:
             button.compact = stacked
         button_rows = (len(buttons) + columns - 1) // columns if stacked else BUTTON_HEIGHT
-        chrome = CHROME_ROWS + len(self.approval.question) // max(inner, 1) + (len(self.approval.warning) // max(inner, 1) + 1 if self.approval.warning else 0)
+        warning = len(self.approval.warning) // max(inner, 1) + 1 if self.approval.warning else 0
+        chrome = CHROME_ROWS + len(self.approval.question) // max(inner, 1) + warning
         body = len(lines_of(self.approval.body.plain)) + 1  # + the horizontal scrollbar's row
         self.query_one("#approval-dialog").set_class(chrome + button_rows + body > height * 95 // 100, "-tall")
 
