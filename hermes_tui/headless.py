@@ -10,7 +10,7 @@ import queue
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from hermes_tui.cli_lines import EXIT_ERROR, EXIT_OK, fail, warn
 from hermes_tui.config import Config, ConfigError
@@ -79,6 +79,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
 
     setup_logging(config)
     host = _warm_host(config)  # the turn's model calls, in the warm helper when it runs
+    from hermes_tui.agent.approvals import DENY, ApprovalPolicy, PendingCall
     from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.memory.store import MemoryStore, StoreError
     from hermes_tui.skills.manager import SkillManager
@@ -86,10 +87,11 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     out = _Output(sys.stdout, sys.stderr, as_json=args.json)
     events = EventQueue()
 
-    def deny(name: str, arguments: dict[str, Any]) -> str:
+    def deny(call: PendingCall) -> str:
+        """Nobody can answer: what no lasting rule allows is denied (``--yes``: no policy at all)."""
         # Queued behind the call's own event, so it prints after the call it denies.
-        events.put(Notice(f"{name} denied: rerun with --yes to allow shell commands and file writes."))
-        return HEADLESS_DENIAL.format(name=name)
+        events.put(Notice(f"{call.name} denied: rerun with --yes to allow shell commands and file writes."))
+        return DENY
 
     progress = for_stderr(sys.stderr)  # the reindex of an upgrade, a first skills index
     try:
@@ -107,10 +109,8 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
             return fail(problem)
         session_id = last.id
         out.notice(f"hermes: continuing session {last.id} ({title_of(last)})")
-    from hermes_tui.agent.permissions import headless_approver
-
-    approver = headless_approver(config, None if args.yes else deny,
-                                 on_warning=warn)
+    approver = None if args.yes else ApprovalPolicy.for_workspace(
+        deny, config.home, config.workspace, denial=HEADLESS_DENIAL, on_warning=warn)
     mcp = _start_mcp(config, out)
     try:
         agent = build_agent(config, memory, SkillManager.for_config(config, progress),

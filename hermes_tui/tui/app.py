@@ -71,7 +71,7 @@ class HermesApp(PaneRequests, Lifecycle, App[int]):
         self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
                                         on_answered=self._approval_answered, home=config.home)
         self._mcp: McpManager | None = None
-        self.session = ChatSession(config, stores, self.approvals)
+        self.session = ChatSession(config, stores, self.approvals.policy)
         self._command_runner: CommandRunner | None = None
         self._resume_at_start = session_id
         self._continue_last = continue_last  # -c: resume this workspace's last session at start
