@@ -381,6 +381,8 @@ def _write_pending(config: Config) -> None:
 
 def eval_main(argv: Sequence[str]) -> int:
     """``hermes-tui eval TASKS``: each task cold and warm in temporary homes (hermes_tui/learning/eval.py)."""
+    from hermes_tui.learning import eval as evaluation
+
     parser = argparse.ArgumentParser(
         prog="hermes-tui eval",
         description="Run each task of TASKS (YAML) as headless turns with tools approved, twice: cold (a fresh home, "
@@ -395,15 +397,16 @@ def eval_main(argv: Sequence[str]) -> int:
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write every turn as a JSON object to OUT")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="keep the temporary homes and workspaces in a new folder inside DIR")
-    parser.add_argument("--check-timeout", type=float, default=60.0, metavar="S", help="seconds a check may take")
-    parser.add_argument("--turn-timeout", type=float, default=900.0, metavar="S", help="seconds a turn may take")
+    parser.add_argument("--check-timeout", type=float, default=evaluation.CHECK_TIMEOUT, metavar="S",
+                        help="seconds a check may take (default %(default)g)")
+    parser.add_argument("--turn-timeout", type=float, default=evaluation.TURN_TIMEOUT, metavar="S",
+                        help="seconds a turn may take (default %(default)g)")
     args = parser.parse_args(argv)
     import shutil
     import tempfile
 
     from hermes_tui.cli_lines import say, warn
     from hermes_tui.headless import EXIT_INTERRUPTED
-    from hermes_tui.learning import eval as evaluation
 
     if args.runs < 1:
         print("hermes: --runs must be at least 1.", file=sys.stderr)
