@@ -2,7 +2,7 @@
 
 ``app`` composes the screen and routes messages (``app_lifecycle``: start-up and quitting,
 ``app_requests``: what the panes ask of it); ``actions`` is the one table of keys, footer, help
-and palette; ``chat`` (with ``chat_events``, ``chat_answer``, ``answer``, ``blocks``, ``lists``,
+and palette; ``chat`` (with ``conversation_view``, ``answer``, ``blocks``, ``lists``,
 ``tables``) draws the conversation, ``commands``/``command_runner`` the slash commands, ``panes``
 and ``*_pane`` the browsers (``skills_actions``: the Skills pane's keys), ``*_screen`` the modal questions; ``session`` and ``stores`` hold the app's state
 (usage, undo, exports and forgetting are the core's: ``hermes_tui/memory``)."""
