@@ -127,3 +127,11 @@ def test_every_event_type_has_a_view_in_the_chat() -> None:
              if issubclass(cls, events.Event) and cls is not events.Event}
     assert kinds and set(EVENT_VIEWS) == kinds, kinds.symmetric_difference(EVENT_VIEWS)
     assert len({cls.type for cls in kinds}) == len(kinds)  # one type string per class
+
+
+def test_every_slash_command_has_a_handler() -> None:
+    """Commands are dispatched through one table, not through method names built from the
+    command's name: every row of ``commands.COMMANDS`` has its handler, and nothing else does."""
+    from hermes_tui.tui.command_runner import HANDLERS
+
+    assert set(HANDLERS) == {command.name for command in commands.COMMANDS}

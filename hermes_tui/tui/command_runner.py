@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,15 +22,15 @@ if TYPE_CHECKING:
 
 
 class CommandRunner:
-    """The handlers, one ``_name`` method per ``commands.COMMANDS`` row; they reach the app only
-    through ``Controls`` (``controls.py``)."""
+    """The handlers, one method per ``commands.COMMANDS`` row, found through ``HANDLERS``; they
+    reach the app only through ``Controls`` (``controls.py``)."""
 
     def __init__(self, app: Controls) -> None:
         self.app = app
 
     async def run(self, invocation: commands.Invocation, typed: str = "") -> None:
         """Run a command; an unknown one goes back to the prompt (``typed``) with a hint."""
-        handler = getattr(self, f"_{invocation.name}", None) if invocation.command else None
+        handler = HANDLERS.get(invocation.name) if invocation.command else None
         if handler is None:
             if typed:
                 self.app.chat.prompt.give_back(typed)
@@ -38,7 +38,7 @@ class CommandRunner:
                 f"Unknown command /{invocation.name}: kept in the prompt. /help lists the commands; "
                 "start with // to send a line that begins with / as a message.", "error")
             return
-        await handler(invocation.argument)
+        await handler(self, invocation.argument)
 
     def palette_callback(self, command: commands.SlashCommand) -> Callable[[], object]:
         """Commands without an argument run; the others are put in the prompt to complete."""
@@ -275,3 +275,30 @@ class CommandRunner:
 
     async def _exit(self, argument: str) -> None:
         self.app.action_quit()
+
+
+HANDLERS: dict[str, Callable[[CommandRunner, str], Awaitable[None]]] = {
+    "help": CommandRunner._help,
+    "new": CommandRunner._new,
+    "model": CommandRunner._model,
+    "skills": CommandRunner._skills,
+    "memory": CommandRunner._memory,
+    "sessions": CommandRunner._sessions,
+    "learn": CommandRunner._learn,
+    "compact": CommandRunner._compact,
+    "resume": CommandRunner._resume,
+    "retry": CommandRunner._retry,
+    "undo": CommandRunner._undo,
+    "rewind": CommandRunner._rewind,
+    "cost": CommandRunner._cost,
+    "remember": CommandRunner._remember,
+    "context": CommandRunner._context,
+    "copy": CommandRunner._copy,
+    "export": CommandRunner._export,
+    "setup": CommandRunner._setup,
+    "mcp": CommandRunner._mcp,
+    "permissions": CommandRunner._permissions,
+    "forget": CommandRunner._forget,
+    "exit": CommandRunner._exit,
+}
+"""What each slash command runs: one entry per ``commands.COMMANDS`` row (a test checks it)."""
