@@ -103,7 +103,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("sessions", "open", ("o",), "Open", "Sessions pane: open the transcript (Enter too)"),
     Action("sessions", "resume", ("r",), "Resume", "Sessions pane: continue the session in the chat"),
     Action("sessions", "forget", ("x",), "Forget", "Sessions pane: delete the session for good (asks first)"),
-    Action("mcp", "toggle", ("e",), "Enable/disable", "/mcp: enable or disable the selected MCP server"),
+    Action("mcp", "toggle_server", ("e",), "Enable/disable", "/mcp: enable or disable the selected MCP server"),
     Action("mcp", "approve", ("a",), "Approve",
            "/mcp: approve the selected server of the workspace's .mcp.json (shows what it runs, asks first)"),
     Action("mcp", "reconnect", ("r",), "Restart", "/mcp: restart the selected MCP server"),

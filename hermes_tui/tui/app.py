@@ -307,7 +307,7 @@ class HermesApp(App[int]):
                 yield SystemCommand(f"{action.label} ({action.key_text})", action.help,
                                     lambda action=action.action: self.run_action(action))
 
-    def action_interrupt(self) -> None:
+    async def action_interrupt(self) -> None:
         """ctrl+c: copy a selection; else cancel the running turn; else a second press quits."""
         selected = self.screen.get_selected_text() or self._prompt_selection()
         if selected:
@@ -318,7 +318,7 @@ class HermesApp(App[int]):
             self.approvals.deny_pending()
             return
         if self.clock() < self._quit_armed_until:
-            self.action_quit()
+            await self.action_quit()
             return
         self._quit_armed_until = self.clock() + QUIT_CONFIRM
         self.notify(f"Press {actions.main_key('app', 'interrupt')} again to quit ({actions.main_key('app', 'quit')} "
@@ -399,7 +399,7 @@ class HermesApp(App[int]):
 
     # -- quitting
 
-    def action_quit(self) -> None:
+    async def action_quit(self) -> None:
         """Cancel a running turn, save the session summary (bounded wait), exit. Twice: at once.
 
         The waiting runs in a worker so the app keeps processing messages (the cancelled turn's

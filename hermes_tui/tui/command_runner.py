@@ -232,7 +232,7 @@ class CommandRunner:
         app = self.app
         session_id = app.session.session_id
         info = app.memory.get_session(session_id) if session_id is not None else None
-        if info is None:
+        if info is None or session_id is None:
             await app.chat.add_notice("Nothing to export yet: send a message first.")
             return
         name = argument.strip() or str(app.config.home / "exports" / f"session-{session_id}.md")
@@ -274,7 +274,7 @@ class CommandRunner:
         app.sessions.ask_to_forget(session_id)
 
     async def _exit(self, argument: str) -> None:
-        self.app.action_quit()
+        await self.app.action_quit()
 
 
 HANDLERS: dict[str, Callable[[CommandRunner, str], Awaitable[None]]] = {

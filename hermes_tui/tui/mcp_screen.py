@@ -53,7 +53,7 @@ class McpScreen(ListDialog):
     def on_option_list_option_highlighted(self) -> None:
         self._show_detail()
 
-    def action_toggle(self) -> None:
+    def action_toggle_server(self) -> None:
         status = self.selected
         if status is not None:
             self.manager.set_enabled(status.name, status.state == "disabled")

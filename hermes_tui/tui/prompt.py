@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from textual import events
 from textual.actions import SkipAction
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import TextArea
 
 from hermes_tui.tui import actions, commands
@@ -61,7 +62,7 @@ class PromptArea(TextArea):
 
     async def on_text_area_changed(self) -> None:
         if self.suggestions is None:
-            if not self.text.startswith("/") or self.parent is None:
+            if not self.text.startswith("/") or not isinstance(self.parent, Widget):
                 return
             from hermes_tui.tui.suggestions import SlashSuggestions
 

@@ -228,7 +228,10 @@ class FileRewinder:
 
             self.ask(plan, undo=False, then=chosen)
 
-        self.app.push_screen(RewindScreen(checkpoints), lambda n: self.app.run_worker(picked(n), group="rewind"))
+        def answered(number: int | None) -> None:
+            self.app.run_worker(picked(number), group="rewind")
+
+        self.app.push_screen(RewindScreen(checkpoints), answered)
 
 
 def _key(choice: str) -> str:

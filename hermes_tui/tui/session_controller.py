@@ -163,8 +163,9 @@ class SessionController:
         """The last turn out of the conversation; when it changed files, the dialog asks about them first."""
         app = self.app
         session = app.session
-        message_id = session.last_turn_message_id()
-        plan = await self.rewinder.undo_plan(session.session_id, message_id) if message_id is not None else None
+        message_id, session_id = session.last_turn_message_id(), session.session_id
+        plan = (await self.rewinder.undo_plan(session_id, message_id)
+                if message_id is not None and session_id is not None else None)
         if plan is None:
             await self._undo_conversation()
             return

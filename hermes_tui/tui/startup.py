@@ -40,12 +40,17 @@ class Startup:
 
     async def run(self, app: HermesApp) -> None:
         # The MCP servers first: before a session can be built, so every session offers their tools.
-        app.mcp.subscribe(lambda line: app.post_message(McpLine(line)))
+        def heard(line: str) -> None:
+            app.post_message(McpLine(line))
+
+        app.mcp.subscribe(heard)
         await in_thread(app, app.mcp.start)
         # Said from whichever thread opens the store (``call_from_thread`` would raise on this one).
         loop = asyncio.get_running_loop()
-        app.stores.on_upgrade = lambda line: loop.call_soon_threadsafe(
-            lambda: app.notify(line, timeout=30, markup=False))
+        def upgrading(line: str) -> None:
+            loop.call_soon_threadsafe(lambda: app.notify(line, timeout=30, markup=False))
+
+        app.stores.on_upgrade = upgrading
         from hermes_tui.tui.progress_bar import PostedProgress
 
         app.stores.progress = PostedProgress(app.post_message)  # the reindex, a first skills index
@@ -71,8 +76,8 @@ class Startup:
             from hermes_tui.tui.last_session import at_start
 
             await at_start(app, continue_last=self.continue_last)
-        if app.approvals.lasting is not None and (line := await in_thread(app, app.approvals.lasting.warning)):
-            await app.chat.add_notice(line, "error")
+        if app.approvals.lasting is not None and (warning := await in_thread(app, app.approvals.lasting.warning)):
+            await app.chat.add_notice(warning, "error")
         if not app.config.has_api_key:
             app.open_setup()
         from hermes_tui.agent.sandbox import startup_notice

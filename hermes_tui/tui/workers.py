@@ -15,7 +15,7 @@ import functools
 import logging
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from textual.worker import WorkerCancelled, WorkerFailed, get_current_worker
 
@@ -65,7 +65,13 @@ def off_thread(owner: DOMNode, job: Callable[[], T], then: Callable[[T | None, s
     return owner.run_worker(run, thread=True, group=group, exclusive=exclusive)
 
 
-async def in_thread(owner: DOMNode, job: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+class WorkerOwner(Protocol):
+    """What can run a worker: a widget, a screen, the app, or the app seen as ``Controls``."""
+
+    def run_worker(self, work: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+
+async def in_thread(owner: WorkerOwner, job: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``job(*args, **kwargs)`` on a thread worker of ``owner``, awaited: its result, or the job's
     own exception raised here. A worker cancelled (the app exits) cancels the awaiting task too.
     The job runs in a copy of the caller's context, as ``asyncio.to_thread`` would run it."""
