@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -294,12 +295,14 @@ def ranked_sessions(store: MemoryStore, question: str) -> list[int]:
 
 def shares_a_word(store: MemoryStore, question: str, session_id: int) -> bool:
     """Whether any word of ``question`` (stemmed as the index does) is in the session's summary or
-    messages: a question that shares none can only be found by meaning, which no lexical index has."""
-    for word in {w for w in WORD.findall(question.lower()) if w not in STOP_WORDS}:
-        if store.search(f'"{word}"', limit=1, session_id=session_id):
-            return True
-        if session_id in {s.session_id for s in store.search_sessions(f'"{word}"', limit=10_000)}:
-            return True
+    messages: a question that shares none can only be found by meaning or by paraphrase."""
+    with sqlite3.connect(store.path) as conn:
+        for word in {w for w in WORD.findall(question.lower()) if w not in STOP_WORDS}:
+            if store.search(f'"{word}"', limit=1, session_id=session_id):
+                return True
+            if conn.execute("SELECT 1 FROM sessions_fts WHERE sessions_fts MATCH ? AND rowid = ?",
+                            (f'"{word}"', session_id)).fetchone():
+                return True
     return False
 
 
