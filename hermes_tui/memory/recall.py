@@ -64,40 +64,41 @@ def rank_sessions(
         if _stem(word) not in known and (phrase := phrase_of(word)) is not None:
             known.add(_stem(word))
             synonyms.append(phrase)
-    postings: dict[Clause, dict[int, float]] = {}
-    for clause in own + [Clause((p,)) for p in synonyms]:
-        postings[clause] = _postings(conn, clause)
-    usable = [c for c in own if _useful(len(postings[c]), total, alone=len(own) == 1)]
-    floor = min((_idf(len(postings[c]), total) for c in usable), default=math.inf)
+    counts = {c: _count(conn, c) for c in own + [Clause((p,)) for p in synonyms]}
+    usable = [c for c in own if _useful(counts[c], total, alone=len(own) == 1)]
+    floor = min((_idf(counts[c], total) for c in usable), default=math.inf)
     terms = [Term(c, 1.0) for c in usable]
-    terms += [Term(Clause((p,)), _weight(SYNONYM_WEIGHT, len(postings[Clause((p,))]), total, floor))
-              for p in synonyms if _useful(len(postings[Clause((p,))]), total)]
-    ranked = _sum(terms, postings, _excluded(conn, query.excluded))
-    return ranked[:limit], terms
+    terms += [Term(Clause((p,)), _weight(SYNONYM_WEIGHT, counts[Clause((p,))], total, floor))
+              for p in synonyms if _useful(counts[Clause((p,))], total)]
+    return _ranked(conn, terms, query.excluded, limit), terms
 
 
-def _sum(terms: list[Term], postings: dict[Clause, dict[int, float]], excluded: set[int]) -> list[tuple[int, float]]:
-    """Sessions by the weighted sum of their terms' bm25, best first, newest first among equals."""
-    scores: dict[int, float] = {}
-    for term in terms:
-        for sid, score in postings[term.clause].items():
-            if sid not in excluded:
-                scores[sid] = scores.get(sid, 0.0) + term.weight * score
-    return sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
+def _count(conn: sqlite3.Connection, clause: Clause) -> int:
+    (count,) = conn.execute("SELECT count(*) FROM sessions_fts WHERE sessions_fts MATCH ?",
+                            (clause.fts(),)).fetchone()
+    return int(count)
 
 
-def _postings(conn: sqlite3.Connection, clause: Clause) -> dict[int, float]:
-    """Every session matching ``clause``, with its bm25 for it (higher is better)."""
-    return {sid: -score for sid, score in conn.execute(
-        "SELECT rowid, bm25(sessions_fts, ?, 1.0) FROM sessions_fts WHERE sessions_fts MATCH ?",
-        (TITLE_WEIGHT, clause.fts()))}
-
-
-def _excluded(conn: sqlite3.Connection, phrases: tuple[Phrase, ...]) -> set[int]:
-    if not phrases:
-        return set()
-    expr = " OR ".join(p.fts() for p in phrases)
-    return {r[0] for r in conn.execute("SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?", (expr,))}
+def _ranked(
+    conn: sqlite3.Connection, terms: list[Term], excluded: tuple[Phrase, ...], limit: int
+) -> list[tuple[int, float]]:
+    """Sessions by the weighted sum of their terms' bm25, best first, newest first among equals:
+    summed inside SQLite, so only ``limit`` rows reach Python however many sessions match."""
+    if not terms:
+        return []
+    parts = " UNION ALL ".join(
+        "SELECT rowid, ? * bm25(sessions_fts, ?, 1.0) AS s FROM sessions_fts WHERE sessions_fts MATCH ?"
+        for _ in terms)
+    args: list[object] = [a for t in terms for a in (t.weight, TITLE_WEIGHT, t.clause.fts())]
+    where = ""
+    if excluded:
+        where = " WHERE rowid NOT IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)"
+        args.append(" OR ".join(p.fts() for p in excluded))
+    # MATERIALIZED: flattened into the outer query, bm25() would leave its FTS5 context.
+    rows = conn.execute(f"WITH hits(rowid, s) AS MATERIALIZED ({parts}) SELECT rowid, -sum(s) AS score"
+                        f" FROM hits{where} GROUP BY rowid ORDER BY score DESC, rowid DESC LIMIT ?",
+                        (*args, limit))
+    return [(sid, score) for sid, score in rows]
 
 
 def _useful(count: int, total: int, *, alone: bool = False) -> bool:
