@@ -4,7 +4,8 @@
 
 Builds a throw-away memory of N sessions: varied synthetic ones (work on software, data,
 documents, home, travel, money, health; each a summary and a short conversation) and, at random
-places among them, the hand-written sessions of ``REMEMBERED`` below. Each of those comes with
+places among them, the hand-written sessions of ``REMEMBERED`` and ``HELD_OUT`` below (the second
+set was written before tuning on the first, and is reported apart). Each of those comes with
 the question a user asks weeks later, paraphrased: it shares at most a word or two with the
 session and says the rest differently ("the upload check that failed now and then on the build
 server" for "the flaky upload test ... in CI"). For each question it ranks sessions as
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -152,6 +154,101 @@ REMEMBERED = [
      "how do we hear about it now when a scheduled job on the build machine breaks"),
 ]
 
+# A second set, written before any tuning on the first and never tuned on: other topics and
+# other wording, to tell a general gain from one fitted to ``REMEMBERED``.
+HELD_OUT = [
+    ("Switched the team's password manager from LastPass to Bitwarden and moved the shared vault.",
+     "we need to leave LastPass after the breach", "Bitwarden imports the export; the shared folder becomes an organisation vault.",
+     "which tool holds our shared logins now that the old one got hacked"),
+    ("Traced the 502 errors to gunicorn workers killed by the OOM killer; lowered the worker count to 4.",
+     "users see 502 bad gateway at peak", "The kernel kills gunicorn workers when memory runs out.",
+     "why did the site return gateway errors when traffic was high"),
+    ("Added a pre-commit hook running ruff and black so formatting is checked before every commit.",
+     "people keep pushing unformatted code", "A pre-commit config runs ruff and black locally.",
+     "how do we make sure code style is enforced before anything lands in git"),
+    ("Paginated the orders API with a cursor instead of OFFSET; page 500 now loads in 40 ms.",
+     "deep pages of /orders time out", "OFFSET scans every skipped row; a cursor seeks directly.",
+     "the endpoint listing purchases got slow far into the results, how did we fix it"),
+    ("Set up Tailscale on the home server so the Plex library works away from home.",
+     "I want to watch my movies when travelling", "Tailscale gives the laptop a private route to the server.",
+     "how do I reach my film collection when I'm abroad"),
+    ("Descaled the espresso machine with citric acid and replaced the group head gasket.",
+     "the coffee comes out slow and tastes burnt", "Limescale and a worn gasket: descale it and swap the seal.",
+     "what maintenance did we do on the coffee maker"),
+    ("Made a 12-week half-marathon plan: three runs a week, long run on Sunday, building to 18 km.",
+     "I signed up for a 21 km race in spring", "Three runs a week, the long one on Sundays, peaking at 18 km.",
+     "how far is my longest weekend jog supposed to get before the big race"),
+    ("Compared heat pump quotes: the 9 kW air-to-water unit from the second installer, 30 percent subsidy.",
+     "we want to replace the gas heating", "The second quote is cheaper once the subsidy is counted.",
+     "which installer did we pick for the new heating and what grant comes with it"),
+    ("Wrote a Python script that renames scanned receipts by date and amount using OCR.",
+     "my scanned receipts all have names like scan001.pdf", "Tesseract reads the date and total; the script renames each file.",
+     "the tool that gives my paper expense slips sensible file names"),
+    ("Recovered the deleted branch from the reflog after a force push.",
+     "I force-pushed and lost a day of commits", "git reflog still has the old head; point a branch at it.",
+     "how did we get back the work I wiped out by overwriting the remote"),
+    ("Set the Mac to back up with Time Machine to the Synology share nightly.",
+     "my laptop has no backup at all", "Time Machine can target the Synology over SMB.",
+     "where does my computer save its copies every night"),
+    ("Cancelled three unused subscriptions: a gym, a music streaming service and a cloud drive; saves 48 euros a month.",
+     "I pay for too many monthly services", "You have not used three of them since spring.",
+     "which recurring charges did I drop and how much does that save"),
+    ("Fixed the UnicodeDecodeError in the CSV importer: files from Excel were cp1252, now decoded with a fallback.",
+     "the import crashes on names with accents", "Excel saved it as cp1252, not UTF-8.",
+     "why did uploading the sheet fail for people with umlauts in their names"),
+    ("Planned the 40th birthday party: 25 guests, taco catering, the garden with rented heaters.",
+     "help me organise a party for my wife turning forty", "Taco catering for 25, and heaters for the garden.",
+     "what food are we serving at the celebration for her big birthday"),
+    ("Replaced polling with websockets for the live dashboard; server load dropped by half.",
+     "the dashboard hits the API every second", "A websocket pushes changes instead of polling.",
+     "how does the monitoring screen get fresh numbers now without hammering the backend"),
+    ("Set up two-factor authentication with hardware keys for all admin accounts.",
+     "an admin account was phished last month", "YubiKeys for every admin, TOTP codes as a fallback.",
+     "what do the administrators need to sign in since the phishing incident"),
+    ("Wrote the cover letter for the product manager role at a fintech, stressing the payments migration.",
+     "help me apply for the PM job", "Lead with the payments migration you ran.",
+     "the application letter for that finance startup, what did I highlight"),
+    ("Diagnosed the slow laptop: the SSD was 98 percent full; moved the photos to an external drive.",
+     "my laptop got really sluggish", "The disk is almost full; move the photos off it.",
+     "why was my notebook computer crawling and what did we move off it"),
+    ("Chose a health insurance plan: the high deductible one with an HSA, since doctor visits are rare.",
+     "which insurance plan should I pick this year", "With few doctor visits the high deductible plan is cheaper.",
+     "the medical coverage option I went with, and why"),
+    ("Added retries with exponential backoff to the webhook sender; failed deliveries go to a dead-letter table.",
+     "customers say some webhooks never arrive", "Retry with backoff, and park the ones that still fail.",
+     "what happens now when a callback to a customer's server doesn't get through"),
+    ("Converted grandma's plum cake recipe from grams to cups for the US cousins.",
+     "my cousins in Ohio want the plum cake recipe", "Grams become cups and Celsius becomes Fahrenheit.",
+     "the dessert I sent to family in America, what did we change in it"),
+    ("Profiled the data pipeline: a pandas apply was the bottleneck; vectorised it, 20x faster.",
+     "the nightly ETL takes six hours", "Most time goes into a row-by-row apply; vectorise it.",
+     "what made the overnight processing job so slow"),
+    ("Set up a Discord bot that posts the on-call rota every Monday.",
+     "nobody knows who is on call", "A bot posts the week's on-call person on Mondays.",
+     "how does the team find out who handles emergencies each week"),
+    ("Fixed the printer dropping off WiFi: it got a new DHCP address each time; gave it a static IP.",
+     "the printer shows offline again", "Its address changed; a reserved IP stops that.",
+     "why did the printing machine keep disappearing from the network"),
+    ("Drafted the lease termination letter to the landlord: three months' notice, ending in June.",
+     "I want to move out of my flat", "Three months' notice, so the letter must go out by March.",
+     "when does my rental agreement end now that I gave notice"),
+    ("Compressed the product photos to WebP for the shop; the home page went from 8 MB to 1.5 MB.",
+     "the shop's front page loads slowly on phones", "The photos are huge JPEGs; WebP cuts them by 80 percent.",
+     "how did we make the store's main page lighter for mobile visitors"),
+    ("Wrote the SQL for monthly active users from the events table, deduplicated by account.",
+     "how many people use the app each month", "Count distinct accounts with an event in the month.",
+     "the query behind our engagement numbers, how does it avoid counting someone twice"),
+    ("Vaccination plan for the trip to Tanzania: yellow fever, typhoid, and malaria tablets.",
+     "I'm going to Tanzania in August", "Yellow fever is required; take malaria prophylaxis too.",
+     "which jabs do I need for the Africa safari"),
+    ("Moved the team's docs from Confluence to a MkDocs site built in CI.",
+     "nobody can find anything in Confluence", "MkDocs in the repo, published on every merge.",
+     "where does our internal wiki live now"),
+    ("Investigated why emails land in spam: SPF missed the new sender; added DKIM and DMARC too.",
+     "our newsletters go to junk folders", "SPF lacks the mail provider; add DKIM and DMARC.",
+     "why did our mailings end up in people's junk and what records did we add"),
+]
+
 DOMAINS = {
     "software": ("service api endpoint deploy pipeline cache queue worker database schema migration test build "
                  "branch release container cluster proxy certificate logging metrics alert timeout retry index "
@@ -198,13 +295,39 @@ def ranked_sessions(store: MemoryStore, question: str) -> list[int]:
 
 def shares_a_word(store: MemoryStore, question: str, session_id: int) -> bool:
     """Whether any word of ``question`` (stemmed as the index does) is in the session's summary or
-    messages: a question that shares none can only be found by meaning, which no lexical index has."""
-    for word in {w for w in WORD.findall(question.lower()) if w not in STOP_WORDS}:
-        if store.search(f'"{word}"', limit=1, session_id=session_id):
-            return True
-        if session_id in {s.session_id for s in store.search_sessions(f'"{word}"', limit=10_000)}:
-            return True
+    messages: a question that shares none can only be found by meaning or by paraphrase."""
+    with sqlite3.connect(store.path) as conn:
+        for word in {w for w in WORD.findall(question.lower()) if w not in STOP_WORDS}:
+            if store.search(f'"{word}"', limit=1, session_id=session_id):
+                return True
+            if conn.execute("SELECT 1 FROM sessions_fts WHERE sessions_fts MATCH ? AND rowid = ?",
+                            (f'"{word}"', session_id)).fetchone():
+                return True
     return False
+
+
+def report(store: MemoryStore, name: str, targets: dict[str, int]) -> list[float]:
+    """Print recall@5 and the misses of one question set; return each question's wall time."""
+    found, found_reachable, wall, cpu, misses = 0, 0, [], [], []
+    reachable = {question for question, sid in targets.items() if shares_a_word(store, question, sid)}
+    for question, sid in targets.items():
+        start, start_cpu = time.perf_counter(), time.thread_time()
+        order = ranked_sessions(store, question)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.thread_time() - start_cpu)
+        hit = sid in order[:5]
+        found += hit
+        found_reachable += hit and question in reachable
+        if not hit:
+            shared = "" if question in reachable else ", no word in common"
+            misses.append(f"  miss (rank {order.index(sid) + 1 if sid in order else '-'}{shared}): {question}")
+    print(f"{name}: recall@5 {found / len(targets):.2f} ({found}/{len(targets)}); on the {len(reachable)} "
+          f"questions that share a searchable word with their session: "
+          f"{found_reachable / max(len(reachable), 1):.2f}")
+    print("\n".join(misses))
+    print(f"  recall {summary_ms(wall)}")
+    print(f"  (CPU)  {summary_ms(cpu)}")
+    return wall
 
 
 def main() -> None:
@@ -213,40 +336,27 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    sets = {"tuned": REMEMBERED, "held-out": HELD_OUT}
+    remembered = [(name, row) for name, rows in sets.items() for row in rows]
     with tempfile.TemporaryDirectory() as tmp, MemoryStore(Path(tmp) / "memory.sqlite3") as store:
-        slots = dict(zip(rng.sample(range(args.sessions), len(REMEMBERED)), REMEMBERED, strict=True))
-        targets: dict[str, int] = {}
+        slots = dict(zip(rng.sample(range(args.sessions), len(remembered)), remembered, strict=True))
+        targets: dict[str, dict[str, int]] = {name: {} for name in sets}
         start = time.perf_counter()
         for i in range(args.sessions):
-            summary, user, answer = synthetic(rng) if i not in slots else slots[i][:3]
+            summary, user, answer = synthetic(rng) if i not in slots else slots[i][1][:3]
             sid = store.new_session()
             store.bulk_add_messages(sid, [{"role": "user", "content": user},
                                           {"role": "assistant", "content": answer}])
             store.set_summary(sid, summary)
             if i in slots:
-                targets[slots[i][3]] = sid
+                targets[slots[i][0]][slots[i][1][3]] = sid
         print(f"{args.sessions:,} sessions built in {time.perf_counter() - start:.1f} s; "
-              f"{len(targets)} paraphrased questions")
-        found, wall, cpu, misses = 0, [], [], []
-        reachable = {question for question, sid in targets.items() if shares_a_word(store, question, sid)}
-        found_reachable = 0
-        for question, sid in targets.items():
-            start, start_cpu = time.perf_counter(), time.thread_time()
-            order = ranked_sessions(store, question)
-            wall.append(time.perf_counter() - start)
-            cpu.append(time.thread_time() - start_cpu)
-            hit = sid in order[:5]
-            found += hit
-            found_reachable += hit and question in reachable
-            if not hit:
-                shared = "" if question in reachable else ", no word in common"
-                misses.append(f"  miss (rank {order.index(sid) + 1 if sid in order else '-'}{shared}): {question}")
-        print(f"recall@5 {found / len(targets):.2f} ({found}/{len(targets)}); on the {len(reachable)} questions that "
-              f"share a searchable word with their session: {found_reachable / max(len(reachable), 1):.2f}")
-        print("\n".join(misses))
-        print(f"recall   {summary_ms(wall)}")
-        print(f"  (CPU)  {summary_ms(cpu)}")
-        print(f"mean sessions listed per question: {statistics.mean(len(ranked_sessions(store, q)) for q in targets):.1f}")
+              + ", ".join(f"{len(t)} {name} questions" for name, t in targets.items()))
+        wall = [w for name in sets for w in report(store, name, targets[name])]
+        print(f"all: recall {summary_ms(wall)}")
+        questions = [q for t in targets.values() for q in t]
+        print(f"mean sessions listed per question: "
+              f"{statistics.mean(len(ranked_sessions(store, q)) for q in questions):.1f}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_tui.memory.query import Clause, Query
+from hermes_tui.memory.recall import rank_sessions
 from hermes_tui.memory.text import Highlight, has_word, is_cjk, snippet
 
 CANDIDATES = 1000
@@ -357,47 +358,27 @@ class SessionHit:
     score: float
 
 
-FEW_SESSIONS = 20
-"""Below this many sessions a word's share says nothing about whether it is noise."""
-SESSION_TITLE_WEIGHT = 2.0
-"""A word in a session's title says more about it than one in its summary."""
-
-
 def search_sessions(conn: sqlite3.Connection, query: Query, limit: int) -> list[SessionHit]:
-    """Sessions whose title or summary has any of the query's clauses, best bm25 first.
+    """Sessions whose title or summary has any of the query's words, or a paraphrase of them,
+    best first (ranking: ``recall.py``).
 
     Any rather than all: a summary is a few sentences, so a topical question ("how did we fix
     the flaky upload test") rarely shares every word with it; bm25 ranks those sharing more
-    and rarer words first. Clauses in half the sessions or more are left out (noise, and
-    costly), and so are lone function words ("how", "did", "we"). Sessions are few, so every
-    match is scored.
+    and rarer words first.
     """
-    (total,) = conn.execute("SELECT count(*) FROM sessions").fetchone()
-    useful = []
-    clauses = query.topical()
-    for clause in clauses:
-        (count,) = conn.execute(
-            "SELECT count(*) FROM sessions_fts WHERE sessions_fts MATCH ?", (clause.fts(),)
-        ).fetchone()
-        if count and (count < FREQUENT * total or total < FEW_SESSIONS or len(clauses) == 1):
-            useful.append(clause)
-    if not useful:
+    ranked, terms = rank_sessions(conn, query, limit)
+    if not ranked:
         return []
-    expr = " OR ".join(c.fts() for c in useful)
-    if query.excluded:
-        expr = f"({expr}) NOT (" + " OR ".join(p.fts() for p in query.excluded) + ")"
-    rows = conn.execute(
-        "SELECT s.id, s.title, s.summary, s.last_activity, bm25(sessions_fts, ?, 1.0) AS score"
-        " FROM sessions_fts JOIN sessions s ON s.id = sessions_fts.rowid"
-        " WHERE sessions_fts MATCH ? ORDER BY score, s.id DESC LIMIT ?",
-        (SESSION_TITLE_WEIGHT, expr, limit),
-    ).fetchall()
-    highlights = [h for c in useful for p in c.phrases for h in p.highlights()]
+    rows = {r[0]: r[1:] for r in conn.execute(
+        "SELECT id, title, summary, last_activity FROM sessions"
+        f" WHERE id IN ({','.join('?' * len(ranked))})", [sid for sid, _ in ranked])}
+    highlights = [h for t in terms for p in t.clause.phrases for h in p.highlights()]
     return [
         SessionHit(
-            session_id=r[0], title=r[1], summary=r[2],
-            snippet=snippet(r[2] or r[1] or "", highlights, extra=r[1] or ""),
-            last_activity=r[3], score=-r[4] or 0.0,
+            session_id=sid, title=rows[sid][0], summary=rows[sid][1],
+            snippet=snippet(rows[sid][1] or rows[sid][0] or "", highlights, extra=rows[sid][0] or ""),
+            last_activity=rows[sid][2], score=score,
         )
-        for r in rows
+        for sid, score in ranked
     ]
+
