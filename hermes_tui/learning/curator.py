@@ -14,11 +14,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hermes_tui.agent.prompts import MEMORY_CURATOR_PROMPT, SESSION_SUMMARY_PROMPT, SKILL_AUTHORING_PROMPT
+from hermes_tui.agent.prompts import (
+    FAILED_CALLS_NOTE,
+    MEMORY_CURATOR_PROMPT,
+    SESSION_SUMMARY_PROMPT,
+    SKILL_AUTHORING_PROMPT,
+)
 from hermes_tui.conversation import ChatMessage
 from hermes_tui.events import Notice, SkillLearned
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory.facts import FactError, FactStore, Saved
+from hermes_tui.skills.lifecycle import Provenance
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.skills.schema import SkillError, normalize_name
 
@@ -114,7 +120,8 @@ EXISTING_SHOWN = 25  # existing skills named in the authoring prompt (the closes
 
 def propose_skill(
     llm: Completer, skills: SkillManager, transcript: Sequence[ChatMessage],
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, *, failures: str = "", provenance: Provenance | None = None,
+    review: bool = False,
 ) -> SkillLearned | Notice | None:
     """Ask the model to author or refine a skill from ``transcript``; save it; report what happened.
 
@@ -122,9 +129,12 @@ def propose_skill(
     pending version (the user edited the file) or refused (the guard flagged it); None when there
     was nothing to save. Never raises for a provider failure or a bad answer: they are logged.
     Setting ``cancel`` abandons the request and closes its connection (the user wants the model).
+    ``failures``: the calls that failed on the way (``outcome.failures_note``), named to the model
+    as pitfalls; ``provenance`` is recorded with what is saved; ``review`` keeps it in the inbox.
     """
     prompt = SKILL_AUTHORING_PROMPT.format(
-        existing=_existing(skills, transcript), transcript=render_transcript(transcript)
+        existing=_existing(skills, transcript), transcript=render_transcript(transcript),
+        failures=FAILED_CALLS_NOTE.format(failed=failures) if failures else "",
     )
     try:
         answer = llm.complete([{"role": "user", "content": prompt}], cancel=cancel)
@@ -139,12 +149,16 @@ def propose_skill(
     if proposal is None:
         return None
     try:
-        outcome = skills.propose(proposal.name, proposal.description, proposal.triggers, proposal.body)
+        outcome = skills.propose(proposal.name, proposal.description, proposal.triggers, proposal.body,
+                                 provenance=provenance, review=review)
     except (SkillError, OSError) as exc:
         log.warning("skill %s not saved: %s", proposal.name, exc)
         return None
     if outcome.kind in ("created", "refined"):
         return SkillLearned(outcome.name, outcome.version, created=outcome.kind == "created")
+    if outcome.kind == "pending" and review:
+        return Notice(f"Learned skill {outcome.name}; it waits for your review ({outcome.detail}): "
+                      "`hermes-tui inbox list` shows it, `hermes-tui inbox accept N` offers it.")
     if outcome.kind == "pending":
         return Notice(f"Skill {outcome.name} was edited outside Hermes, so the proposed change was kept "
                       "as a pending version (Skills pane: versions).")
