@@ -200,7 +200,7 @@ def skills_main(argv: Sequence[str]) -> int:
 
 
 def inbox_main(argv: Sequence[str]) -> int:
-    """``hermes-tui inbox list|accept N|reject N``: skills learned under HERMES_LEARN=review."""
+    """``hermes-tui inbox list|accept N|reject N``: skills and facts learned under HERMES_LEARN=review."""
     parser = argparse.ArgumentParser(prog="hermes-tui inbox",
                                      description="What Hermes learned under HERMES_LEARN=review, waiting for you.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -208,15 +208,16 @@ def inbox_main(argv: Sequence[str]) -> int:
     for command, text in (("accept", "offer item N to the model from now on"), ("reject", "delete item N")):
         commands.add_parser(command, help=text).add_argument("number", type=int, metavar="N")
     args = parser.parse_args(argv)
-    from hermes_tui.skills.commands import run_inbox_command
+    from hermes_tui.learning.review import run_inbox_command
+    from hermes_tui.memory.facts import FactError
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.skills.schema import SkillError
 
     try:
         config = Config.load()
-        lines = run_inbox_command(SkillManager.for_config(config, for_stderr(sys.stderr)), args.command,
+        lines = run_inbox_command(config, SkillManager.for_config(config, for_stderr(sys.stderr)), args.command,
                                   getattr(args, "number", None))
-    except (ConfigError, SkillError, OSError) as exc:
+    except (ConfigError, SkillError, FactError, OSError) as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print("\n".join(lines))

@@ -117,6 +117,26 @@ def test_review_keeps_skill_in_inbox_until_accepted(env: FakeLLMServer, monkeypa
     assert SKILL in (env.requests[-1].system or "")
 
 
+def test_review_keeps_curated_facts_in_inbox_until_accepted(env: FakeLLMServer, hermes_home: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_LEARN", "review")
+    env.queue(Reply(text="Noted."))
+    session = turn("I always use pytest, never unittest")
+    env.queue(Reply(text="Sure."), Reply(text="summary"), Reply(text="USER: The user uses pytest, never unittest"))
+    turn("thanks", session)  # a continued session is closed at exit: summary, then the memory curator
+    assert "What the user wrote" in str(env.requests[-1].messages)
+    assert "1. fact (user): The user uses pytest, never unittest" in run("inbox", "list")
+    env.queue(Reply(text="Hi."))
+    turn("hello")
+    assert "uses pytest" not in (env.requests[-1].system or "")
+
+    assert "accepted: remembered (user): The user uses pytest" in run("inbox", "accept", "1")
+    assert "uses pytest" in (hermes_home / "memory" / "USER.md").read_text()
+    env.queue(Reply(text="Hi."))
+    turn("hello")
+    assert "The user uses pytest" in (env.requests[-1].system or "")
+
+
 def test_off_asks_no_curator(env: FakeLLMServer, hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_LEARN", "off")
     learn(env)

@@ -1,5 +1,4 @@
-"""``hermes-tui skills list|show|stats|archive|restore|pin`` and ``hermes-tui inbox``: the library's
-lifecycle from the shell.
+"""``hermes-tui skills list|show|stats|archive|restore|pin``: the library's lifecycle from the shell.
 
 Each command returns the lines to print; names, descriptions and bodies come from skill files
 (hostile text), so every line passes ``printable`` before it reaches the terminal.
@@ -35,7 +34,10 @@ def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, obj
     elif command == "show":
         lines = show_lines(skills, name)
     elif command == "stats":
-        lines = stats_lines(skills.stats(name or None))
+        stats = skills.stats(name or None)
+        if name and not stats:
+            raise SkillNotFoundError(f"no skill named {name!r}; `hermes-tui skills list` shows the names")
+        lines = stats_lines(stats)
     elif command == "archive":
         lines = [f"archived {name} to {skills.archive(name)}; `hermes-tui skills restore {name}` brings it back"]
     elif command == "restore":
@@ -146,37 +148,6 @@ def stats_lines(stats: list[SkillStats]) -> list[str]:
 
 def _mean(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
-
-
-def inbox_lines(skills: SkillManager) -> list[str]:
-    """``inbox list``: learned skills waiting for review, numbered, then skills flagged as failing."""
-    waiting = skills.inbox()
-    lines = [f"{n}. skill {s.name}: {s.description}" for n, s in enumerate(waiting, 1)]
-    if not lines:
-        lines.append("The inbox is empty.")
-    else:
-        lines.append("`hermes-tui inbox accept N` offers one to the model; `hermes-tui inbox reject N` deletes it.")
-    failing = [s for s in skills.states() if s.failing]
-    if failing:
-        lines += ["", "Flagged for review (failed more often than they worked; out of the prompt and hints):"]
-        lines += [f"  {s.name}: {s.done} worked, {s.failed} failed; `hermes-tui skills pin {s.name}` keeps it"
-                  for s in failing]
-    return lines
-
-
-def run_inbox_command(skills: SkillManager, command: str, number: int | None) -> list[str]:
-    """``hermes-tui inbox list|accept N|reject N``; raises ``SkillError`` (one line) when it cannot."""
-    if command == "list":
-        return [printable(line) for line in inbox_lines(skills)]
-    waiting = skills.inbox()
-    if number is None or not 1 <= number <= len(waiting):
-        raise SkillError(f"there is no inbox item {number}; `hermes-tui inbox list` numbers them")
-    skill = waiting[number - 1]
-    if command == "accept":
-        skills.accept_learned(skill.name)
-        return [printable(f"accepted skill {skill.name}: it is offered to the model from now on")]
-    skills.delete(skill.name)
-    return [printable(f"rejected skill {skill.name}: deleted")]
 
 
 def _shown_body(body: str) -> str:

@@ -118,3 +118,14 @@ class SkillStats:
     learned_tool_calls: int | None
     learned_tokens: int | None
     failing: bool
+
+    def summary(self) -> str:
+        """One line for the Skills pane's preview."""
+        line = f"{self.successes} worked · {self.failures} failed"
+        if self.mean_tool_calls is not None:
+            line += f" · {self.mean_tool_calls:.1f} tool calls, {self.mean_tokens or 0:.0f} tokens per use"
+        if self.learned_tool_calls is not None:
+            line += f" (learned from a turn of {self.learned_tool_calls} calls, {self.learned_tokens or 0} tokens)"
+        if self.failing:
+            line += " · failing: out of the prompt and hints until pinned"
+        return line

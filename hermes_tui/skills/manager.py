@@ -222,10 +222,10 @@ class SkillManager(VersionedLibrary):
 
     def stats(self, name: str | None = None) -> builtins.list[SkillStats]:
         """Uses, successes, failures and mean cost of each skill (or of ``name``), against the turn
-        it was learned from; by name."""
+        it was learned from; by name ([] when there is no skill ``name``)."""
         with self._lock:
             self._refresh()
-            rows = [self._require(name)] if name is not None else self.index.usable()
+            rows = [r for r in [self._find(name)] if r is not None] if name is not None else self.index.usable()
             outcomes, costs, failing = self.index.outcomes(), self.index.cost_stats(), self.index.failing()
             found = []
             for row in rows:

@@ -29,6 +29,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Markdown, Static
 
 from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.lifecycle import SkillStats
 from hermes_tui.skills.manager import HeldBack, SkillError, SkillManager
 from hermes_tui.skills.schema import Skill
 from hermes_tui.tui import actions
@@ -46,11 +47,13 @@ HELD_ROWS = 5  # rows of the held-back table shown before it scrolls
 FENCE = "`" * 3
 
 
-def skill_markdown(skill: Skill) -> str:
-    """The preview: a summary of the frontmatter, then the body as written."""
+def skill_markdown(skill: Skill, stats: SkillStats | None = None) -> str:
+    """The preview: a summary of the frontmatter and of the skill's record, then the body as written."""
     updated = time.strftime("%Y-%m-%d", time.localtime(skill.updated))
     facts = f"version {skill.version} · used {skill.use_count}× · updated {updated}"
     lines = [f"## {skill.name}", "", skill.description, "", f"*{facts}*"]
+    if stats is not None:
+        lines += ["", f"*{stats.summary()}*"]
     if skill.notice:
         lines += ["", f"*Note: {skill.notice}*"]
     if skill.triggers:
@@ -286,7 +289,7 @@ class SkillsPane(SkillActions, Widget):
         elif self._versions_of is not None:
             text = self._versions_markdown(skill)
         else:
-            text = skill_markdown(skill)
+            text = skill_markdown(skill, next(iter(self._manager.stats(skill.name)), None))
         self._set_preview(text)
 
     def _set_preview(self, text: str) -> None:
