@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tui.config import Config
 from hermes_tui.skills.manager import SkillManager
+from hermes_tui.tui.session import ChatSession
+from hermes_tui.tui.stores import Stores
 from tests.engine_harness import SKILL_ANSWER, three_tool_script
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import cli
@@ -172,3 +175,20 @@ def test_failing_skill_leaves_the_prompt_until_pinned(env: FakeLLMServer) -> Non
     env.queue(Reply(text="Two."))
     turn("count the lines of a file")
     assert SKILL in (env.requests[-1].system or "")
+
+
+def test_retry_or_undo_of_the_turn_demotes_the_skill_learned_from_it(env: FakeLLMServer) -> None:
+    """/retry and /undo both take the turn back first (``ChatSession.retract_last_turn``)."""
+    config = Config.load()
+    stores = Stores(config)
+    try:
+        session = ChatSession(config, stores, approver=lambda name, args: True)
+        three_tool_script(env)
+        list(session.ensure_loop().run_turn("How many lines are in data.txt?"))
+        assert stores.skills.stats(SKILL)[0].failures == 0
+        assert session.retract_last_turn() is not None
+        assert stores.skills.stats(SKILL)[0].failures == 1
+    finally:
+        stores.skills.close()
+        stores.memory.close()
+

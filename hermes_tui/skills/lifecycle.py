@@ -119,6 +119,12 @@ class SkillStats:
     learned_tokens: int | None
     failing: bool
 
+    @property
+    def has_record(self) -> bool:
+        """Anything to show: a judged use, a cost, the turn it was learned from."""
+        return bool(self.successes or self.failures or self.mean_tool_calls is not None
+                    or self.learned_tool_calls is not None)
+
     def summary(self) -> str:
         """One line for the Skills pane's preview."""
         line = f"{self.successes} worked · {self.failures} failed"

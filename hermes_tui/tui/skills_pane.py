@@ -52,7 +52,7 @@ def skill_markdown(skill: Skill, stats: SkillStats | None = None) -> str:
     updated = time.strftime("%Y-%m-%d", time.localtime(skill.updated))
     facts = f"version {skill.version} · used {skill.use_count}× · updated {updated}"
     lines = [f"## {skill.name}", "", skill.description, "", f"*{facts}*"]
-    if stats is not None:
+    if stats is not None and stats.has_record:
         lines += ["", f"*{stats.summary()}*"]
     if skill.notice:
         lines += ["", f"*Note: {skill.notice}*"]
