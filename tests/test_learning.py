@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tui.config import Config
+from hermes_tui.learning.outcome import is_correction
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui.session import ChatSession
 from hermes_tui.tui.stores import Stores
@@ -191,4 +192,14 @@ def test_retry_or_undo_of_the_turn_demotes_the_skill_learned_from_it(env: FakeLL
     finally:
         stores.skills.close()
         stores.memory.close()
+
+
+@pytest.mark.parametrize(("text", "corrects"), [
+    ("no, that's wrong", True), ("No.", True), ("That didn't work", True), ("that didn\u2019t work either", True),
+    ("> still broken", True), ("Nein, das stimmt nicht", True), ("ça ne marche pas", True), ("no funciona", True),
+    ("now count the words", False), ("no problem, next: the README", False), ("Is this wrong?", False),
+    ("what went wrong in the build?", False),
+])
+def test_corrections_are_told_from_new_requests(text: str, corrects: bool) -> None:
+    assert is_correction(text) is corrects
 
