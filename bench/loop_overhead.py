@@ -18,7 +18,7 @@ from _common import summary_ms
 
 from hermes_tui.agent.loop import AgentLoop
 from hermes_tui.config import Config
-from hermes_tui.llm import LLMClient, _lib
+from hermes_tui.llm import _lib, request_args
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.server import FakeLLMServer, Reply
@@ -41,7 +41,7 @@ def main() -> None:
         for n in range(20):
             skills.create(f"skill-{n}", f"A saved procedure number {n}", ["word1", f"t{n}"], "1. step")
         litellm = _lib()
-        request = LLMClient(config)._request_args(60.0)
+        request = request_args(config, 60.0)
 
         def bare() -> None:
             stream = litellm.completion(messages=[{"role": "user", "content": "hi"}], stream=True,

@@ -27,6 +27,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("mcp list|approve|enable|disable", "the MCP servers: status, tools, approval, on and off"),
     ("permissions list|revoke N", "the shell commands allowed always in this workspace; revoke one"),
     ("helper stop|status", "the background helper that keeps the model layer warm for -p runs"),
+    ("eval TASKS", "A/B-run a task file: cold (no skills) against warm (the skills it learned)"),
 )
 
 
@@ -405,6 +406,86 @@ def _write_pending(config: Config) -> None:
     left = outcomes.count(pending.Outcome.LEFT)
     print(f"pending session summaries: wrote {written} of {len(waiting)}"
           + (f"; {left} still pending (the model did not answer: see the log)" if left else ""))
+
+
+def eval_main(argv: Sequence[str]) -> int:
+    """``hermes-tui eval TASKS``: each task cold and warm in temporary homes (hermes_tui/learning/eval.py)."""
+    from hermes_tui.learning import eval as evaluation
+
+    parser = argparse.ArgumentParser(
+        prog="hermes-tui eval",
+        description="Run each task of TASKS (YAML) as headless turns with tools approved, twice: cold (a fresh home, "
+                    "no skills, no memory) and warm (only the skills the cold turns learned), and print success, "
+                    "model and tool calls, tokens and seconds per arm. Uses your provider, model and key; never "
+                    "your HERMES_HOME.")
+    parser.add_argument("tasks", type=Path, metavar="TASKS", help="the task file (see evals/tasks.yaml)")
+    parser.add_argument("--runs", type=int, default=1, metavar="N", help="repeat both arms N times (default 1)")
+    parser.add_argument("--library", choices=("learned", "current"), default="learned",
+                        help="the warm arm's skills: what the cold turns learned (default), or a copy of your "
+                             "own library")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="also write every turn as a JSON object to OUT")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep the temporary homes and workspaces in a new folder inside DIR")
+    parser.add_argument("--check-timeout", type=float, default=evaluation.CHECK_TIMEOUT, metavar="S",
+                        help="seconds a check may take (default %(default)g)")
+    parser.add_argument("--turn-timeout", type=float, default=evaluation.TURN_TIMEOUT, metavar="S",
+                        help="seconds a turn may take (default %(default)g)")
+    args = parser.parse_args(argv)
+    import shutil
+    import tempfile
+
+    from hermes_tui.cli_lines import say, warn
+    from hermes_tui.headless import EXIT_INTERRUPTED
+
+    if args.runs < 1:
+        print("hermes: --runs must be at least 1.", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        tasks = evaluation.load_tasks(args.tasks)
+        config = Config.load()
+        config.require_api_key()
+    except evaluation.TaskFileError as exc:
+        for line in exc.problems:
+            warn(line)
+        return EXIT_ERROR
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+        root = Path(tempfile.mkdtemp(prefix="hermes-eval-", dir=args.keep))
+    except OSError as exc:
+        print(f"hermes: cannot make the evaluation folder: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    run = evaluation.Eval(config, tasks, root, runs=args.runs, check_timeout=args.check_timeout,
+                          turn_timeout=args.turn_timeout, on_row=lambda row: warn(evaluation.progress_line(row)))
+    if args.library == "current":
+        run.library = evaluation.copy_library(config.skills_dir, root)
+    turns = args.runs * sum(1 + len(task.prompts) for task in tasks)
+    warn(f"evaluating {len(tasks)} task(s), {turns} turns with {config.provider}/{config.model}"
+         + (f"; folders kept in {root}" if args.keep is not None else ""))
+    code = EXIT_OK
+    try:
+        run.run()
+    except (evaluation.Interrupted, KeyboardInterrupt):  # Ctrl-C between two children, or during one
+        warn(f"interrupted: the table holds the {len(run.rows)} turn(s) that finished")
+        code = EXIT_INTERRUPTED
+    except OSError as exc:
+        warn(f"evaluation stopped: {exc}")
+        code = EXIT_ERROR
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    for line in evaluation.render(run.rows, tasks):
+        say(line)
+    if args.json is not None:
+        try:
+            args.json.write_text(json.dumps([row.to_dict() for row in run.rows], indent=1) + "\n", encoding="utf-8")
+        except OSError as exc:
+            warn(f"--json {args.json}: {exc}")
+            return EXIT_ERROR
+    return code
 
 
 def web_main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,7 @@ import queue
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from hermes_tui.cli_lines import EXIT_ERROR, EXIT_OK, fail, warn
 from hermes_tui.config import Config, ConfigError
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.runtime import EventQueue
+    from hermes_tui.warm import WarmHost
 
 # Documented in docs/headless.md ("Exit codes"); scripts rely on them (EXIT_OK and EXIT_ERROR: cli_lines).
 EXIT_MAX_STEPS = 3  # the turn reached the step cap (MAX_STEPS model calls) without a final answer
@@ -78,6 +79,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
 
     setup_logging(config)
     host = _warm_host(config)  # the turn's model calls, in the warm helper when it runs
+    from hermes_tui.agent.approvals import DENY, ApprovalPolicy, PendingCall
     from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.memory.store import MemoryStore, StoreError
     from hermes_tui.skills.manager import SkillManager
@@ -85,10 +87,11 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     out = _Output(sys.stdout, sys.stderr, as_json=args.json)
     events = EventQueue()
 
-    def deny(name: str, arguments: dict[str, Any]) -> str:
+    def deny(call: PendingCall) -> str:
+        """Nobody can answer: what no lasting rule allows is denied (``--yes``: no policy at all)."""
         # Queued behind the call's own event, so it prints after the call it denies.
-        events.put(Notice(f"{name} denied: rerun with --yes to allow shell commands and file writes."))
-        return HEADLESS_DENIAL.format(name=name)
+        events.put(Notice(f"{call.name} denied: rerun with --yes to allow shell commands and file writes."))
+        return DENY
 
     progress = for_stderr(sys.stderr)  # the reindex of an upgrade, a first skills index
     try:
@@ -106,10 +109,8 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
             return fail(problem)
         session_id = last.id
         out.notice(f"hermes: continuing session {last.id} ({title_of(last)})")
-    from hermes_tui.agent.permissions import headless_approver
-
-    approver = headless_approver(config, None if args.yes else deny,
-                                 on_warning=warn)
+    approver = None if args.yes else ApprovalPolicy.for_workspace(
+        deny, config.home, config.workspace, denial=HEADLESS_DENIAL, on_warning=warn)
     mcp = _start_mcp(config, out)
     try:
         agent = build_agent(config, memory, SkillManager.for_config(config, progress),
@@ -147,7 +148,7 @@ def _wait_for_mcp(manager: McpManager, out: _Output, seconds: float) -> None:
         out.notice(f"MCP server {name} is not ready after {seconds:g} s: this turn runs without its tools.")
 
 
-def _warm_host(config: Config) -> Any:
+def _warm_host(config: Config) -> WarmHost | None:
     """The warm helper's host (``hermes_tui.warm``), reached in the background; None when
     ``HERMES_HELPER=off``. When it cannot be reached, litellm is imported here instead."""
     from hermes_tui import llm, warm
@@ -165,23 +166,23 @@ def _warm_host(config: Config) -> Any:
     return host
 
 
-def _leave_summary(agent: AgentLoop, config: Config, host: Any, out: _Output, *, continued: bool) -> None:
+def _leave_summary(agent: AgentLoop, config: Config, host: WarmHost | None, out: _Output, *,
+                   continued: bool) -> None:
     """A one-shot session's summary is written later, not while the user waits: by the warm helper
     once it is idle, else at the next start of the TUI, the web or ``doctor`` (learning/pending.py).
-    A continued session (--session) is summarized now when no helper takes it."""
+    A continued session (--session) is closed now, helper or not: its summary and the memory
+    curator, as every surface closes a session (the calls run in the helper when it is on)."""
     from hermes_tui.learning import pending
 
-    if host is not None and host.ensure():
-        pending.mark(agent.memory, agent.session_id, told=True)
-        if host.hand_over(config, config.db_path):
-            return
-    if not continued:
-        pending.mark(agent.memory, agent.session_id, told=True)
+    if continued:
+        agent.close(timeout=20.0)
+        line = pending.tell(agent.memory)
+        if line:
+            out.notice(line)
         return
-    agent.close(timeout=20.0)
-    line = pending.tell(agent.memory)
-    if line:
-        out.notice(line)
+    pending.mark(agent.memory, agent.session_id, told=True)
+    if host is not None and host.ensure():
+        host.hand_over(config, config.db_path)
 
 
 def _drive(agent: AgentLoop, text: str, out: _Output, events: EventQueue) -> int:

@@ -3,7 +3,8 @@
 ``import litellm`` costs seconds and hundreds of MB, so it happens lazily (``warm()`` does it in
 the background after a surface has painted). Every provider problem becomes one ``LLMError``
 with a one-line message that says what to do (``llm_errors``). Reading a stream (the pump thread,
-the tool call fragments) is ``llm_stream``.
+the tool call fragments) is ``llm_stream``. Where the calls run is a ``ModelHost``: this process
+(``LocalHost``), or a helper process (``llm_host.StreamHost``, ``warm.WarmHost``).
 """
 
 from __future__ import annotations
@@ -15,18 +16,16 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes_tui.clock import Clock, wait_for
 from hermes_tui.config import Config
 from hermes_tui.events import Notice, TextDelta, Usage
 from hermes_tui.llm_errors import EMPTY_CAUSES, LLMError, cut_error, map_error, retry_delay
-from hermes_tui.llm_stream import Pump, StreamResult, ToolCallAccumulator
+from hermes_tui.llm_stream import Pump, StreamItem, StreamResult, ToolCallAccumulator
 
 if TYPE_CHECKING:
     from types import ModuleType
-
-    from hermes_tui.llm_host import StreamHost
 
 log = logging.getLogger(__name__)
 
@@ -128,47 +127,57 @@ def forget_clients() -> None:
         _litellm.in_memory_llm_clients_cache.flush_cache()
 
 
-class LLMClient:
-    """Talks to the configured provider through litellm.
+class ModelHost(Protocol):
+    """Where model calls run: this process (``LocalHost``), the TUI's stream helper
+    (``llm_host.StreamHost``) or the per-user warm helper (``warm.WarmHost``).
 
-    With a ``host`` (``llm_host.StreamHost``), streams are parsed in its helper process instead of
-    this one; everything else (token counts, one-shot completions) runs here either way.
+    A host serves every provider and model of its process (``/model`` switches them), so each
+    call carries its ``config``; ``messages`` are already ``sendable``. Every failure is an
+    ``LLMError``. tests/test_model_host_contract.py runs the same calls against each host.
     """
 
-    def __init__(self, config: Config, host: StreamHost | None = None, clock: Clock = time.monotonic) -> None:
+    def stream(self, config: Config, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+               cancel: threading.Event) -> Iterator[StreamItem]:
+        """Text deltas and retry notices as they arrive, then one ``StreamResult``."""
+        ...
+
+    def complete(self, config: Config, messages: list[dict[str, Any]], *, timeout: float,
+                 cancel: threading.Event) -> str:
+        """One answer as a whole, within ``timeout`` seconds (retries included)."""
+        ...
+
+    def count_tokens(self, config: Config, messages: list[dict[str, Any]],
+                     tools: list[dict[str, Any]] | None) -> int:
+        """Tokens of a request as litellm counts them for the model."""
+        ...
+
+    def max_input_tokens(self, config: Config) -> int | None:
+        """The model's input window in litellm's model table, or None when unknown."""
+        ...
+
+
+class LLMClient:
+    """Talks to the configured provider through a ``ModelHost`` (by default ``LocalHost``: this
+    process, its retries waiting on ``clock``)."""
+
+    def __init__(self, config: Config, host: ModelHost | None = None, clock: Clock = time.monotonic) -> None:
         self.config = config
-        self.host = host
-        self.clock = clock  # what a retry's backoff is counted on
+        self.host: ModelHost = host if host is not None else LocalHost(clock)
 
     def with_config(self, config: Config) -> LLMClient:
         """The same kind of client for another provider or model (``/model``)."""
-        return LLMClient(config, self.host, self.clock)
-
-    @property
-    def _remote(self) -> bool:
-        """Everything runs in the host (``warm.WarmHost``): this process never imports litellm."""
-        return bool(getattr(self.host, "remote_calls", False))
+        return LLMClient(config, self.host)
 
     @property
     def model_string(self) -> str:
         return litellm_model(self.config)
-
-    def _request_args(self, timeout: float) -> dict[str, Any]:
-        cfg = self.config
-        args: dict[str, Any] = {"model": self.model_string, "max_retries": 0, "timeout": timeout}
-        if cfg.effective_api_base:
-            args["api_base"] = cfg.effective_api_base
-        key = cfg.api_key or cfg.provider_info.placeholder_key  # the OpenAI client insists on some key
-        if key:
-            args["api_key"] = key
-        return args
 
     def stream(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         cancel: threading.Event | None = None,
-    ) -> Iterator[TextDelta | Notice | StreamResult]:
+    ) -> Iterator[StreamItem]:
         """Yield text deltas (and retry notices) as they arrive, then one ``StreamResult``.
 
         Retries 429/5xx/timeouts/refused connections before the first chunk; after it, a failure
@@ -180,17 +189,41 @@ class LLMClient:
         if cancel.is_set():  # cancelled before it was sent (Esc right after Enter): send nothing
             yield StreamResult(cancelled=True)
             return
-        messages = sendable(messages)
-        if self.host is not None:
-            yield from self.host.stream(self.config, messages, tools, cancel)
-            return
+        yield from self.host.stream(self.config, sendable(messages), tools, cancel)
+
+    def complete(self, messages: list[dict[str, Any]], *, timeout: float = READ_TIMEOUT,
+                 cancel: threading.Event | None = None) -> str:
+        """One answer as a whole (skill authoring, summaries, compaction). Raises ``LLMError``.
+
+        ``timeout`` bounds the whole call, retries and their waits included, so a caller closing
+        a session against an unreachable provider is never held longer than it asked.
+        """
+        return self.host.complete(self.config, sendable(messages), timeout=timeout, cancel=cancel or threading.Event())
+
+    def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+        """Tokens of a request as litellm counts them for this model (its tokenizer, or tiktoken)."""
+        return self.host.count_tokens(self.config, messages, tools)
+
+    def max_input_tokens(self) -> int | None:
+        """The model's input window according to litellm's model table, or None when unknown."""
+        return self.host.max_input_tokens(self.config)
+
+
+class LocalHost:
+    """The ``ModelHost`` of this process: litellm imported here, retries waiting on ``clock``."""
+
+    def __init__(self, clock: Clock = time.monotonic) -> None:
+        self.clock = clock
+
+    def stream(self, config: Config, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+               cancel: threading.Event) -> Iterator[StreamItem]:
         lib = _lib()
-        kwargs = self._request_args(READ_TIMEOUT) | {
+        kwargs = request_args(config, READ_TIMEOUT) | {
             "messages": messages, "stream": True, "stream_options": {"include_usage": True},
         }
         if tools:
             kwargs["tools"] = tools
-        if self.config.provider_info.caches(self.config.model):
+        if config.provider_info.caches(config.model):
             kwargs["cache_control_injection_points"] = cache_points(messages, tools)
         for attempt in range(1, MAX_TRIES + 1):
             result = StreamResult()  # a retry starts from nothing: no half tool calls carried over
@@ -211,13 +244,13 @@ class LLMClient:
                 if not (cancel.is_set() or result.text or calls.calls or usage):
                     # litellm makes up a "stop" chunk for a 200 stream that sent no event at all.
                     # Not retried: the same request meets the same template or window again.
-                    raise LLMError(f"{self._where} closed the response without sending any data (HTTP 200, "
+                    raise LLMError(f"{_where(config)} closed the response without sending any data (HTTP 200, "
                                    f"empty body): {EMPTY_CAUSES}.", empty=True)
                 break
             except Exception as exc:  # every provider failure is mapped below
-                error = map_error(exc, self.config)
+                error = map_error(exc, config)
                 if result.text:  # the user saw part of the answer: report the cut, do not repeat it
-                    raise cut_error(error, exc, len(result.text), self._where) from exc
+                    raise cut_error(error, exc, len(result.text), _where(config)) from exc
                 if not error.retryable or attempt == MAX_TRIES or cancel.is_set():
                     raise error from exc
                 wait = retry_delay(exc, attempt)
@@ -228,14 +261,10 @@ class LLMClient:
                 chunks.close()
         result.cancelled = cancel.is_set()
         result.tool_calls = [] if result.cancelled else calls.finish()
-        result.usage = self._usage(usage, messages, tools)
+        result.usage = self._usage(config, usage, messages, tools)
         yield result
 
-    @property
-    def _where(self) -> str:
-        return f"{self.config.provider} ({self.config.model})"
-
-    def _usage(self, usage: Any, messages: list[dict[str, Any]] | None = None,
+    def _usage(self, config: Config, usage: Any, messages: list[dict[str, Any]] | None = None,
                tools: list[dict[str, Any]] | None = None) -> Usage | None:
         """Token counts (cache reads and writes included) and their cost, from litellm's usage.
 
@@ -246,9 +275,9 @@ class LLMClient:
         if not usage:
             return None
         prompt = getattr(usage, "prompt_tokens", 0) or 0
-        if messages and tools and prompt and prompt == self._count_quietly(messages, None):
-            return Usage(self._count_quietly(messages, tools) or prompt, getattr(usage, "completion_tokens", 0) or 0,
-                         None, estimated=True)
+        if messages and tools and prompt and prompt == self._count_quietly(config, messages, None):
+            return Usage(self._count_quietly(config, messages, tools) or prompt,
+                         getattr(usage, "completion_tokens", 0) or 0, None, estimated=True)
         completion = getattr(usage, "completion_tokens", 0) or 0
         details = getattr(usage, "prompt_tokens_details", None)
         read = getattr(usage, "cache_read_input_tokens", 0) or getattr(details, "cached_tokens", 0) or 0
@@ -256,28 +285,20 @@ class LLMClient:
                  or getattr(details, "cache_creation_tokens", 0) or 0)
         if not (prompt or completion):
             return None
-        return Usage(prompt, completion, self._cost(prompt, completion, read, write), read, write)
+        return Usage(prompt, completion, _cost(config, prompt, completion, read, write), read, write)
 
-    def complete(self, messages: list[dict[str, Any]], *, timeout: float = READ_TIMEOUT,
-                 cancel: threading.Event | None = None) -> str:
-        """One answer as a whole (skill authoring, summaries, compaction). Raises ``LLMError``.
-
-        ``timeout`` bounds the whole call, retries and their waits included, so a caller closing
-        a session against an unreachable provider is never held longer than it asked. The answer
-        is streamed: giving up (the deadline, or ``cancel`` set) closes the connection at once,
-        and a one-at-a-time local server, which notices a closed connection only between the
-        tokens of a stream, stops working for a request nobody waits for any more.
+    def complete(self, config: Config, messages: list[dict[str, Any]], *, timeout: float,
+                 cancel: threading.Event) -> str:
+        """The answer is streamed: giving up (the deadline, or ``cancel`` set) closes the
+        connection at once, and a one-at-a-time local server, which notices a closed connection
+        only between the tokens of a stream, stops working for a request nobody waits for any more.
         """
-        if self._remote:
-            return self.host.call(self.config, "complete", messages, timeout)  # type: ignore[union-attr]  # _remote means a host is set
         lib = _lib()
-        cancel = cancel or threading.Event()
         deadline = time.monotonic() + timeout
-        sent = sendable(messages)
         last: LLMError | None = None
         for attempt in range(1, MAX_TRIES + 1):
             left = max(deadline - time.monotonic(), 0.1)
-            kwargs = self._request_args(min(left, READ_TIMEOUT)) | {"messages": sent, "stream": True}
+            kwargs = request_args(config, min(left, READ_TIMEOUT)) | {"messages": messages, "stream": True}
             chunks = Pump(functools.partial(lib.completion, **kwargs))
             parts: list[str] = []
             try:
@@ -285,12 +306,12 @@ class LLMClient:
                     for choice in getattr(chunk, "choices", None) or []:
                         parts.append(getattr(getattr(choice, "delta", None), "content", None) or "")
                 if cancel.is_set():
-                    raise LLMError(f"{self._where}: the request was abandoned.")
+                    raise LLMError(f"{_where(config)}: the request was abandoned.")
                 if time.monotonic() >= deadline:
-                    raise LLMError(f"{self._where} did not finish answering within {timeout:g} s.")
+                    raise LLMError(f"{_where(config)} did not finish answering within {timeout:g} s.")
                 return "".join(parts)
             except Exception as exc:  # noqa: BLE001 - every provider failure is mapped here
-                last = map_error(exc, self.config)
+                last = map_error(exc, config)
                 if parts:  # some text came: the answer was cut, a retry would pay for it again
                     break
                 wait = retry_delay(exc, attempt)
@@ -303,45 +324,57 @@ class LLMClient:
         assert last is not None
         raise last
 
-    def _count_quietly(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int | None:
+    def _count_quietly(self, config: Config, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]] | None) -> int | None:
         try:
-            return self.count_tokens(messages, tools)
+            return self.count_tokens(config, messages, tools)
         except Exception:  # a count is a nicety; never fail an answer for it
             log.debug("token count failed", exc_info=True)
             return None
 
-    def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
-        """Tokens of a request as litellm counts them for this model (its tokenizer, or tiktoken)."""
-        if self._remote:
-            return int(self.host.call(self.config, "count_tokens", messages, tools))  # type: ignore[union-attr]  # _remote means a host is set
-        return int(_lib().token_counter(model=self.model_string, messages=messages, tools=tools or None))
+    def count_tokens(self, config: Config, messages: list[dict[str, Any]],
+                     tools: list[dict[str, Any]] | None) -> int:
+        return int(_lib().token_counter(model=litellm_model(config), messages=messages, tools=tools or None))
 
-    def max_input_tokens(self) -> int | None:
-        """The model's input window according to litellm's model table, or None when unknown."""
-        if self._remote:
-            return self.host.call(self.config, "max_input_tokens")  # type: ignore[union-attr]  # _remote means a host is set
+    def max_input_tokens(self, config: Config) -> int | None:
         try:
-            info = _lib().get_model_info(self.model_string)
+            info = _lib().get_model_info(litellm_model(config))
         except Exception:  # noqa: BLE001 - unmapped model: litellm raises
             return None
         value = info.get("max_input_tokens") or info.get("max_tokens")
         return int(value) if value else None
 
-    def _cost(self, prompt_tokens: int, completion_tokens: int, cache_read: int = 0,
-              cache_write: int = 0) -> float | None:
-        """Cost in USD, or None when litellm has no (non-zero) price for this model.
 
-        ``prompt_tokens`` includes the cached tokens; litellm prices the read ones at the cache-hit
-        rate and the written ones at the cache-write rate.
-        """
-        try:
-            prompt_cost, completion_cost = _lib().cost_per_token(
-                model=self.model_string, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                cache_read_input_tokens=cache_read, cache_creation_input_tokens=cache_write)
-        except Exception:  # noqa: BLE001 - unpriced model
-            return None
-        total = prompt_cost + completion_cost
-        return total if total > 0 else None
+def request_args(config: Config, timeout: float) -> dict[str, Any]:
+    """What every litellm request of ``config`` passes: model, endpoint, key, no litellm retries."""
+    args: dict[str, Any] = {"model": litellm_model(config), "max_retries": 0, "timeout": timeout}
+    if config.effective_api_base:
+        args["api_base"] = config.effective_api_base
+    key = config.api_key or config.provider_info.placeholder_key  # the OpenAI client insists on some key
+    if key:
+        args["api_key"] = key
+    return args
+
+
+def _where(config: Config) -> str:
+    return f"{config.provider} ({config.model})"
+
+
+def _cost(config: Config, prompt_tokens: int, completion_tokens: int, cache_read: int = 0,
+          cache_write: int = 0) -> float | None:
+    """Cost in USD, or None when litellm has no (non-zero) price for this model.
+
+    ``prompt_tokens`` includes the cached tokens; litellm prices the read ones at the cache-hit
+    rate and the written ones at the cache-write rate.
+    """
+    try:
+        prompt_cost, completion_cost = _lib().cost_per_token(
+            model=litellm_model(config), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            cache_read_input_tokens=cache_read, cache_creation_input_tokens=cache_write)
+    except Exception:  # noqa: BLE001 - unpriced model
+        return None
+    total = prompt_cost + completion_cost
+    return total if total > 0 else None
 
 
 def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -12,6 +12,10 @@ command line), serves each stream on a connection of its own, and exits when its
 that is when the process that started it ends, kill -9 included. If it cannot start, or dies,
 the caller gets one readable error and the next stream starts a new helper; if none can start
 at all (say a temporary folder whose socket path is too long), streams are parsed in the caller.
+
+What a helper serves (this one, and the per-user warm helper of ``warm.py``) is one request record
+per ``llm.ModelHost`` method, each with its arguments by name (``CompleteRequest.timeout``...),
+answered from one table (``SERVED``) by a ``LocalHost`` in the helper's process.
 """
 
 from __future__ import annotations
@@ -27,15 +31,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
 from hermes_tui.config import Config
-from hermes_tui.events import Notice, TextDelta
-from hermes_tui.llm import LLMClient, StreamResult
+from hermes_tui.events import TextDelta
+from hermes_tui.llm import LocalHost, StreamResult
 from hermes_tui.llm_errors import LLMError
+from hermes_tui.llm_stream import StreamItem
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +49,52 @@ POLL = 0.05  # seconds between checks of the caller's cancel event while waiting
 CANCEL_GRACE = 2.0  # after a cancel, how long the helper may take to end the stream itself
 START_TIMEOUT = 120.0  # importing litellm takes seconds, many on a loaded machine
 
-Item = TextDelta | Notice | StreamResult
+
+# -- the requests a helper serves: one record per ``ModelHost`` method --------------------------
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    """``ModelHost.stream``: answered by stream items, then a ``StreamResult`` or an ``LLMError``."""
+
+    config: Config
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+
+
+@dataclass(frozen=True)
+class CompleteRequest:
+    """``ModelHost.complete`` (the caller's cancel reaches it as for a stream)."""
+
+    config: Config
+    messages: list[dict[str, Any]]
+    timeout: float
+
+
+@dataclass(frozen=True)
+class CountRequest:
+    """``ModelHost.count_tokens``."""
+
+    config: Config
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+
+
+@dataclass(frozen=True)
+class WindowRequest:
+    """``ModelHost.max_input_tokens``."""
+
+    config: Config
+
+
+Request = StreamRequest | CompleteRequest | CountRequest | WindowRequest
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The one reply to a request other than a stream."""
+
+    value: str | int | None
 
 
 class Unavailable(Exception):
@@ -51,7 +102,9 @@ class Unavailable(Exception):
 
 
 class StreamHost:
-    """The caller's side: starts the helper and relays one stream per connection."""
+    """The TUI's ``ModelHost``: starts the helper and relays one stream per connection. Counts and
+    whole answers run in the caller (``LocalHost``): counts are many and small, a round trip
+    each would cost more than it saves."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -61,6 +114,7 @@ class StreamHost:
         self._key = b""
         self._ready = threading.Event()
         self._unavailable = False  # given up on: this process parses its own streams
+        self._local = LocalHost()
 
     def start(self, config: Config | None = None) -> None:
         """Start the helper unless it runs; returns at once (it gets ready in the background).
@@ -165,33 +219,57 @@ class StreamHost:
             if self._process is process:
                 self._stop_locked()
 
-    def stream(self, config: Config, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-               cancel: threading.Event) -> Iterator[Item]:
-        """``LLMClient.stream``, parsed in the helper: the same items, the same errors."""
+    def _send(self, request: Request, cancel: threading.Event) -> Connection | None:
+        """A connection to the helper on which ``request`` was sent; None when cancelled while
+        the helper started. Raises ``Unavailable`` (from now on: this process serves itself)."""
         if self._unavailable:
-            yield from LLMClient(config).stream(messages, tools, cancel)
-            return
+            raise Unavailable("it was unavailable before")
         try:
             connection = self._connect(cancel)
         except Unavailable as exc:  # slower keys while it streams, but the answer still comes
             log.warning("streaming in this process from now on: the model helper process is unavailable (%s)", exc)
             self._unavailable = True
-            yield from LLMClient(config).stream(messages, tools, cancel)
+            raise
+        if connection is None:
+            return None
+        try:
+            connection.send(request)
+        except (EOFError, OSError) as exc:
+            connection.close()
+            raise _went_away(exc, "") from exc
+        return connection
+
+    # -- ModelHost: streams are parsed in the helper; the rest is quick and runs here
+
+    def stream(self, config: Config, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+               cancel: threading.Event) -> Iterator[StreamItem]:
+        """``LocalHost.stream``, parsed in the helper: the same items, the same errors."""
+        try:
+            connection = self._send(StreamRequest(config, messages, tools), cancel)
+        except Unavailable:
+            yield from self._local.stream(config, messages, tools, cancel)
             return
         if connection is None:
             yield StreamResult(cancelled=True)
             return
-        try:
-            connection.send(("stream", config, messages, tools))
-        except (EOFError, OSError) as exc:
-            connection.close()
-            raise _went_away(exc, "") from exc
-        yield from relay(connection, cancel)
+        yield from relay_stream(connection, cancel)
+
+    def complete(self, config: Config, messages: list[dict[str, Any]], *, timeout: float,
+                 cancel: threading.Event) -> str:
+        return self._local.complete(config, messages, timeout=timeout, cancel=cancel)
+
+    def count_tokens(self, config: Config, messages: list[dict[str, Any]],
+                     tools: list[dict[str, Any]] | None) -> int:
+        return self._local.count_tokens(config, messages, tools)
+
+    def max_input_tokens(self, config: Config) -> int | None:
+        return self._local.max_input_tokens(config)
 
 
-def relay(connection: Connection, cancel: threading.Event) -> Iterator[Item]:
-    """The items of the stream a helper serves on ``connection`` (the request already sent);
-    ``cancel`` reaches it, and a helper that goes away is one ``LLMError``. Closes ``connection``."""
+def _relay(connection: Connection, cancel: threading.Event) -> Iterator[StreamItem | Answer]:
+    """The items a helper serves on ``connection`` (the request already sent) up to its
+    ``StreamResult`` or ``Answer``; ``cancel`` reaches it, and a helper that goes away is one
+    ``LLMError``. Closes ``connection``."""
     text = ""
     cancelled_at: float | None = None
     try:
@@ -210,13 +288,60 @@ def relay(connection: Connection, cancel: threading.Event) -> Iterator[Item]:
             if isinstance(item, TextDelta):
                 text += item.text
             yield item
-            if isinstance(item, StreamResult):
+            if isinstance(item, (StreamResult, Answer)):
                 return
     except (EOFError, OSError) as exc:
         log.warning("the model helper process went away mid-stream: %r", exc)
         raise _went_away(exc, text) from exc
     finally:
         connection.close()
+
+
+def relay_stream(connection: Connection, cancel: threading.Event) -> Iterator[StreamItem]:
+    """The items of the stream a helper serves on ``connection`` (a ``StreamRequest`` sent)."""
+    for item in _relay(connection, cancel):
+        if isinstance(item, Answer):
+            raise _out_of_turn()
+        yield item
+
+
+def _answer(connection: Connection, cancel: threading.Event, config: Config) -> str | int | None:
+    """The value of the ``Answer`` a helper serves on ``connection``; a request abandoned
+    (``cancel``) is an ``LLMError``, as in ``LocalHost``."""
+    for item in _relay(connection, cancel):
+        if isinstance(item, Answer):
+            return item.value
+    if cancel.is_set():
+        raise LLMError(f"{config.provider} ({config.model}): the request was abandoned.")
+    raise _out_of_turn()
+
+
+def answer_text(connection: Connection, cancel: threading.Event, config: Config) -> str:
+    """The answer to a ``CompleteRequest``."""
+    value = _answer(connection, cancel, config)
+    if not isinstance(value, str):
+        raise _out_of_turn()
+    return value
+
+
+def answer_count(connection: Connection, config: Config) -> int:
+    """The answer to a ``CountRequest``."""
+    value = _answer(connection, threading.Event(), config)
+    if not isinstance(value, int):
+        raise _out_of_turn()
+    return value
+
+
+def answer_window(connection: Connection, config: Config) -> int | None:
+    """The answer to a ``WindowRequest``."""
+    value = _answer(connection, threading.Event(), config)
+    if value is not None and not isinstance(value, int):
+        raise _out_of_turn()
+    return value
+
+
+def _out_of_turn() -> LLMError:
+    return LLMError("The helper process that talks to the model answered out of turn.")
 
 
 def _went_away(exc: BaseException, text: str) -> LLMError:
@@ -242,48 +367,51 @@ def shared() -> StreamHost:
 # -- the helper process ------------------------------------------------------------------------
 
 
-CALLS = frozenset({"count_tokens", "max_input_tokens", "complete"})  # LLMClient methods a caller may ask for
+_LOCAL = LocalHost()
+Served = Callable[[Any, threading.Event], Iterator[StreamItem | Answer]]
+
+
+def _stream(request: StreamRequest, cancel: threading.Event) -> Iterator[StreamItem | Answer]:
+    yield from _LOCAL.stream(request.config, request.messages, request.tools, cancel)
+
+
+def _complete(request: CompleteRequest, cancel: threading.Event) -> Iterator[StreamItem | Answer]:
+    yield Answer(_LOCAL.complete(request.config, request.messages, timeout=request.timeout, cancel=cancel))
+
+
+def _count(request: CountRequest, cancel: threading.Event) -> Iterator[StreamItem | Answer]:
+    yield Answer(_LOCAL.count_tokens(request.config, request.messages, request.tools))
+
+
+def _window(request: WindowRequest, cancel: threading.Event) -> Iterator[StreamItem | Answer]:
+    yield Answer(_LOCAL.max_input_tokens(request.config))
+
+
+SERVED: dict[type, Served] = {StreamRequest: _stream, CompleteRequest: _complete, CountRequest: _count,
+                              WindowRequest: _window}
 
 
 def _serve(connection: Connection) -> None:
     """One request read from ``connection`` and served (``serve_request``)."""
     try:
         request = connection.recv()
-    except (EOFError, OSError, ValueError, TypeError, pickle.UnpicklingError):
+    except (EOFError, OSError, ValueError, TypeError, AttributeError, pickle.UnpicklingError):
         request = None
     serve_request(connection, request)
 
 
-def serve_request(connection: Connection, request: Any) -> None:
-    """``("stream", config, messages, tools)``: stream items, then the result or an ``LLMError``;
-    ``("call", config, name, args)``: the return value of ``LLMClient(config).name(*args)`` or
-    an ``LLMError``. Anything else closes the connection. Closes ``connection`` either way."""
-    kind = request[0] if isinstance(request, tuple) and request else None
-    if kind == "call" and len(request) == 4 and request[2] in CALLS:
-        _, config, name, args = request
-        try:
-            reply: object = getattr(LLMClient(config), name)(*args)
-        except LLMError as exc:
-            reply = exc
-        except Exception as exc:  # the caller gets one line; this log the details
-            log.exception("a call failed in the helper process")
-            reply = LLMError(f"Unexpected failure while talking to the model: {type(exc).__name__}")
-        try:
-            connection.send(reply)
-        except OSError:
-            pass  # the caller hung up
+def serve_request(connection: Connection, request: object) -> None:
+    """A ``Request``: its items (``SERVED``), ending in a ``StreamResult``, an ``Answer`` or an
+    ``LLMError``. Anything else closes the connection. Closes ``connection`` either way."""
+    served = SERVED.get(type(request))
+    if served is None:
         connection.close()
         return
-    if kind != "stream" or len(request) != 4:
-        connection.close()
-        return
-    _, config, messages, tools = request
-    _serve_stream(connection, config, messages, tools)
+    _serve_items(connection, lambda cancel: served(request, cancel))
 
 
-def _serve_stream(connection: Connection, config: Config, messages: list[dict[str, Any]],
-                  tools: list[dict[str, Any]] | None) -> None:
-    """One stream: run it, send its items; a "cancel", or the caller hanging up, cancels it.
+def _serve_items(connection: Connection, items: Callable[[threading.Event], Iterator[StreamItem | Answer]]) -> None:
+    """One request: run it, send its items; a "cancel", or the caller hanging up, cancels it.
 
     The watcher owns the connection's reads and its closing; sends and the close share a lock,
     so no send can reach a closed (and maybe reused) descriptor.
@@ -318,14 +446,14 @@ def _serve_stream(connection: Connection, config: Config, messages: list[dict[st
 
     threading.Thread(target=watch, name="llm-host-watch", daemon=True).start()
     try:
-        for item in LLMClient(config).stream(messages, tools, cancel):
+        for item in items(cancel):
             if not send(item):
                 cancel.set()  # the caller is gone: close the provider's stream too
         return
     except LLMError as exc:
         error = exc
     except Exception as exc:  # the caller gets one line; this log the details
-        log.exception("a stream failed in the helper process")
+        log.exception("a request failed in the helper process")
         error = LLMError(f"Unexpected failure while talking to the model: {type(exc).__name__}: "
                          f"{str(exc).strip()[:200]}")
     send(error)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tui.conversation import ToolCall
-from hermes_tui.events import Usage
+from hermes_tui.events import Notice, TextDelta, Usage
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,9 @@ class StreamResult:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     cancelled: bool = False
+
+
+StreamItem = TextDelta | Notice | StreamResult  # what a model stream yields, in every host
 
 
 class ToolCallAccumulator:

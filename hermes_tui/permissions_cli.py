@@ -16,7 +16,7 @@ from hermes_tui.config import Config, ConfigError
 
 def permissions_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="hermes-tui permissions",
-                                     description="The shell commands allowed always in this workspace.")
+                                     description="The calls (shell commands, file writes, edits) allowed always here.")
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("list", help="the lasting rules of this workspace (HERMES_WORKSPACE or the current folder)")
     commands.add_parser("revoke", help="remove rule N (from the list)").add_argument("number", type=int, metavar="N")

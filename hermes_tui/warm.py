@@ -49,7 +49,19 @@ from typing import Any
 
 from hermes_tui import __version__, fds
 from hermes_tui.config import Config
-from hermes_tui.llm_host import Item, relay
+from hermes_tui.llm import LocalHost
+from hermes_tui.llm_host import (
+    CompleteRequest,
+    CountRequest,
+    Request,
+    StreamRequest,
+    WindowRequest,
+    answer_count,
+    answer_text,
+    answer_window,
+    relay_stream,
+)
+from hermes_tui.llm_stream import StreamItem
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +75,45 @@ _ENV_KEEP_PREFIXES = ("LC_", "XDG_")
 
 class Unavailable(Exception):
     """The helper cannot be reached or started."""
+
+
+# -- what a run asks the helper besides model calls (``llm_host.Request``), and its replies ------
+
+
+@dataclasses.dataclass(frozen=True)
+class Hello:
+    """Which helper runs (its reply says, as to every request)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Stop:
+    """Retire: ``hermes-tui helper stop``, or a run of another version taking over."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Summaries:
+    """Write the pending summaries of the store at ``db_path`` while idle."""
+
+    config: Config
+    db_path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Welcome:
+    """The helper serves the request."""
+
+    pid: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Stale:
+    """The helper is of another installation (``identity``) and serves nothing but ``Stop``."""
+
+    identity: str
+    pid: int
+
+
+Control = Hello | Stop | Summaries
 
 
 def folder() -> Path:
@@ -114,15 +165,15 @@ def without_secrets(config: Config, *, keep_key: bool = False) -> Config:
 
 
 class WarmHost:
-    """``LLMClient``'s host in a ``-p`` run: every model call goes to the helper."""
-
-    remote_calls = True  # LLMClient asks the host for token counts and completions too
+    """The ``ModelHost`` of a ``-p`` run: every model call goes to the helper (this process
+    serves itself, ``LocalHost``, only when the helper is unavailable)."""
 
     def __init__(self, spawn_config: Config | None = None) -> None:
         self._spawn_config = spawn_config
         self._lock = threading.Lock()
         self._reached = False
         self._fallback = False
+        self._local = LocalHost()
         self.pid: int | None = None
 
     # -- reaching the helper
@@ -159,14 +210,14 @@ class WarmHost:
 
     def _hello(self, where: Path) -> int:
         """The running helper's pid; a helper of another version is asked to retire first."""
-        reply = _ask(where, ("hello",))
-        if reply[0] == "stale":
-            log.info("retiring the warm helper of another version (%s, pid %s)", reply[1], reply[2])
-            _ask(where, ("stop",))
+        reply = _ask(where, Hello())
+        if isinstance(reply, Stale):
+            log.info("retiring the warm helper of another version (%s, pid %s)", reply.identity, reply.pid)
+            _ask(where, Stop())
             raise Unavailable("another version's helper was running")
-        return int(reply[1])
+        return reply.pid
 
-    def _open(self, request: tuple[Any, ...], *, restart: bool = True) -> Connection:
+    def _open(self, request: Control | Request, *, restart: bool = True) -> Connection:
         """A connection on which ``request`` was accepted; reaches (or restarts) the helper once."""
         for attempt in (1, 2):
             try:
@@ -179,40 +230,51 @@ class WarmHost:
                 if not self.ensure():
                     raise
                 continue
-            if reply[0] == "ok":
+            if isinstance(reply, Welcome):
                 return connection
             connection.close()
-            raise Unavailable(f"a helper of another version ({reply[1]}) took over")
+            raise Unavailable(f"a helper of another version ({reply.identity}) took over")
         raise AssertionError("unreachable")
 
-    def _local(self) -> Any:
-        from hermes_tui.llm import LLMClient
+    def _request(self, request: Request) -> Connection | None:
+        """A connection on which the helper accepted ``request``; None: serve it here."""
+        if self.ensure():
+            try:
+                return self._open(dataclasses.replace(request, config=without_secrets(request.config,
+                                                                                      keep_key=True)))
+            except Unavailable as exc:
+                self._give_up(exc)
+        return None
 
-        return LLMClient
-
-    # -- the host interface (LLMClient)
+    # -- ModelHost
 
     def stream(self, config: Config, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-               cancel: threading.Event) -> Iterator[Item]:
-        if self.ensure():
-            try:
-                connection = self._open(("stream", without_secrets(config, keep_key=True), messages, tools))
-            except Unavailable as exc:
-                self._give_up(exc)
-            else:
-                yield from relay(connection, cancel)
-                return
-        yield from self._local()(config).stream(messages, tools, cancel)
+               cancel: threading.Event) -> Iterator[StreamItem]:
+        connection = self._request(StreamRequest(config, messages, tools))
+        if connection is None:
+            yield from self._local.stream(config, messages, tools, cancel)
+            return
+        yield from relay_stream(connection, cancel)
 
-    def call(self, config: Config, name: str, *args: Any) -> Any:
-        if self.ensure():
-            try:
-                connection = self._open(("call", without_secrets(config, keep_key=True), name, args))
-            except Unavailable as exc:
-                self._give_up(exc)
-            else:
-                return _reply(connection)
-        return getattr(self._local()(config), name)(*args)
+    def complete(self, config: Config, messages: list[dict[str, Any]], *, timeout: float,
+                 cancel: threading.Event) -> str:
+        connection = self._request(CompleteRequest(config, messages, timeout))
+        if connection is None:
+            return self._local.complete(config, messages, timeout=timeout, cancel=cancel)
+        return answer_text(connection, cancel, config)
+
+    def count_tokens(self, config: Config, messages: list[dict[str, Any]],
+                     tools: list[dict[str, Any]] | None) -> int:
+        connection = self._request(CountRequest(config, messages, tools))
+        if connection is None:
+            return self._local.count_tokens(config, messages, tools)
+        return answer_count(connection, config)
+
+    def max_input_tokens(self, config: Config) -> int | None:
+        connection = self._request(WindowRequest(config))
+        if connection is None:
+            return self._local.max_input_tokens(config)
+        return answer_window(connection, config)
 
     def _give_up(self, exc: Exception) -> None:
         log.warning("parsing in this process: the warm helper is unavailable (%s)", exc)
@@ -224,7 +286,7 @@ class WarmHost:
         if self._fallback or not self._reached:
             return False
         try:
-            connection = self._open(("summaries", without_secrets(config, keep_key=True), str(db_path)),
+            connection = self._open(Summaries(without_secrets(config, keep_key=True), str(db_path)),
                                     restart=False)  # a helper that died mid-run is not worth a wait
         except Unavailable as exc:
             log.info("pending summaries not handed to the helper: %s", exc)
@@ -233,24 +295,8 @@ class WarmHost:
         return True
 
 
-def _reply(connection: Connection) -> Any:
-    from hermes_tui.llm_errors import LLMError
-
-    try:
-        reply = connection.recv()
-    except (EOFError, OSError) as exc:
-        raise LLMError("The helper process that talks to the model stopped unexpectedly. "
-                       "Run the command again: a new helper starts.", retryable=True) from exc
-    finally:
-        connection.close()
-    if isinstance(reply, LLMError):
-        raise reply
-    return reply
-
-
-def _open(where: Path, request: tuple[Any, ...]) -> tuple[Connection, tuple[Any, ...]]:
-    """Connect, send this installation's identity and ``request``, read the helper's answer:
-    ``("ok", pid)`` or ``("stale", its identity, pid)``."""
+def _open(where: Path, request: Control | Request) -> tuple[Connection, Welcome | Stale]:
+    """Connect, send this installation's identity and ``request``, read the helper's answer."""
     try:
         key = (where / "key").read_bytes()
         connection = Client(str(where / "socket"), family="AF_UNIX", authkey=key)
@@ -262,10 +308,13 @@ def _open(where: Path, request: tuple[Any, ...]) -> tuple[Connection, tuple[Any,
     except (OSError, EOFError) as exc:
         connection.close()
         raise Unavailable(f"the helper hung up ({type(exc).__name__})") from exc
+    if not isinstance(reply, (Welcome, Stale)):
+        connection.close()
+        raise Unavailable(f"the helper answered {type(reply).__name__}")
     return connection, reply
 
 
-def _ask(where: Path, request: tuple[Any, ...]) -> tuple[Any, ...]:
+def _ask(where: Path, request: Control) -> Welcome | Stale:
     connection, reply = _open(where, request)
     connection.close()
     return reply
@@ -323,10 +372,10 @@ def stop() -> int | None:
     """Stop the running helper (``hermes-tui helper stop``); its pid, or None when none runs."""
     try:
         where = private_folder()
-        reply = _ask(where, ("stop",))
+        reply = _ask(where, Stop())
     except Unavailable:
         return None
-    pid = int(reply[-1])
+    pid = reply.pid
     deadline = time.monotonic() + 30
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -336,10 +385,10 @@ def stop() -> int | None:
 def status() -> tuple[int, str] | None:
     """(pid, identity) of the running helper, or None."""
     try:
-        reply = _ask(private_folder(), ("hello",))
+        reply = _ask(private_folder(), Hello())
     except Unavailable:
         return None
-    return (int(reply[1]), identity()) if reply[0] == "ok" else (int(reply[2]), str(reply[1]))
+    return (reply.pid, identity()) if isinstance(reply, Welcome) else (reply.pid, reply.identity)
 
 
 def _alive(pid: int) -> bool:

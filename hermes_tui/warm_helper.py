@@ -1,5 +1,5 @@
 """The warm helper process (``warm.py`` starts it and holds what both sides share): it accepts
-connections on the private socket, checks the peer's uid and key, serves streams and calls with
+connections on the private socket, checks the peer's uid and key, serves the model requests with
 ``llm_host``, and writes handed-over pending summaries while idle, until idle, stopped or replaced.
 """
 
@@ -18,12 +18,17 @@ import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from pathlib import Path
-from typing import Any
 
 from hermes_tui.clock import Clock
 from hermes_tui.config import Config
-from hermes_tui.llm_host import serve_request
-from hermes_tui.warm import identity
+from hermes_tui.llm_host import SERVED, serve_request
+from hermes_tui.warm import (
+    Stale,
+    Stop,
+    Summaries,
+    Welcome,
+    identity,
+)
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +160,8 @@ class Helper:
                 deliver_challenge(connection, self.key)
                 answer_challenge(connection, self.key)
                 ident, request = connection.recv()
-            except (OSError, EOFError, AuthenticationError, ValueError, TypeError, pickle.UnpicklingError):
+            except (OSError, EOFError, AuthenticationError, ValueError, TypeError, AttributeError,
+                    pickle.UnpicklingError):  # AttributeError: a record this version lacks
                 log.debug("warm helper: refused a connection", exc_info=True)
                 connection.close()
                 return
@@ -174,25 +180,22 @@ class Helper:
                 self._active -= 1
                 self._last = self.clock()
 
-    def _answer(self, connection: Connection, ident: object, request: Any) -> None:
-        kind = request[0] if isinstance(request, tuple) and request else None
-        if ident != self.ident and kind != "stop":
-            connection.send(("stale", self.ident, os.getpid()))
+    def _answer(self, connection: Connection, ident: object, request: object) -> None:
+        if ident != self.ident and not isinstance(request, Stop):
+            connection.send(Stale(self.ident, os.getpid()))
             connection.close()
             return
-        connection.send(("ok", os.getpid()))
-        if kind == "stop":
-            connection.close()
-            self.stop()
-        elif kind == "summaries" and len(request) == 3:
-            connection.close()
-            with self._lock:
-                self._jobs[str(request[2])] = request[1]
-            self._work.set()
-        elif kind in ("stream", "call"):
+        connection.send(Welcome(os.getpid()))
+        if type(request) in SERVED:
             serve_request(connection, request)
-        else:
-            connection.close()
+            return
+        connection.close()
+        if isinstance(request, Stop):
+            self.stop()
+        elif isinstance(request, Summaries):
+            with self._lock:
+                self._jobs[request.db_path] = request.config
+            self._work.set()
 
     # -- pending summaries, while idle
 

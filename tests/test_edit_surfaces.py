@@ -16,7 +16,7 @@ from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import cli
 from tests.tui_harness import conversation, run, send, text_of, wait_for
-from tests.web_harness import chat, login, make_app, ndjson, web_env  # noqa: F401  (fixtures)
+from tests.web_harness import chat, chat_answering, login, make_app, ndjson, web_env  # noqa: F401  (fixtures)
 
 CODE = "def area(r):\n    return 3.14 * r * r\n\n\ndef main():\n    print(area(2))\n"
 
@@ -129,7 +129,7 @@ def test_web_runs_search_and_edit_and_streams_the_diff(make_app: Any, fake_llm_e
     client = make_app().test_client()
     token = login(client)
     search_then_edit(fake_llm_env)
-    events = ndjson(chat(client, token, "use math.pi in geo.py"))
+    events = chat_answering(client, token, "use math.pi in geo.py")
     finished = [e for e in events if e["type"] == "tool_call_finished"]
     assert [(e["name"], e["ok"]) for e in finished] == [("glob", True), ("grep", True), ("edit_file", True)]
     assert "+    1\timport math" in finished[2]["result"]

@@ -13,10 +13,11 @@ from textual.pilot import Pilot
 from textual.widgets import Button, OptionList
 
 from hermes_tui.agent.permissions import EXACT, PROGRAM, LastingRules, program_of, rules_path
+from hermes_tui.agent.tools import approval_spec
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import ToolCallView
-from hermes_tui.tui.permissions_screen import PermissionsScreen
+from hermes_tui.tui.permissions_screen import PermissionsScreen, entries
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import cli, headless_turn
@@ -88,10 +89,11 @@ def test_rules_live_in_hermes_home_private_per_workspace(tmp_path: Path) -> None
     assert LastingRules(home, two).rules() == []  # another workspace has its own
     assert not list(one.iterdir())  # nothing in the workspace
     allowed = LastingRules(home, one)
-    assert allowed.allowing("run_bash", {"command": "pytest -x"}) is not None
-    assert allowed.allowing("run_bash", {"command": "pytest -x; rm -rf ~"}) is None
-    assert allowed.allowing("run_bash", {"command": "make lint "}) is None  # exact means exact
-    assert allowed.allowing("write_file", {"command": "pytest"}) is None
+    shell, write = approval_spec("run_bash"), approval_spec("write_file")
+    assert allowed.allowing("run_bash", {"command": "pytest -x"}, shell) is not None
+    assert allowed.allowing("run_bash", {"command": "pytest -x; rm -rf ~"}, shell) is None
+    assert allowed.allowing("run_bash", {"command": "make lint "}, shell) is None  # exact means exact
+    assert allowed.allowing("write_file", {"command": "pytest"}, write) is None
     assert allowed.revoke(allowed.rules()[0]) and [r.value for r in allowed.rules()] == ["make lint"]
 
 
@@ -109,7 +111,8 @@ def test_a_malformed_file_is_one_warning_and_no_rules(tmp_path: Path, content: s
     said: list[str] = []
     rules = LastingRules(tmp_path / "home", workspace, on_warning=said.append)
     for _ in range(3):
-        assert rules.allowing("run_bash", {"command": "bash"}) is None and rules.rules() == []
+        assert rules.allowing("run_bash", {"command": "bash"}, approval_spec("run_bash")) is None
+        assert rules.rules() == []
     assert len(said) == 1 and str(path) in said[0] and "\n" not in said[0]
     rules.add(EXACT, "ls")  # the bad file is moved aside, not lost
     assert path.with_name(path.name + ".bad").read_text() == content.replace("WS", str(workspace))
@@ -297,3 +300,56 @@ def test_six_answers_fit_and_p_works_from_raw_bytes(server: FakeLLMServer, herme
     run(scenario, size=size)
     assert (workspace / "tested").exists()
     assert [(r.kind, r.value) for r in LastingRules(hermes_home, workspace).rules()] == [(PROGRAM, "touch")]
+
+
+# -- rules of other tools: keyed by each tool's record (a file's path), in every surface --------------
+
+
+def write(path: str, content: str) -> Reply:
+    return Reply(tool_calls=[ToolCall("write_file", {"path": path, "content": content})])
+
+
+def test_always_here_for_a_file_write_in_the_tui_then_headless(server: FakeLLMServer, hermes_home: Path,
+                                                               workspace: Path) -> None:
+    server.queue(write("notes.md", "one\n"), Reply(text="done"),
+                 write("notes.md", "two\n"), write("other.md", "no\n"), Reply(text="again"))
+
+    async def scenario(app: HermesApp, pilot: Pilot, now: list[float]) -> None:
+        await send(app, pilot, "note it")
+        screen = await dialog(app, pilot)
+        assert "This file · always here (w)" in [str(b.label) for b in screen.query(Button)]
+        await pilot.press("w")
+        await wait_for(pilot, lambda: not app.chat.busy)
+
+    async def later(app: HermesApp, pilot: Pilot, now: list[float]) -> None:
+        await send(app, pilot, "note again")  # another app and session: notes.md runs unasked
+        screen = await dialog(app, pilot)  # other.md is another key: asked
+        assert text_of(screen.query_one("#approval-question")).startswith("Write other.md")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not app.chat.busy)
+        assert [v.ok for v in conversation(app, ToolCallView)] == [True, False]
+        assert [e.text for e in entries(app.approvals)] == ["writes to: notes.md"]
+
+    run_with_clock(scenario)
+    run_with_clock(later)
+    assert (workspace / "notes.md").read_text() == "two\n" and not (workspace / "other.md").exists()
+    rules = LastingRules(hermes_home, workspace).rules()
+    assert [(r.tool, r.kind, r.value) for r in rules] == [("write_file", EXACT, "notes.md")]
+    assert rules[0].label == "writes to: notes.md"
+
+
+@on_wire("openai")
+def test_headless_honours_a_lasting_rule_of_an_edit(env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
+    (workspace / "todo.txt").write_text("buy milk\n")
+    (workspace / "other.txt").write_text("buy milk\n")
+    LastingRules(hermes_home, workspace).add(EXACT, "todo.txt", tool="edit_file")
+    edit = {"old": "milk", "new": "oat milk"}
+    env.queue(Reply(tool_calls=[ToolCall("edit_file", {"path": "todo.txt", **edit})]),
+              Reply(tool_calls=[ToolCall("edit_file", {"path": "other.txt", **edit})]), Reply(text="done"))
+    result = cli("-p", "fix the lists")
+    assert result.returncode == 0, result.stderr
+    assert (workspace / "todo.txt").read_text() == "buy oat milk\n"  # the rule's file, without --yes
+    assert (workspace / "other.txt").read_text() == "buy milk\n"  # another file: denied
+    assert result.stderr.count("denied: rerun with --yes") == 1
+    listed = cli("permissions", "list")
+    assert listed.stdout.splitlines()[1:] == ["  1  edits of: todo.txt"]

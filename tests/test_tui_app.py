@@ -28,8 +28,7 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui import collector, commands
 from hermes_tui.tui.answer import AnswerText, HelpText
-from hermes_tui.tui.app import HermesApp, build_app
-from hermes_tui.tui.app_lifecycle import QUIT_GRACE
+from hermes_tui.tui.app import QUIT_GRACE, HermesApp, build_app
 from hermes_tui.tui.approval_screen import ApprovalScreen
 from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage
 from hermes_tui.tui.memory_pane import MemoryPane

@@ -64,3 +64,48 @@ def test_line_counts_are_not_off_by_one(tmp_path) -> None:
     (tmp_path / "old.txt").write_text(five)
     changed = describe("write_file", {"path": "old.txt", "content": five + "line 6\n"}, "ws", str(tmp_path))
     assert changed.summary == "replaces an existing file: +1 line −0 · 6 lines after"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+def test_every_answer_is_reachable_with_six_buttons(server: FakeLLMServer, size: tuple[int, int]) -> None:
+    """A plain command offers all six answers (the lasting ones too); at 80×24 they were cut after
+    "All shell · session (a)". Each is wholly drawn, with its key, at the first frame after a resize."""
+    server.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "pytest -q tests/test_some_long_module_name.py"})]),
+                 Reply(text="done"))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await pilot.resize_terminal(140, 45)
+        type_bytes(app, "run the tests\r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=120)
+        await pilot.resize_terminal(*size)
+        await pilot.pause()
+        screen = app.screen
+        rows = "\n".join(screen_rows(app))
+        buttons = list(screen.query(Button))
+        assert [b.id for b in buttons] == ["once", "exact", "session", "always", "program", "deny"]
+        for button in buttons:
+            assert screen.region.contains_region(button.region), (button.id, button.region)
+            assert str(button.label) in rows, button.label
+        type_bytes(app, "n")
+        await wait_for(pilot, lambda: not app.chat.busy)
+
+    run(scenario, size=size)
+
+
+def test_the_status_line_keeps_its_activity_apart_from_the_usage(server: FakeLLMServer) -> None:
+    """A long activity ran into the token counts ("running run_bash360 in")."""
+    from hermes_tui.tui.status import StatusLine
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        status = app.query_one(StatusLine)
+        activity, usage = app.query_one("#activity"), app.query_one("#usage")
+        status.set_activity("running run_bash")
+        await pilot.pause()
+        # An activity exactly as wide as its room (spinner, space, label), as "running run_bash" was.
+        status.set_activity("running_" + "x" * (activity.region.width - 2 - len("running_")))
+        await pilot.pause()
+        row = screen_rows(app)[status.region.y]
+        start = usage.region.x + usage.styles.padding.left  # where the token counts begin
+        assert row[start - 2:start] == "  " and row[start] != " ", row
+
+    run(scenario, size=(80, 24))

@@ -113,3 +113,25 @@ def test_estimates_and_an_assumed_window_are_marked() -> None:
     plain = cost_markdown([ModelUsage("anthropic:claude").plus(300, 10, 0, 0.01)],
                           window_line(200_000, "litellm's model table", False))
     assert "~" not in plain and "200,000 tokens, from litellm's model table" in plain
+
+
+def test_every_event_type_has_a_view_in_the_chat() -> None:
+    """The chat dispatches through one table, not through handler names built from the event's
+    ``type``: every event class in ``hermes_tui.events`` has its entry, and nothing else does."""
+    import inspect
+
+    from hermes_tui import events
+    from hermes_tui.tui.chat import EVENT_VIEWS
+
+    kinds = {cls for _, cls in inspect.getmembers(events, inspect.isclass)
+             if issubclass(cls, events.Event) and cls is not events.Event}
+    assert kinds and set(EVENT_VIEWS) == kinds, kinds.symmetric_difference(EVENT_VIEWS)
+    assert len({cls.type for cls in kinds}) == len(kinds)  # one type string per class
+
+
+def test_every_slash_command_has_a_handler() -> None:
+    """Commands are dispatched through one table, not through method names built from the
+    command's name: every row of ``commands.COMMANDS`` has its handler, and nothing else does."""
+    from hermes_tui.tui.command_runner import HANDLERS
+
+    assert set(HANDLERS) == {command.name for command in commands.COMMANDS}

@@ -225,9 +225,9 @@ def test_the_helper_exits_after_its_idle_time_on_its_clock(where: Path) -> None:
     serving(helper)
     assert stat_mode(where / "key") == 0o600
     clock.now = 599.0
-    assert warm._ask(where, ("hello",)) == ("ok", os.getpid())  # alive after 599 s; the request counts
+    assert warm._ask(where, warm.Hello()) == warm.Welcome(os.getpid())  # alive after 599 s; the request counts
     clock.now = 599.0 + 599.0
-    assert warm._ask(where, ("hello",))[0] == "ok"
+    assert isinstance(warm._ask(where, warm.Hello()), warm.Welcome)
     assert wait_until(lambda: helper.active() == 0)  # the request has ended and set its time
     clock.now += 600.0
     assert helper.stopped.wait(30)
@@ -245,13 +245,13 @@ def test_the_helper_answers_only_its_owners_uid_and_key(where: Path, caplog: pyt
         try:
             if owner != os.geteuid():
                 with pytest.raises(warm.Unavailable):
-                    warm._ask(where, ("hello",))
+                    warm._ask(where, warm.Hello())
                 assert any(f"refused a connection from uid {os.geteuid()}" in r.getMessage() for r in caplog.records)
                 continue
-            assert warm._ask(where, ("hello",)) == ("ok", os.getpid())
+            assert warm._ask(where, warm.Hello()) == warm.Welcome(os.getpid())
             with pytest.raises(AuthenticationError):
                 Client(str(where / "socket"), family="AF_UNIX", authkey=b"a guessed key")
-            assert warm._ask(where, ("hello",))[0] == "ok"  # still serving
+            assert isinstance(warm._ask(where, warm.Hello()), warm.Welcome)  # still serving
         finally:
             helper.stop()
             assert helper.stopped.wait(30)

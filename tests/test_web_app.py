@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import signal
 import sqlite3
@@ -46,6 +45,7 @@ from tests.web_harness import (  # noqa: F401 - fixtures among them
     app,
     assert_inert,
     chat,
+    chat_answering,
     cookie_value,
     csrf_from,
     free_port,
@@ -54,6 +54,8 @@ from tests.web_harness import (  # noqa: F401 - fixtures among them
     login,
     make_app,
     ndjson,
+    served,
+    served_login,
     try_login,
     types,
     web_env,
@@ -462,15 +464,15 @@ def test_shell_and_write_tools_only_when_enabled(
     assert ({"run_bash", "write_file"} & offered) == ({"run_bash", "write_file"} if enabled else set())
 
 
-def test_web_tools_run_without_asking_when_enabled(
+def test_web_writes_are_asked_about_in_the_stream_when_enabled(
     make_app: Any, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, workspace: Path
 ) -> None:
     monkeypatch.setenv("HERMES_WEB_ENABLE_WRITE", "true")
     client = make_app().test_client()
     token = login(client)
     llm.queue(Reply(tool_calls=[ToolCall("write_file", {"path": "note.txt", "content": "hi"})]), Reply(text="done"))
-    events = ndjson(chat(client, token, "write a note"))
-    assert "approval_needed" not in types(events)
+    events = chat_answering(client, token, "write a note", "once")
+    assert types(events).index("approval_needed") < types(events).index("tool_call_finished")
     assert (workspace / "note.txt").read_text() == "hi"
 
 
@@ -1005,50 +1007,6 @@ def test_bridge_environ_decodes_the_path_and_drops_ambiguous_headers() -> None:
 # --------------------------------------------------------------------------- the served process (hermes-web)
 
 
-@pytest.fixture
-def served(llm: FakeLLMServer, web_env: Path, workspace: Path, tmp_path: Path) -> Iterator[Served]:
-    port = free_port()
-    home = tmp_path / "served-home"
-    env = {**{k: v for k, v in os.environ.items() if k.startswith(("HERMES_", "OPENAI_", "FLASK_"))},
-           "PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(Path(__file__).parents[1])}
-    stderr = open(tmp_path / "served.err", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen([str(Path(sys.executable).with_name("hermes-web")), "--port", str(port)],
-                               env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr)
-    server = Served(process, port, web_env, home / ".local" / "state" / "hermes" / "log")
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (tmp_path / "served.err").read_text()
-            try:
-                if server.request("GET", "/login", timeout=2).status == 200:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "hermes-web did not answer within 60 s"
-            time.sleep(0.1)
-        yield server
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        stderr.close()
-
-
-def _served_login(served: Served) -> tuple[str, str]:
-    """Log in over HTTP; returns (cookie header, CSRF token for the API)."""
-    page = served.request("GET", "/login")
-    cookie = page.getheader("Set-Cookie").split(";", 1)[0]
-    token = csrf_from(page.read().decode())
-    form = f"csrf_token={token}&password={PASSWORD.replace(' ', '+')}".encode()
-    done = served.request("POST", "/login", form, {"Cookie": cookie,
-                                                   "Content-Type": "application/x-www-form-urlencoded"})
-    assert done.status == 302, done.read()
-    cookie = next(v.split(";", 1)[0] for k, v in done.getheaders() if k.lower() == "set-cookie"
-                  and v.startswith(COOKIE + "="))
-    index = served.request("GET", "/", headers={"Cookie": cookie})
-    return cookie, csrf_from(index.read().decode())
-
-
 def test_slow_clients_do_not_starve_the_login_page(served: Served) -> None:
     held = hold_slow_clients(served.port, 64)
     try:
@@ -1063,7 +1021,7 @@ def test_slow_clients_do_not_starve_the_login_page(served: Served) -> None:
             wrong.read()
             time.sleep(0.2)
         assert all(sock.fileno() != -1 for sock in held)
-        cookie, token = _served_login(served)  # a whole login and a chat still go through
+        cookie, token = served_login(served)  # a whole login and a chat still go through
         response = served.request("POST", "/api/chat", json.dumps({"message": "hi"}).encode(), timeout=30,
                                   headers={"Cookie": cookie, "X-CSRF-Token": token,
                                            "Content-Type": "application/json"})
@@ -1077,7 +1035,7 @@ def test_slow_clients_do_not_starve_the_login_page(served: Served) -> None:
 def test_the_served_app_streams_ndjson_and_refuses_oversized_bodies(served: Served, llm: FakeLLMServer) -> None:
     llm.responder = lambda request: Reply(text="one two three four", chunk_size=4, chunk_delay=0.05) \
         if request.body.get("stream") else Reply(text="summary")
-    cookie, token = _served_login(served)
+    cookie, token = served_login(served)
     headers = {"Cookie": cookie, "X-CSRF-Token": token, "Content-Type": "application/json"}
     response = served.request("POST", "/api/chat", json.dumps({"message": "count"}).encode(), headers, 30)
     assert response.getheader("Content-Type") == "application/x-ndjson"
@@ -1099,7 +1057,7 @@ def test_the_llm_layer_warms_at_start_without_a_chat(served: Served) -> None:
 def test_sigterm_ends_open_streams_and_stops_within_10_s(served: Served, llm: FakeLLMServer, web_env: Path) -> None:
     llm.responder = lambda request: Reply(text="slow " * 2000, chunk_size=5, chunk_delay=0.02) \
         if request.body.get("stream") else Reply(text="summary")
-    cookie, token = _served_login(served)
+    cookie, token = served_login(served)
     stream = served.request("POST", "/api/chat", json.dumps({"message": "talk for a minute"}).encode(),
                             {"Cookie": cookie, "X-CSRF-Token": token, "Content-Type": "application/json"}, 30)
     assert stream.status == 200

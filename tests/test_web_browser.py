@@ -74,6 +74,9 @@ def _respond(request: RecordedRequest) -> Reply:
     if "fix the todo" in prompt:
         return Reply(text="Fixed.") if after_tool else Reply(tool_calls=[ToolCall("edit_file", {
             "path": "todo.txt", "old": "buy milk", "new": "buy oat milk <script>window.__xss=1</script>"})])
+    if prompt.startswith("shell: "):  # the command is the rest of the prompt
+        return Reply(text="Ran it.") if after_tool else Reply(
+            tool_calls=[ToolCall("run_bash", {"command": prompt.removeprefix("shell: ")})])
     if "fail this one" in prompt:
         return Fault(500)  # on every retry: the turn fails before any answer
     if "show me markdown" in prompt:
@@ -134,7 +137,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
             "HERMES_HOME": str(home), "HERMES_WORKSPACE": str(workspace),
             "FLASK_SECRET_KEY": "browser-test-secret-0123456789abcdef", "HERMES_WEB_PASSWORD": PASSWORD,
-            "HERMES_WEB_ENABLE_WRITE": "true",
+            "HERMES_WEB_ENABLE_WRITE": "true", "HERMES_WEB_ENABLE_SHELL": "true",
             **wire_env(llm, "openai"),
         }
         log = base / "gunicorn.log"
@@ -234,6 +237,12 @@ def send(page: Page, text: str) -> None:
     page.press("#chat-input", "Enter")
 
 
+def allow_once(page: Page) -> None:
+    """Answer the chat's approval question (shell commands and writes ask on the web)."""
+    page.locator("#messages .approval button", has_text="Allow once").click()
+    expect(page.locator("#messages .approval-said").last).to_have_text("Allowed once.")
+
+
 def screenshot(page: Page, name: str, tmp_path: Path) -> Path:
     folder = Path(os.environ.get("HERMES_WEB_SCREENSHOTS") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
@@ -331,14 +340,81 @@ def test_an_edit_shows_its_diff(page: tuple[Page, Watch], server: Server) -> Non
     page, _watch = page
     log_in(page, server)
     send(page, "please fix the todo list")
+    allow_once(page)
     expect(page.locator(".msg.assistant .rendered").last).to_have_text("Fixed.")
     tool = page.locator("details.tool").last
     expect(tool.locator(".tool-name")).to_have_text("edit_file")
-    tool.locator("summary").click()
+    expect(tool).to_have_attribute("open", "")  # opened for the question, so the diff shows
     expect(tool.locator(".diff-del")).to_have_text("-    2\tbuy milk")
     expect(tool.locator(".diff-add")).to_have_text("+    2\tbuy oat milk <script>window.__xss=1</script>")
     expect(tool.locator(".diff-line").filter(has_text="wake up")).to_have_count(1)
     assert page.evaluate("() => window.__xss") is None
+
+
+def test_a_shell_command_waits_for_the_answer_in_the_chat(page: tuple[Page, Watch], server: Server,
+                                                          tmp_path: Path) -> None:
+    page, _ = page
+    log_in(page, server)
+    workspace = server.home.parent / "workspace"
+    send(page, "shell: echo one >> approved.txt")
+    question = page.locator("#messages .approval").last
+    expect(question).to_contain_text("Allow this run_bash call?")
+    expect(question.locator("button")).to_have_text(["Allow once", "Allow for the session", "Deny"])
+    tool = page.locator("details.tool").last
+    expect(tool.locator(".tool-state")).to_have_text("waiting for your approval")
+    expect(tool.locator(".tool-args")).to_contain_text("echo one >> approved.txt")  # the whole call, shown
+    assert not (workspace / "approved.txt").exists()
+    screenshot(page, "approval-question.png", tmp_path)
+    allow_once(page)
+    expect(page.locator(".msg.assistant .rendered").last).to_have_text("Ran it.")
+    expect(tool.locator(".tool-state")).to_contain_text("done")
+    assert (workspace / "approved.txt").read_text() == "one\n"
+
+    send(page, "shell: echo two >> approved.txt")
+    page.locator("#messages .approval button", has_text="Deny").click()
+    expect(page.locator("#messages .approval-said").last).to_have_text("Denied.")
+    expect(page.locator("details.tool").last.locator(".tool-state")).to_contain_text("failed")
+    expect(page.locator("#send")).to_be_enabled()
+    assert (workspace / "approved.txt").read_text() == "one\n"
+
+    send(page, "shell: echo three >> approved.txt")
+    page.locator("#messages .approval button", has_text="Allow for the session").click()
+    expect(page.locator("#messages .approval-said").last).to_have_text("Allowed for this session.")
+    expect(page.locator(".msg.assistant .rendered").last).to_have_text("Ran it.")
+    asked = page.locator("#messages .approval").count()
+    send(page, "shell: echo four >> approved.txt")  # all shell, for this session: not asked again
+    expect(page.locator("details.tool").last.locator(".tool-arg")).to_have_text("echo four >> approved.txt")
+    expect(page.locator("details.tool").last.locator(".tool-state")).to_contain_text("done")
+    assert page.locator("#messages .approval").count() == asked
+    assert (workspace / "approved.txt").read_text() == "one\nthree\nfour\n"
+    page.click("#new-session")  # a new session asks again
+    send(page, "shell: echo five >> approved.txt")
+    page.locator("#messages .approval button", has_text="Deny").click()
+    expect(page.locator("#messages .approval-said").last).to_have_text("Denied.")
+
+
+def test_closing_the_page_denies_the_waiting_call(browser: Browser, server: Server) -> None:
+    context = browser.new_context()
+    first = context.new_page()
+    log_in(first, server)
+    send(first, "shell: echo closed > closed-page.txt")
+    expect(first.locator("#messages .approval")).to_contain_text("Allow this run_bash call?")
+    session = first.evaluate("() => fetch('/api/sessions').then(r => r.json()).then(d => d.current)")
+    first.close()  # the page goes away with the question open
+    second = context.new_page()  # the same login, to read the transcript
+    second.goto(server.url + "/")
+    status = second.evaluate("""async (id) => {  // until the turn has stored the call's result
+        for (let i = 0; i < 600; i++) {
+            const data = await (await fetch(`/api/sessions/${id}`)).json();
+            const tool = data.messages.find(m => m.role === "tool");
+            if (tool) return tool.status;
+            await new Promise(r => setTimeout(r, 100));
+        }
+        return "never stored";
+    }""", session)
+    assert status == "denied"
+    assert not (server.home.parent / "workspace" / "closed-page.txt").exists()
+    context.close()
 
 
 def test_xss_from_model_tool_skill_and_memory_is_shown_as_text(
@@ -391,6 +467,7 @@ def test_the_files_a_turn_changed_are_shown_as_text(page: tuple[Page, Watch], se
     page, _ = page
     log_in(page, server)
     send(page, "write a file please")
+    allow_once(page)
     files = page.locator("#messages .msg.files")
     expect(files.locator(".note")).to_contain_text("Changed 1 file · checkpoint")
     expect(files.locator("li.file.added")).to_have_text(f"added {FILE_XSS}")

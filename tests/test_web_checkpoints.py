@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.web_harness import chat, login, make_app, ndjson, types, web_env
+from tests.web_harness import chat, chat_answering, login, make_app, ndjson, types, web_env
 
 __all__ = ["make_app", "web_env"]
 
@@ -28,7 +28,7 @@ def test_changed_files_in_the_stream_and_the_transcript(make_app: Any, fake_llm_
         Reply(tool_calls=[ToolCall("run_bash", {"command": "echo x > '<img src=x onerror=alert(1)>.txt'"})]),
         Reply(text="Done."),
     )
-    events = ndjson(chat(client, token, "change things"))
+    events = chat_answering(client, token, "change things")
     changed = next(e for e in events if e["type"] == "files_changed")
     files = sorted((f["path"], f["status"]) for f in changed["files"])
     assert files == [("<img src=x onerror=alert(1)>.txt", "added"), ("notes.txt", "modified")]

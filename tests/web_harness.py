@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import socket
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -201,3 +204,62 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def approve(client: FlaskClient, token: str, call_id: str, decision: str) -> Any:
+    return client.post("/api/approve", json={"id": call_id, "decision": decision}, headers={"X-CSRF-Token": token})
+
+
+def chat_answering(client: FlaskClient, token: str, text: str, decision: str = "once") -> list[dict[str, Any]]:
+    """A turn's events, answering every approval question with ``decision`` as it comes (the page's buttons)."""
+    events = []
+    for event in lines_of(chat(client, token, text, buffered=False)):
+        events.append(event)
+        if event["type"] == "approval_needed":
+            answered = approve(client, token, event["id"], decision)
+            assert answered.status_code == 200, answered.get_data(as_text=True)
+    return events
+
+
+@pytest.fixture
+def served(llm: FakeLLMServer, web_env: Path, workspace: Path, tmp_path: Path) -> Iterator[Served]:
+    port = free_port()
+    home = tmp_path / "served-home"
+    env = {**{k: v for k, v in os.environ.items() if k.startswith(("HERMES_", "OPENAI_", "FLASK_"))},
+           "PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(Path(__file__).parents[1])}
+    stderr = open(tmp_path / "served.err", "wb")  # noqa: SIM115 - closed below
+    process = subprocess.Popen([str(Path(sys.executable).with_name("hermes-web")), "--port", str(port)],
+                               env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr)
+    server = Served(process, port, web_env, home / ".local" / "state" / "hermes" / "log")
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, (tmp_path / "served.err").read_text()
+            try:
+                if server.request("GET", "/login", timeout=2).status == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "hermes-web did not answer within 60 s"
+            time.sleep(0.1)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        stderr.close()
+
+
+def served_login(served: Served) -> tuple[str, str]:
+    """Log in over HTTP; returns (cookie header, CSRF token for the API)."""
+    page = served.request("GET", "/login")
+    cookie = page.getheader("Set-Cookie").split(";", 1)[0]
+    token = csrf_from(page.read().decode())
+    form = f"csrf_token={token}&password={PASSWORD.replace(' ', '+')}".encode()
+    done = served.request("POST", "/login", form, {"Cookie": cookie,
+                                                   "Content-Type": "application/x-www-form-urlencoded"})
+    assert done.status == 302, done.read()
+    cookie = next(v.split(";", 1)[0] for k, v in done.getheaders() if k.lower() == "set-cookie"
+                  and v.startswith(COOKIE + "="))
+    index = served.request("GET", "/", headers={"Cookie": cookie})
+    return cookie, csrf_from(index.read().decode())

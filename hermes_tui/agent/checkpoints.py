@@ -250,7 +250,7 @@ class CheckpointStore:
         return RestorePlan(target, tuple(covered), current, tuple(actions), frozenset(outside),
                            tuple(sorted(ignored_then)))
 
-    def _ignored_then(self, before: str, current: str, actions: list[Change]) -> set[str]:
+    def _ignored_then(self, before: str, current: str, actions: builtins.list[Change]) -> set[str]:
         """The files a restore would delete that ``before``'s ignore rules left out. Only when a
         ``.gitignore`` changed since: under the same rules, a file absent from ``before`` that is
         in the snapshot now cannot have existed then."""

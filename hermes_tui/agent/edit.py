@@ -406,5 +406,5 @@ EDIT_TOOL = Tool(
             "edits": {"type": "array", "items": {"type": "object", "properties": {
                 "old": STR, "new": STR, "replace_all": BOOL}, "required": ["old", "new"]}}}, ["path"]),
     edit_file, cancellable=True, summary_arg="path", family="write", changes_files=True,
-    approval=ApprovalSpec("path", "This file", "All edits", "edit"),
+    approval=ApprovalSpec("path", "This file", "All edits", "edit", lasting=True, noun="edits of"),
 )

@@ -359,10 +359,11 @@ class AgentLoop:
         else:
             if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
                 yield Notice(notice)
-            if self.tools.needs_approval(call.name):
+            if call.valid and self.tools.asks(call.name, dict(call.arguments)):
                 yield ApprovalNeeded(call.id, call.name, shown)
             # Arguments that are no JSON object go as they came: the tool's error names the fault.
-            result = self.tools.execute(call.name, dict(call.arguments) if call.valid else call.raw, cancel=self._cancel)
+            result = self.tools.execute(call.name, dict(call.arguments) if call.valid else call.raw,
+                                        cancel=self._cancel, call_id=call.id)
         output = result.output
         if call.error:  # what was stored (and is sent) as the call's arguments is {}
             output = f"{call.note()}\n\n{output}"

@@ -1,14 +1,17 @@
-"""Lasting permissions: shell commands the user allowed "always, in this workspace".
+"""Lasting permissions: calls the user allowed "always, in this workspace".
 
 Only the user's key press in the approval dialog adds a rule (``/permissions`` and ``hermes-tui
 permissions`` list and revoke them); nothing the model writes can, because the rules live in
 ``HERMES_HOME/permissions/<hash of the workspace path>.json`` (0600, replaced atomically), which
 the file tools refuse and the shell sandbox masks, and never in the workspace or its repository.
 
-Two kinds of rule, both for ``run_bash`` only:
+A rule belongs to one tool and is keyed the way that tool's record declares (``ApprovalSpec``,
+``agent/toolkit.py``), so no tool is a special case here. Two kinds:
 
-* ``exact``: this command, character for character.
-* ``program``: any command that runs this program, such as ``pytest`` — but only a plain call:
+* ``exact``: this exact call by the record's ``key`` (a command character for character, a file's
+  path for ``write_file`` and ``edit_file``).
+* ``program``: the record's wider ``broad_key``. ``run_bash`` declares ``command_program``: any
+  command that runs this program, such as ``pytest`` — but only a plain call:
   the command is ASCII, printable, free of every shell metacharacter (``; & | < > ( ) $ ` \\
   * ? [ ] { } ~ ! #`` and newlines), and its first word, as ``shlex`` splits it, is a bare
   program name (no path, no ``VAR=value``) that is not itself a way to run other commands or any
@@ -38,12 +41,10 @@ from typing import TYPE_CHECKING, Any
 from hermes_tui.private import write_private
 
 if TYPE_CHECKING:
-    from hermes_tui.agent.tools import Approver
-    from hermes_tui.config import Config
+    from hermes_tui.agent.toolkit import ApprovalSpec
 
 log = logging.getLogger(__name__)
 
-TOOL = "run_bash"  # the one tool lasting rules cover
 EXACT, PROGRAM = "exact", "program"
 METACHARACTERS = frozenset(";&|<>()$`\\*?[]{}~!#\n\r")
 # Programs whose job is to run another command: a rule for them would allow anything.
@@ -58,32 +59,46 @@ RUNNERS = frozenset({
     "npx", "pnpx", "bunx", "uv", "uvx", "pipx",
 })
 _PROGRAM_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
 FORMAT = 1
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One lasting permission of one workspace."""
+    """One lasting permission of one workspace: calls of ``tool`` whose key is ``value``."""
 
     kind: str  # EXACT or PROGRAM
-    value: str  # the whole command, or the program's name
+    value: str  # the exact key (the whole command, the path), or the broad one (the program's name)
     added: float = 0.0
+    tool: str = "run_bash"  # files written before rules had other tools hold only shell rules
 
-    def allows(self, name: str, arguments: dict[str, Any]) -> bool:
-        command = arguments.get("command")
-        if name != TOOL or not isinstance(command, str):
+    def allows(self, name: str, arguments: dict[str, Any], spec: ApprovalSpec) -> bool:
+        """Does this rule allow the call? ``spec``: the approval record of tool ``name``."""
+        if name != self.tool:
             return False
         if self.kind == EXACT:
-            return command == self.value
-        return self.kind == PROGRAM and program_of(command) == self.value
+            return spec.lasting and spec.key(arguments) == self.value
+        return self.kind == PROGRAM and spec.broad(arguments) == self.value
 
     @property
     def label(self) -> str:
-        """How lists show it (the caller makes it printable)."""
-        return f"shell: {self.value}" if self.kind == EXACT else f"shell: any plain {self.value} command"
+        """How lists show it (the caller makes it printable), worded by the tool's record."""
+        from hermes_tui.agent.tools import (
+            approval_spec,  # a list is shown: the tools may load
+        )
+
+        spec = approval_spec(self.tool)
+        value = self.value if self.kind == EXACT else spec.broad_label.format(self.value)
+        return f"{spec.noun or self.tool}: {value}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": TOOL, "kind": self.kind, "value": self.value, "added": self.added}
+        return {"tool": self.tool, "kind": self.kind, "value": self.value, "added": self.added}
+
+
+def command_program(arguments: dict[str, Any]) -> str | None:
+    """``run_bash``'s broad key: the program of a plain command (``program_of``)."""
+    command = arguments.get("command")
+    return program_of(command) if isinstance(command, str) else None
 
 
 def program_of(command: str) -> str | None:
@@ -123,28 +138,28 @@ class LastingRules:
         """Why the file is not used, if it is not (and says it once through ``on_warning``)."""
         return self._load()[1]
 
-    def allowing(self, name: str, arguments: dict[str, Any]) -> Rule | None:
-        return next((rule for rule in self.rules() if rule.allows(name, arguments)), None)
+    def allowing(self, name: str, arguments: dict[str, Any], spec: ApprovalSpec) -> Rule | None:
+        return next((rule for rule in self.rules() if rule.allows(name, arguments, spec)), None)
 
-    def add(self, kind: str, value: str) -> Rule:
-        if kind not in (EXACT, PROGRAM) or not value:
-            raise ValueError(f"not a rule: {kind} {value!r}")
+    def add(self, kind: str, value: str, tool: str = "run_bash") -> Rule:
+        if kind not in (EXACT, PROGRAM) or not value or not _TOOL_NAME.match(tool):
+            raise ValueError(f"not a rule: {tool} {kind} {value!r}")
         with self._lock:
             rules, problem = self._load()
             if problem is not None and self.path.exists():
                 os.replace(self.path, self.path.with_name(self.path.name + ".bad"))
-            found = next((r for r in rules if (r.kind, r.value) == (kind, value)), None)
+            found = next((r for r in rules if (r.tool, r.kind, r.value) == (tool, kind, value)), None)
             if found is not None:
                 return found
-            rule = Rule(kind, value, time.time())
+            rule = Rule(kind, value, time.time(), tool)
             self._save([*rules, rule])
-        log.info("lasting permission added for %s: %s", self.workspace, kind)
+        log.info("lasting permission added for %s: %s %s", self.workspace, tool, kind)
         return rule
 
     def revoke(self, rule: Rule) -> bool:
         with self._lock:
             rules, problem = self._load()
-            kept = [r for r in rules if (r.kind, r.value) != (rule.kind, rule.value)]
+            kept = [r for r in rules if (r.tool, r.kind, r.value) != (rule.tool, rule.kind, rule.value)]
             if problem is not None or len(kept) == len(rules):
                 return False
             self._save(kept)
@@ -188,28 +203,13 @@ def _parse(data: Any, workspace: str) -> list[Rule]:
         raise ValueError(f"it is the file of another workspace, {data.get('workspace')!r}")
     rules = []
     for item in data["rules"]:
-        if not isinstance(item, dict) or item.get("tool") != TOOL or item.get("kind") not in (EXACT, PROGRAM):
+        tool = item.get("tool") if isinstance(item, dict) else None
+        if not isinstance(tool, str) or not _TOOL_NAME.match(tool) or item.get("kind") not in (EXACT, PROGRAM):
             raise ValueError(f"a rule is not understood: {json.dumps(item)[:80]}")
         value, added = item.get("value"), item.get("added", 0.0)
         if not isinstance(value, str) or not value or not isinstance(added, (int, float)):
             raise ValueError(f"a rule is not understood: {json.dumps(item)[:80]}")
         if item["kind"] == PROGRAM and not (_PROGRAM_NAME.match(value) and value not in RUNNERS):
             raise ValueError(f"{value!r} cannot be a program rule")
-        rules.append(Rule(item["kind"], value, float(added)))
+        rules.append(Rule(item["kind"], value, float(added), tool))
     return rules
-
-
-def headless_approver(config: Config, deny: Approver | None,
-                      on_warning: Callable[[str], None] | None = None) -> Approver | None:
-    """``-p``: the workspace's lasting rules allow their commands; anything else goes to ``deny``
-    (None: ``--yes``, every call runs)."""
-    if deny is None:
-        return None
-    rules = LastingRules(config.home, config.workspace, on_warning=on_warning)
-
-    def approve(name: str, arguments: dict[str, Any]) -> bool | str:
-        if rules.allowing(name, arguments) is not None:
-            return True
-        return deny(name, arguments)
-
-    return approve

@@ -19,7 +19,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hermes_tui.agent.toolkit import FAMILIES
 from hermes_tui.background import Background
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.tools import Approver
     from hermes_tui.config import Config
+    from hermes_tui.llm import ModelHost
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
 
@@ -63,9 +64,11 @@ def headless_surface(approver: Approver | None, mcp: McpManager | None = None) -
 
 
 def web_surface(config: Config, mcp: McpManager | None = None) -> Surface:
-    """A browser cannot answer mid-stream: the environment flags are the approval. So the web
-    offers an MCP server's tools when they would not ask (``"trust": true``) or when
-    HERMES_WEB_ENABLE_MCP allows every server's; workspace servers still need their approval."""
+    """Shell and writes only with their environment flags, and then each call is asked about in
+    the page (``web/approvals.py``; every loop gets its own policy, so ``approver`` is None here).
+    The web offers an MCP server's tools when they would not ask (``"trust": true``) or when
+    HERMES_WEB_ENABLE_MCP allows every server's (run without asking); workspace servers still
+    need their approval."""
     def offers(server: str) -> bool:
         return config.web_enable_mcp or (mcp is not None and mcp.trusted(server))
 
@@ -81,10 +84,12 @@ def build_agent(
     surface: Surface,
     *,
     session_id: int | None = None,
-    host: Any = None,
+    host: ModelHost | None = None,
+    approver: Approver | None = None,
 ) -> AgentLoop:
     """A new agent (a new session, or ``session_id`` resumed); raises ValueError for an unknown id.
-    ``host``: where its model calls run (``warm.WarmHost`` for ``-p``); default: per the surface."""
+    ``host``: where its model calls run (``warm.WarmHost`` for ``-p``); default: per the surface.
+    ``approver``: this agent's own, instead of the surface's (the web: one policy per conversation)."""
     from hermes_tui.agent.loop import AgentLoop  # the agent modules load after a surface has painted
     from hermes_tui.llm import LLMClient
 
@@ -98,7 +103,8 @@ def build_agent(
 
         extra = McpTools(surface.mcp, surface.mcp_offers)
     return AgentLoop(config, memory, skills, session_id=session_id, source=surface.source,
-                     families=surface.enabled, approver=surface.approver, llm=LLMClient(config, host), extra_tools=extra)
+                     families=surface.enabled, approver=approver if approver is not None else surface.approver,
+                     llm=LLMClient(config, host), extra_tools=extra)
 
 
 def context_report(config: Config, memory: MemoryStore, skills: SkillManager, surface: Surface,

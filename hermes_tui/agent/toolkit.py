@@ -67,8 +67,10 @@ class ApprovalSpec:
     ``exact``: the argument that makes "this exact call" for the session (None: all of them);
     ``exact_label``/``every_label``: the dialog's two session answers (None: "All <tool>");
     ``shows``: what the dialog shows: the ``command``, a ``write``'s diff, an ``edit``'s diff, or the
-    ``arguments``; ``lasting``: the call may be allowed for good in this workspace
-    (``agent/permissions.py``).
+    ``arguments``; ``lasting``: this exact call (its ``key``) may be allowed for good in this
+    workspace (``agent/permissions.py``); ``broad_key``: a wider lasting key of a call, such as the
+    program of a plain shell command (None: the tool has none, or this call has none), listed as
+    ``broad_label``; ``noun``: how lists of rules name the tool's calls ("shell: make lint").
     """
 
     exact: str | None = None
@@ -76,11 +78,18 @@ class ApprovalSpec:
     every_label: str | None = None
     shows: Literal["command", "write", "edit", "arguments"] = "arguments"
     lasting: bool = False
+    broad_key: Callable[[dict[str, Any]], str | None] | None = None
+    broad_label: str = "any {}"
+    noun: str | None = None
 
     def key(self, arguments: dict[str, Any]) -> str:
         """What "this exact call" compares: the ``exact`` argument, else every argument."""
         value = arguments.get(self.exact) if self.exact else None
         return value if isinstance(value, str) else json.dumps(arguments, sort_keys=True, default=str)
+
+    def broad(self, arguments: dict[str, Any]) -> str | None:
+        """The wider lasting key of this call (run_bash: its program), or None."""
+        return self.broad_key(arguments) if self.broad_key is not None else None
 
 
 ASK = ApprovalSpec()

@@ -17,10 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hermes_tui.agent.approvals import ApprovalPolicy, PendingCall
 from hermes_tui.agent.edit import EDIT_TOOL
 from hermes_tui.agent.mcp.names import SUMMARY_ARGS as BRIDGE_SUMMARY_ARGS
 from hermes_tui.agent.memory_tools import MEMORY_TOOLS
 from hermes_tui.agent.paths import PathError, WriteCancelled, display_path, open_in_workspace, replace_file
+from hermes_tui.agent.permissions import command_program
 from hermes_tui.agent.reading import READ_CAP, READ_TOOL
 from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.search import SEARCH_TOOLS
@@ -55,6 +57,7 @@ Approver = Callable[[str, dict[str, Any]], "bool | str"]
 """Called with (tool name, arguments) before a tool that needs approval.
 
 True allows the call; False denies it; a string denies it and is the reason the model is given.
+The surfaces pass an ``approvals.ApprovalPolicy``, which is also given the call's id.
 """
 
 LIST_CAP = 500  # entries list_dir returns
@@ -136,14 +139,15 @@ FILE_TOOLS: tuple[Tool, ...] = (
         f"at most {BASH_MAX_TIMEOUT} s.",
         schema({"command": STR, "timeout": INT | {"description": "seconds"}}, ["command"]),
         run_bash, cancellable=True, summary_arg="command", family="shell", changes_files=True,
-        approval=ApprovalSpec("command", "This command", "All shell", "command", lasting=True),
+        approval=ApprovalSpec("command", "This command", "All shell", "command", lasting=True,
+                              broad_key=command_program, broad_label="any plain {} command", noun="shell"),
     ),
     READ_TOOL,
     Tool(
         "write_file", "Write a text file inside the workspace (replaces it; creates parent folders).",
         schema({"path": STR, "content": STR}, ["path", "content"]),
         write_file, cancellable=True, summary_arg="path", family="write", changes_files=True,
-        approval=ApprovalSpec("path", "This file", "All writes", "write"),
+        approval=ApprovalSpec("path", "This file", "All writes", "write", lasting=True, noun="writes to"),
     ),
     EDIT_TOOL,
     *SEARCH_TOOLS,
@@ -229,6 +233,13 @@ class ToolRegistry:
         tool = self._current().get(name)
         return tool is not None and tool.needs_approval and self.approver is not None
 
+    def asks(self, name: str, arguments: dict[str, Any]) -> bool:
+        """Will the user be asked about this call (no rule of the policy settles it)?"""
+        tool = self._current().get(name)
+        if tool is None or not self.needs_approval(name) or (tool.check or check_arguments)(tool.parameters, arguments):
+            return False  # never asked: no approver, or the arguments fail before the question
+        return not (isinstance(self.approver, ApprovalPolicy) and self.approver.settled(name, arguments))
+
     def changes_files(self, name: str) -> bool:
         tool = self._current().get(name)  # an MCP server's tool may write files too
         return tool is not None and tool.changes_files
@@ -243,13 +254,15 @@ class ToolRegistry:
         return dict(call.arguments) if call.valid else f"arguments are {call.error}; send a JSON object"
 
     def execute(self, name: str, arguments: dict[str, Any] | str | None,
-                cancel: threading.Event | None = None) -> ToolResult:
-        """Run one call; the result's output is always scrubbed of secret values."""
-        result = self._execute(name, arguments, cancel or threading.Event())
+                cancel: threading.Event | None = None, call_id: str = "") -> ToolResult:
+        """Run one call (``call_id``: the model's id, for the approval question); the result's
+        output is always scrubbed of secret values."""
+        result = self._execute(name, arguments, cancel or threading.Event(), call_id)
         receipt = self.secrets.scrub(result.receipt) if result.receipt else None
         return replace(result, output=self.secrets.scrub(result.output), receipt=receipt)
 
-    def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event) -> ToolResult:
+    def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event,
+                 call_id: str) -> ToolResult:
         current = self._current()
         tool = current.get(name)
         if tool is None:
@@ -261,7 +274,8 @@ class ToolRegistry:
         if problem:
             return ToolResult(False, f"{name}: {problem}")
         if tool.needs_approval and self.approver is not None:
-            verdict = self.approver(name, args)
+            verdict = (self.approver.decide(PendingCall(call_id, name, args))
+                       if isinstance(self.approver, ApprovalPolicy) else self.approver(name, args))
             if verdict is not True:
                 if verdict == CANCELLED:
                     return ToolResult(False, CANCELLED, refusal=Status.CANCELLED)

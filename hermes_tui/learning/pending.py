@@ -28,7 +28,7 @@ from hermes_tui.memory.schema import INDEX_COLUMN
 
 if TYPE_CHECKING:
     from hermes_tui.config import Config
-    from hermes_tui.llm import LLMClient
+    from hermes_tui.llm import LLMClient, ModelHost
     from hermes_tui.memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -224,7 +224,7 @@ class Writer:
 
 
 def start_background(config: Config, store: MemoryStore, *, busy: Callable[[], bool] = lambda: False,
-                     host: Any = None) -> Writer | None:
+                     host: ModelHost | None = None) -> Writer | None:
     """At a surface's start: write the store's pending summaries in the background (None when
     there are none, or nothing can write them: a read-only store, no API key)."""
     if store.read_only or not config.has_api_key or not pending(store):

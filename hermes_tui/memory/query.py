@@ -21,7 +21,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from hermes_tui.memory.text import WORD, Highlight, highlight_for, is_cjk, pairs, split_scripts
+from hermes_tui.memory.text import (
+    STOP_WORDS,
+    WORD,
+    Highlight,
+    highlight_for,
+    is_cjk,
+    pairs,
+    split_scripts,
+)
 
 MAX_TERMS = 16
 """Phrases kept from one query (the rest of a pasted page is dropped)."""
@@ -64,6 +72,12 @@ class Clause:
             return self.phrases[0].fts()
         return "(" + " OR ".join(p.fts() for p in self.phrases) + ")"
 
+    @property
+    def function_word(self) -> bool:
+        """One word that says how something is asked ("how", "did", "we"), not what about."""
+        return (len(self.phrases) == 1 and len(self.phrases[0].tokens) == 1 and not self.phrases[0].prefix
+                and self.phrases[0].tokens[0] in STOP_WORDS)
+
 
 @dataclass(frozen=True)
 class Query:
@@ -93,6 +107,12 @@ class Query:
         if self.excluded and expr:
             expr = f"({expr}) NOT (" + " OR ".join(p.fts() for p in self.excluded) + ")"
         return expr
+
+    def topical(self) -> tuple[Clause, ...]:
+        """The clauses that say what the query is about, for ranking by any word: lone function
+        words left out ("how did we fix the upload test" ranks by fix, upload, test), unless
+        nothing else is left."""
+        return tuple(c for c in self.clauses if not c.function_word) or self.clauses
 
     def highlights(self) -> list[Highlight]:
         return [h for c in self.clauses for p in c.phrases for h in p.highlights()]

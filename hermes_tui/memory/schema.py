@@ -498,7 +498,7 @@ def _v13_frozen_session_prompts(db: Database) -> None:
     """The parts of a session's system prompt fixed at its first turn (the curated facts ranked
     against its first message, the skills index), so a resumed session sends the same bytes and
     the provider's prompt cache still holds. Rows go with their session."""
-    db["session_prompts"].create(
+    db.table("session_prompts").create(
         {"session_id": int, "memory": str, "skills_index": str},
         pk="session_id",
         not_null={"memory", "skills_index"},

@@ -12,8 +12,8 @@ search fast whatever the query (bench/memory_search.py):
   qualifies, hits are simply newest first, with score 0.
 * Snippets are cut in Python from a bounded slice of each hit (see ``text.snippet``).
 
-When no message matches every clause, each clause (near-universal ones left out) is searched in
-its own newest window and the per-clause bm25 scores are summed, which is what bm25 gives an OR
+When no message matches every clause, each clause (near-universal ones and lone function words
+such as "how" or "we" left out) is searched in its own newest window and the per-clause bm25 scores are summed, which is what bm25 gives an OR
 query.
 """
 
@@ -289,7 +289,7 @@ def _rank_any(
     crowded out by a common word's recent ones. A hit on a near-universal word alone is noise,
     so those are left out.
     """
-    pool = [c for c in query.clauses if not density.common(c)] or list(query.clauses)
+    pool = [c for c in query.topical() if not density.common(c)] or list(query.topical())
     scoring = set(density.scoring(tuple(pool)))
     per_clause = max(limit, CANDIDATES // len(pool))
     scores: dict[int, float] = {}
@@ -369,15 +369,17 @@ def search_sessions(conn: sqlite3.Connection, query: Query, limit: int) -> list[
     Any rather than all: a summary is a few sentences, so a topical question ("how did we fix
     the flaky upload test") rarely shares every word with it; bm25 ranks those sharing more
     and rarer words first. Clauses in half the sessions or more are left out (noise, and
-    costly). Sessions are few, so every match is scored.
+    costly), and so are lone function words ("how", "did", "we"). Sessions are few, so every
+    match is scored.
     """
     (total,) = conn.execute("SELECT count(*) FROM sessions").fetchone()
     useful = []
-    for clause in query.clauses:
+    clauses = query.topical()
+    for clause in clauses:
         (count,) = conn.execute(
             "SELECT count(*) FROM sessions_fts WHERE sessions_fts MATCH ?", (clause.fts(),)
         ).fetchone()
-        if count and (count < FREQUENT * total or total < FEW_SESSIONS or len(query.clauses) == 1):
+        if count and (count < FREQUENT * total or total < FEW_SESSIONS or len(clauses) == 1):
             useful.append(clause)
     if not useful:
         return []

@@ -59,6 +59,19 @@ WORD = re.compile(r"[^\W_]+")
 """Runs of letters and digits: what the unicode61 tokenizer keeps as one token (the one copy:
 the memory queries and the skills index split words with it too)."""
 
+# Request and question phrasing, and what is left of a contraction ("what's", "don't", "I'll")
+# once the apostrophe splits it: such a letter is in nearly every text and would only add noise.
+STOP_WORDS = frozenset(
+    """a about after all also am an and any are as at be been being but by can could did do does doing
+    for from get got had has have he her him his how i if in into is it its just let lets like me might
+    more most must my need no not now of on onto or our out over please she should so some such than
+    that the their them then there these they this those through to too up us use using very want was
+    we were what when where which while who why will with would you your
+    s t d ll re ve m don doesn didn isn aren wasn weren haven hasn hadn wouldn couldn shouldn""".split()
+)
+"""Words that say how something is asked, not what about: the skill router never searches them,
+memory's any-word ranking leaves them out (a question is mostly made of them)."""
+
 
 def clean(text: str) -> str:
     """``text`` without terminal escapes; other control characters become spaces."""

@@ -4,8 +4,8 @@ It holds what the files cannot: use counts and last-used times (using a skill ne
 file), the hash and body of what Hermes last wrote (a file that changed since is the user's; the
 body is the base F8 merges a pending proposal from), guard approvals bound to a file's hash, the
 reasons files were skipped, and an FTS5 index of the skills (name, triggers, description and the
-body's first ``LEAD_CHARS``; ``porter unicode61``) ranked by bm25 with field weights — the only
-ranker, used by search, paging, the per-turn hint and the Skills pane. The rest of a long body sits
+body's first ``LEAD_CHARS``; ``porter unicode61``) ranked by bm25 with field weights, the request
+widened by the paraphrase table in ``synonyms.py`` — the only ranker, used by search, paging, the per-turn hint and the Skills pane. The rest of a long body sits
 in a second FTS5 table that is read only when a page is not full, so a word deep in a body is still
 found without every search paying for it. Rows are refreshed from the files by (mtime, size), so a
 lookup never rescans the library; the files and search tables are a cache of the files
@@ -25,31 +25,30 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from hermes_tui.db import connect, enable_wal, immediate, prepare
-from hermes_tui.memory.text import WORD
+from hermes_tui.memory.text import STOP_WORDS, WORD
 from hermes_tui.skills.index_schema import INDEX_SCHEMA, ROW_SQL, Entry, Row, row_of
 from hermes_tui.skills.lifecycle import FAILING_USES, REVIEW_FLAG, Provenance, TurnCost
+from hermes_tui.skills.synonyms import expansions
 
 # bm25 weights, in column order: name, triggers (with tags), description, the body's lead.
 # Measured on the 1,301 published skills (bench/router_recall.py): ranking the lead in the same
-# pass as the description, at a tenth of its weight, is what finds a skill whose "when to use"
+# pass as the description, at a fifth of its weight, is what finds a skill whose "when to use"
 # section says what the request says; the whole body costs too much per search and its length
 # drowns a short description's match (FTS5's bm25 normalises by the whole row's length).
-WEIGHTS = (3.0, 4.0, 2.0, 0.2)
+WEIGHTS = (3.0, 4.0, 2.0, 0.4)
 LEAD_CHARS = 4000
 MAX_QUERY_TERMS = 32
+# The request's own words count this many times the words ``synonyms.py`` adds for them (bm25
+# sums over the phrases of an OR query, so a phrase written twice weighs twice).
+OWN_WEIGHT = 2
+# A word that this share of the skills use to say what they are for tells the hint nothing
+# (measured on the published corpus); below FEW_SKILLS skills a share says nothing either.
+COMMON_SHARE = 0.05
+FEW_SKILLS = 40
 MAX_QUERY_CHARS = 2000
-# Request phrasing, and what is left of a contraction ("what's", "don't", "I'll") once the
-# apostrophe splits it: such a letter is in nearly every skill and would only add noise.
-STOP_WORDS = frozenset(
-    """a about after all also am an and any are as at be been being but by can could did do does doing
-    for from get got had has have he her him his how i if in into is it its just let lets like me might
-    more most must my need no not now of on onto or our out over please she should so some such than
-    that the their them then there these they this those through to too up us use using very want was
-    we were what when where which while who why will with would you your
-    s t d ll re ve m don doesn didn isn aren wasn weren haven hasn hadn wouldn couldn shouldn""".split()
-)
 
 # The outcomes a use can end with, and which of them count against a skill ("cancelled" and an
 # unfinished turn count neither way).
@@ -72,6 +71,14 @@ def usefulness_sql(now: float) -> str:
             "FROM uses GROUP BY rel)")
 
 
+class Ranked(NamedTuple):
+    """A search result: the skill, its score (bm25 times usefulness) and its bm25 alone; lower is better."""
+
+    row: Row
+    score: float
+    match: float
+
+
 USABLE = "f.name IS NOT NULL AND f.skipped = '' AND f.flag = ''"
 _FAILED_SQL = ", ".join(f"'{o}'" for o in FAILED)
 # Skills whose judged uses (at least FAILING_USES) failed more often than they succeeded, unless
@@ -91,8 +98,15 @@ def query_words(query: str) -> list[str]:
 
 
 def match_expression(query: str) -> str:
-    """A MATCH string of quoted terms joined by OR; '' when the query has no searchable word."""
-    return " OR ".join(f'"{w}"' for w in query_words(query))
+    """A MATCH string of quoted terms joined by OR: the request's words (``OWN_WEIGHT`` times),
+    then what ``synonyms.py`` says skills call the same things; '' when the query has no
+    searchable word."""
+    words = query_words(query)
+    if not words:
+        return ""
+    added = [w for w in dict.fromkeys(expansions(WORD.findall(query[:MAX_QUERY_CHARS].lower())))
+             if w not in STOP_WORDS and w not in words]
+    return " OR ".join(f'"{w}"' for w in words * OWN_WEIGHT + added[:MAX_QUERY_TERMS])
 
 
 _SEARCH, _REST = "skills_search", "skills_rest"
@@ -259,7 +273,7 @@ class SkillIndex:
                                  "ORDER BY f.rel")
         return [row_of(r) for r in rows]
 
-    def search(self, query: str, limit: int, offset: int = 0, *, now: float | None = None) -> list[tuple[Row, float]]:
+    def search(self, query: str, limit: int, offset: int = 0, *, now: float | None = None) -> list[Ranked]:
         """Usable skills ranked by weighted bm25 times usefulness (best first) with their scores
         (lower is better; ``now`` dates the outcomes, default the wall clock).
 
@@ -284,14 +298,14 @@ class SkillIndex:
             (expression,),
         ).fetchone()[0]
 
-    def _ranked(self, table: str, expression: str, limit: int, offset: int, now: float) -> list[tuple[Row, float]]:
+    def _ranked(self, table: str, expression: str, limit: int, offset: int, now: float) -> list[Ranked]:
         # Rank inside FTS5 first and join only the best few (quarantined rows are rare, so a
         # small overfetch covers them); fall back to ranking every match when it does not.
         wanted = limit + offset
         weights = ", ".join(map(str, WEIGHTS if table == _SEARCH else (1.0,)))
         for cap in (2 * wanted + 20, -1):
             rows = self.conn.execute(
-                f"""SELECT r.*, m.score * coalesce(q.factor, 1.0) AS ranked FROM (
+                f"""SELECT r.*, m.score, m.score * coalesce(q.factor, 1.0) AS ranked FROM (
                         SELECT rowid, bm25({table}, {weights}) AS score {_matches(table)}
                          ORDER BY score LIMIT ?2) m
                       JOIN ({ROW_SQL} WHERE {USABLE}) r ON r.id = m.rowid
@@ -304,21 +318,27 @@ class SkillIndex:
             if self.conn.execute(f"SELECT count(*) {_matches(table)}",
                                  (expression,)).fetchone()[0] <= cap:
                 break
-        return [(row_of(r[:-1]), r[-1]) for r in rows]
+        return [Ranked(row_of(r[:-2]), r[-1], r[-2]) for r in rows]
 
     def described_terms(self, query: str, rowids: list[int]) -> dict[int, int]:
         """For each skill in ``rowids``: how many distinct words of ``query`` its name, triggers or
-        description contain (after stemming). A relevance measure that, unlike bm25, does not
-        depend on how many skills the library holds."""
+        description contain (after stemming), leaving out words that many skills describe
+        themselves with ("best", "learn": ``COMMON_SHARE`` of a library of at least ``FEW_SKILLS``).
+        A relevance measure that, unlike bm25, does not depend on how many skills the library holds."""
         counts = dict.fromkeys(rowids, 0)
         if not rowids:
             return counts
         marks = ", ".join("?" * len(rowids))
+        total = self.count_usable()
         for word in query_words(query):
+            column = '{name triggers description} : "' + word + '"'
+            if total >= FEW_SKILLS:
+                (many,) = self.conn.execute(f"SELECT count(*) FROM {_SEARCH} WHERE {_SEARCH} MATCH ?",
+                                            (column,)).fetchone()
+                if many >= COMMON_SHARE * total:
+                    continue
             found = self.conn.execute(
-                f"SELECT rowid FROM {_SEARCH} WHERE {_SEARCH} MATCH ? AND rowid IN ({marks})",
-                ('{name triggers description} : "' + word + '"', *rowids),
-            )
+                f"SELECT rowid FROM {_SEARCH} WHERE {_SEARCH} MATCH ? AND rowid IN ({marks})", (column, *rowids))
             for (rowid,) in found:
                 counts[rowid] += 1
         return counts

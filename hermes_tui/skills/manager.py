@@ -72,9 +72,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # The per-turn hint names a skill only when at least HINT_WORDS distinct words of the request occur
-# in its name, triggers or description (measured in tests/test_skills.py: unrelated requests
-# rarely reach it, paraphrases written against curator-style triggers do).
+# in its name, triggers or description, and its bm25 is at least HINT_SHARE of the best match's
+# (measured in tests/test_skills.py and bench/router_recall.py on the published corpus: 3 of 50
+# unrelated requests get a hint, and a hint is right about half the time rather than a third).
 HINT_WORDS = 2
+HINT_SHARE = 0.7
 
 __all__ = [
     "MAX_FILE_BYTES", "Accepted", "HeldBack", "Outcome", "SkillError", "SkillExistsError", "SkillGuardError",
@@ -152,7 +154,7 @@ class SkillManager(VersionedLibrary):
             return []
         with self._lock:
             self._refresh()
-            return [self._skill(r) for r, _ in self.index.search(clean_query(query), limit, offset,
+            return [self._skill(r) for r, _, _ in self.index.search(clean_query(query), limit, offset,
                                                                  now=self.clock())]
 
     def count_matches(self, query: str) -> int:
@@ -162,16 +164,23 @@ class SkillManager(VersionedLibrary):
 
     def hint(self, query: str, limit: int = 3) -> builtins.list[Skill]:
         """Skills worth suggesting for this request: the search's best few, kept only when they match
-        the request strongly on what a skill says it is for (its name, triggers or description)."""
+        the request strongly on what a skill says it is for (its name, triggers or description)
+        and score close to the best; of same-named skills from several sources, the best only."""
         if not isinstance(query, str):
             return []
         with self._lock:
             self._refresh()
             query = clean_query(query)
             failing = self.index.failing()  # flagged for review: no longer suggested
-            found = [row for row, _ in self.index.search(query, limit, now=self.clock()) if row.rel not in failing]
-            words = self.index.described_terms(query, [row.id for row in found])
-            return [self._skill(row) for row in found if words[row.id] >= HINT_WORDS]
+            ranked = [r for r in self.index.search(query, limit, now=self.clock()) if r.row.rel not in failing]
+            words = self.index.described_terms(query, [r.row.id for r in ranked])
+            best = min((r.match for r in ranked), default=0.0)  # bm25 alone: usefulness orders, never hides
+            hinted: dict[str, Skill] = {}  # one per plain name: a namespaced twin is the same advice
+            for row, _, match in ranked:
+                plain = (row.name or row.rel).rsplit("/", 1)[-1]
+                if words[row.id] >= HINT_WORDS and match <= HINT_SHARE * best and plain not in hinted:
+                    hinted[plain] = self._skill(row)
+            return list(hinted.values())
 
     def held_back(self) -> builtins.list[HeldBack]:
         """Quarantined skills and skipped files, each with its reason."""

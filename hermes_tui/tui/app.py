@@ -1,18 +1,21 @@
 """The Hermes app: header, four panes one key away, status line, footer; sending, panes, the
 prompt, slash commands and approvals. ``build_app`` is the one place an app is assembled (CLI, tests).
 
-Two mixins hold the rest of what the app does: ``app_lifecycle`` (start-up, setup, quitting) and
-``app_requests`` (resume, forget, transcripts, editing). Start-up: the first frame shows the chat
-only; the browsing panes are built the first time they are shown.
+Components own the rest: ``Startup`` (``startup.py``) what happens after the first frame,
+``SessionController`` (``session_controller.py``) resume, /new, forget, undo and retry, ``editor``
+the user's editor. Start-up: the first frame shows the chat only; the browsing panes are built
+the first time they are shown. Quitting cancels a running turn and waits a bounded grace for the
+session's summary.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +28,6 @@ from hermes_tui.background import Background
 from hermes_tui.clock import Clock
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.tui import actions, collector, commands
-from hermes_tui.tui.app_lifecycle import Lifecycle
-from hermes_tui.tui.app_requests import PaneRequests
 from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
 from hermes_tui.tui.chat import ChatPane
 from hermes_tui.tui.format import short_path
@@ -35,17 +36,26 @@ from hermes_tui.tui.messages import McpLine
 from hermes_tui.tui.panes import BROWSING_PANES, PANES, make_pane
 from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.session import ChatSession
+from hermes_tui.tui.session_controller import SessionController
+from hermes_tui.tui.startup import Startup
 from hermes_tui.tui.status import HeaderBar, PaneBar, StatusLine
 from hermes_tui.tui.stores import Stores
 from hermes_tui.tui.workers import in_thread
 
 if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
-    from hermes_tui.learning.pending import Writer
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.memory.usage import UsageLedger
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.tui.command_runner import CommandRunner
+    from hermes_tui.tui.messages import (
+        EditFile,
+        EditSkill,
+        ForgetSession,
+        OpenTranscript,
+        ResumeSession,
+        UseSkill,
+    )
     from hermes_tui.tui.progress_bar import ProgressReport
 
 log = logging.getLogger(__name__)
@@ -53,9 +63,11 @@ log = logging.getLogger(__name__)
 STYLESHEET = Path(__file__).parent.parent / "hermes.tcss"
 PANE_TABS = {pane.name: (pane.title, pane.keys[0].upper()) for pane in PANES}
 QUIT_CONFIRM = 2.0  # seconds within which a second ctrl+c quits
+QUIT_GRACE = 4.0  # the most quitting waits for the summary (an unreachable provider never hangs it)
+CANCEL_GRACE = 2.0  # how long quitting waits for a cancelled turn to wind down
 
 
-class HermesApp(PaneRequests, Lifecycle, App[int]):
+class HermesApp(App[int]):
     CSS_PATH = STYLESHEET
     TITLE = "Hermes"
     BINDINGS = actions.bindings("app")  # declared once, in actions.ACTIONS
@@ -71,13 +83,11 @@ class HermesApp(PaneRequests, Lifecycle, App[int]):
         self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
                                         on_answered=self._approval_answered, home=config.home)
         self._mcp: McpManager | None = None
-        self.session = ChatSession(config, stores, self.approvals)
+        self.session = ChatSession(config, stores, self.approvals.policy)
+        self.sessions = SessionController(self)
         self._command_runner: CommandRunner | None = None
-        self._resume_at_start = session_id
-        self._continue_last = continue_last  # -c: resume this workspace's last session at start
+        self.startup = Startup(resume=session_id, continue_last=continue_last)
         self.background = Background(self.clock)  # every thread the app starts (summaries kept at quit)
-        self._pending_summaries: Writer | None = None  # earlier sessions' (learning/pending.py)
-        self.markdown_loading: threading.Thread | None = None  # after the first frame (load_markdown)
         self._quitting = False
         self._quit_armed_until = 0.0
 
@@ -109,6 +119,11 @@ class HermesApp(PaneRequests, Lifecycle, App[int]):
         return self._mcp
 
     @property
+    def markdown_loading(self) -> threading.Thread | None:
+        """The thread importing the answer's Markdown widgets after the first frame (``startup``)."""
+        return self.startup.markdown_loading
+
+    @property
     def memory(self) -> MemoryStore:
         return self.stores.memory
 
@@ -133,7 +148,7 @@ class HermesApp(PaneRequests, Lifecycle, App[int]):
         self.show_header()
         self.query_one("#pane-bar", PaneBar).show_active("chat")
         self.chat.focus_main()
-        self.call_after_refresh(self._after_first_frame)
+        self.call_after_refresh(self.startup.run, self)
 
     # -- parts
 
@@ -322,6 +337,104 @@ class HermesApp(PaneRequests, Lifecycle, App[int]):
         """The tool's timer starts now: waiting for the user is not the tool's time."""
         if self.query("#chat-pane"):
             self.chat.approval_answered(name)
+
+    # -- what the panes ask (messages.py)
+
+    def on_forget_session(self, message: ForgetSession) -> None:
+        self.sessions.ask_to_forget(message.session_id)
+
+    async def on_resume_session(self, message: ResumeSession) -> None:
+        await self.sessions.resume(message.session_id)
+
+    async def on_use_skill(self, message: UseSkill) -> None:
+        await self.show_pane("chat")
+        self.chat.prompt.load(f"use the skill {message.name}: ")
+
+    def on_open_transcript(self, message: OpenTranscript) -> None:
+        from hermes_tui.tui.transcript import TranscriptScreen
+
+        self.push_screen(TranscriptScreen(self.memory, message.session_id, message.message_id))
+
+    def on_edit_skill(self, message: EditSkill) -> None:
+        from hermes_tui.tui.editor import edit_skill
+
+        if edit_skill(self, self.skills, message.name) and (pane := self.mounted_pane("skills")):
+            pane.refresh_data()
+
+    def on_edit_file(self, message: EditFile) -> None:
+        from hermes_tui.tui.editor import edit_file
+
+        edit_file(self, message.path)
+        if pane := self.mounted_pane(message.pane):
+            pane.refresh_data()
+
+    # -- first-run setup
+
+    def open_setup(self) -> None:
+        from hermes_tui.tui.setup_screen import SetupScreen
+
+        if not isinstance(self.screen, SetupScreen):
+            self.push_screen(SetupScreen(self.config), self._setup_done)
+
+    async def _setup_done(self, config: Config | None) -> None:
+        if config is None:
+            return
+        self.config = config
+        self.session.set_config(config)
+        self.show_header()
+        await self.chat.add_notice(f"Saved. Hermes now uses {config.provider}:{config.model}.")
+        self.chat.focus_main()
+        if config.api_base:
+            self.run_worker(self._check_endpoint(config.api_base), group="endpoint")
+
+    async def _check_endpoint(self, url: str) -> None:
+        """Test the saved endpoint off the event loop and say what was found."""
+        from hermes_tui.tui.setup_screen import connection_problem
+
+        problem = await in_thread(self, connection_problem, url)
+        if problem is None:
+            await self.chat.add_notice(f"The endpoint {url} answers.")
+        else:
+            await self.chat.add_notice(f"{problem} Fix it with /setup.", "error")
+
+    # -- quitting
+
+    def action_quit(self) -> None:
+        """Cancel a running turn, save the session summary (bounded wait), exit. Twice: at once.
+
+        The waiting runs in a worker so the app keeps processing messages (the cancelled turn's
+        last events, closing the approval screen) meanwhile.
+        """
+        if self._quitting:
+            self.exit(0)
+            return
+        self._quitting = True
+        self.run_worker(self._quit(), group="quit")
+
+    async def _quit(self) -> None:
+        if self.chat.cancel_turn():
+            self.approvals.deny_pending()
+            await self._wait_until(lambda: not self.chat.busy, CANCEL_GRACE)
+        self.approvals.stop()
+        self.startup.stop()
+        loop = self.session.detach()
+        if loop is not None:
+            self.status.set_activity(f"saving the session summary… ({actions.main_key('app', 'quit')} again quits at once)")
+            self.sessions.summarise(loop)
+        self.background.cancel()  # /learn, /compact: their requests close
+        await self._wait_until(lambda: not self.background.running(), QUIT_GRACE)
+        self.exit(0)
+
+    def on_unmount(self) -> None:
+        """However the app ends, a worker waiting for an approval is released."""
+        self.approvals.stop()
+
+    async def _wait_until(self, done: Callable[[], bool], timeout: float) -> None:
+        """Poll ``done`` until ``timeout`` has passed on the app's clock (tests move it)."""
+        deadline = self.clock() + timeout
+        while not done() and self.clock() < deadline:
+            await asyncio.sleep(0.05)
+
 
 def build_app(config: Config, *, session_id: int | None = None, clock: Clock | None = None,
               continue_last: bool = False) -> HermesApp:

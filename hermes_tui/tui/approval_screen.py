@@ -4,9 +4,10 @@ a diff against the file as it is now ("new file, N lines" when there is none), o
 numbered diff it would make (or why it will fail). Nothing is cut.
 
 Answers (keys from ``actions.ACTIONS``): once (y); this exact call for the session (c); every
-call of this tool for the session (a); deny (n or Esc). For a shell command, lasting answers for
-this workspace too: this exact command (w), and any plain call of its program (p, only offered
-when ``permissions.program_of`` finds one: no shell syntax at all).
+call of this tool for the session (a); deny (n or Esc). Where the policy offers them
+(``agent/approvals.py``, from the tool's record), lasting answers for this workspace too: this
+exact call (w: the command, the file), and for a plain shell command any call of its program (p).
+At 80×24 every answer stays on screen: the buttons go into a grid when one row is too narrow.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, ScrollableContainer, Vertical
@@ -23,13 +25,22 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 
+from hermes_tui.agent.approvals import ALWAYS, DENY, EXACT, ONCE, PROGRAM, SESSION
 from hermes_tui.textsafe import printable
 from hermes_tui.tui import actions
-from hermes_tui.tui.approval import ALWAYS, DENY, EXACT, ONCE, PROGRAM, SESSION
 from hermes_tui.tui.dismiss_once import DismissOnce
 from hermes_tui.tui.format import plural
 
 DIFF_LIMIT = 2_000_000  # bytes of an existing file compared for the diff; larger ones are only named
+# The dialog's geometry, as its CSS below declares it (on_resize lays out by these numbers).
+DIALOG_WIDTH = 100
+DIALOG_SIDES = 2 + 4  # the border and the padding, in columns
+BUTTON_SIDES = 4  # a normal button's border and padding around its label
+COMPACT_SIDES = 2  # a compact button's padding
+BUTTON_HEIGHT = 3  # a normal button's rows
+# Rows besides the body and the buttons: border 2, title 1, question margin 1 and 1 row, summary 1,
+# the body's margin 1, the buttons' margins 2, the footer 1.
+CHROME_ROWS = 10
 
 
 @dataclass(frozen=True)
@@ -202,13 +213,18 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
     }
     #approval-details {
         height: auto;
-        max-height: 1fr;  # the dialog's rows left; _clear_buttons takes the docked buttons' off
         min-height: 3;
         margin-top: 1;
         background: $panel;
         scrollbar-gutter: stable;
         &:focus {
             background-tint: $foreground 4%;
+        }
+    }
+    #approval-dialog.-tall {  # a body taller than the screen: the dialog fills it, the body scrolls
+        height: 95%;
+        #approval-details {
+            height: 1fr;
         }
     }
     #approval-text {
@@ -226,11 +242,14 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
         margin-left: 1;
         min-width: 10;
     }
-    #approval-buttons.-stacked {  # too narrow for one row: two rows of compact buttons
+    #approval-buttons.-stacked {  # too narrow for one row: a grid of compact buttons
         layout: grid;
         grid-size: 2;
         grid-rows: 1;
         grid-gutter: 0 1;
+        &.-single {
+            grid-size: 1;
+        }
     }
     #approval-buttons.-stacked Button {
         width: 1fr;
@@ -241,19 +260,15 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
     BINDINGS = actions.bindings("approval")
 
     def __init__(self, name: str, arguments: dict[str, Any], workspace: str, root: str | None = None,
-                 *, lasting: bool = False) -> None:
+                 *, answers: tuple[str, ...] = (ONCE, EXACT, SESSION, DENY)) -> None:
         super().__init__(classes="approval")
         from hermes_tui.agent.tools import approval_spec
 
         self.tool_name = name
         self.spec = approval_spec(name)
         self.approval = describe(name, arguments, workspace, root, self.spec.shows)
-        self.lasting = lasting and self.spec.lasting  # lasting rules exist for shell commands only
-        self.program: str | None = None  # the program a lasting "program" rule would allow
-        if self.lasting:
-            from hermes_tui.agent.permissions import program_of
-
-            self.program = program_of(str(arguments.get("command", "")))
+        self.answers = answers  # as the policy offers them: the lasting ones where the tool has them
+        self.program = self.spec.broad(arguments) if PROGRAM in answers else None  # "Any pytest"
 
     def compose(self) -> ComposeResult:
         exact = f"{self.spec.exact_label} · session"
@@ -271,8 +286,8 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
                 yield Button(Content(f"Once ({_keys(ONCE)})"), id=ONCE, variant="primary")
                 yield Button(Content(f"{exact} ({_keys(EXACT)})"), id=EXACT)
                 yield Button(Content(f"{every} ({_keys(SESSION)})"), id=SESSION)
-                if self.lasting:
-                    yield Button(Content(f"This command · always here ({_keys(ALWAYS)})"), id=ALWAYS)
+                if ALWAYS in self.answers:
+                    yield Button(Content(f"{self.spec.exact_label} · always here ({_keys(ALWAYS)})"), id=ALWAYS)
                 if self.program is not None:
                     yield Button(Content(f"Any {self.program} · always here ({_keys(PROGRAM)})"), id=PROGRAM)
                 yield Button(Content(f"Deny ({_keys(DENY)})"), id=DENY, variant="error")
@@ -283,32 +298,25 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
         self.query_one("#approval-details").focus()
 
     def on_resize(self) -> None:
-        """Fit the buttons in the width, then the text in the rows left (see _fit_buttons)."""
-        self.query_one("#approval-details").styles.max_height = "1fr"
-        self._stack_buttons(False)
-        self.call_after_refresh(self._fit_buttons)
-
-    def _stack_buttons(self, stacked: bool) -> None:
-        self.query_one("#approval-buttons").set_class(stacked, "-stacked")
-        for button in self.query(Button):
-            button.compact = stacked
-
-    def _fit_buttons(self) -> None:
-        """At 80 columns the four buttons do not fit on one row (the last was cut off)."""
+        """Lay out for this size by arithmetic, not by measuring after a refresh (a measurement
+        taken before the buttons were placed left them on one row, cut at 80 columns)."""
+        width, height = self.size
+        inner = min(DIALOG_WIDTH, width * 96 // 100) - DIALOG_SIDES
+        buttons = list(self.query(Button))
+        labels = [cell_len(str(button.label)) for button in buttons]
+        one_row = sum(max(label + BUTTON_SIDES, 10) + 1 for label in labels)
+        stacked = one_row > inner
+        columns = 2 if max(labels) + COMPACT_SIDES <= (inner - 1) // 2 else 1
         row = self.query_one("#approval-buttons")
-        if max(button.region.right for button in self.query(Button)) > row.content_region.right:
-            self._stack_buttons(True)
-            self.call_after_refresh(self._clear_buttons)
-        else:
-            self._clear_buttons()
-
-    def _clear_buttons(self) -> None:
-        """Shorten the text to end above the buttons: Textual sizes it to the dialog's remaining
-        rows ignoring the docked buttons, which then hid its last lines (at 80×24, line 60 of 60)."""
-        details, buttons = self.query_one("#approval-details"), self.query_one("#approval-buttons")
-        overlap = details.region.bottom + buttons.styles.margin.top - buttons.region.y
-        if overlap > 0:
-            details.styles.max_height = max(3, details.region.height - overlap)
+        row.set_class(stacked, "-stacked")
+        row.set_class(stacked and columns == 1, "-single")
+        for button in buttons:
+            button.compact = stacked
+        button_rows = (len(buttons) + columns - 1) // columns if stacked else BUTTON_HEIGHT
+        warning = len(self.approval.warning) // max(inner, 1) + 1 if self.approval.warning else 0
+        chrome = CHROME_ROWS + len(self.approval.question) // max(inner, 1) + warning
+        body = len(lines_of(self.approval.body.plain)) + 1  # + the horizontal scrollbar's row
+        self.query_one("#approval-dialog").set_class(chrome + button_rows + body > height * 95 // 100, "-tall")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
@@ -317,10 +325,7 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The lasting answers' keys only where the dialog offers them."""
         if action == "choose" and parameters:
-            if parameters[0] == ALWAYS:
-                return self.lasting
-            if parameters[0] == PROGRAM:
-                return self.program is not None
+            return parameters[0] in self.answers
         return True
 
     def action_choose(self, choice: str) -> None:

@@ -1,52 +1,59 @@
-"""The chat pane: the conversation (streamed Markdown, tool calls, notices) and the prompt.
+"""The chat pane: the running turn, the messages queued behind it, and the prompt, around the
+``Conversation`` (``conversation_view``), which owns what is shown: the streamed answer, the tool
+calls, notices, and the folding of far answers.
 
 The turn runs on the agent runtime's thread (``agent.runtime.start_turn``), which only ``put``s
-events into an ``EventInbox``; everything that touches widgets happens here, on the app thread. The conversation's widget
-modules (``blocks``, ``answer``) are imported where first used, to keep them off the start-up path.
-How each event shows is in ``chat_events``; the answer's streaming and folding in ``chat_answer``.
+events into an ``EventInbox``; everything that touches widgets happens here, on the app thread.
+Each event type reaches its handler through one table, ``EVENT_VIEWS`` (a test checks that every
+type in ``hermes_tui.events`` has one).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
 from hermes_tui.clock import Clock
-from hermes_tui.conversation import ChatMessage, Status
-from hermes_tui.textsafe import StreamCleaner, printable, printable_data
+from hermes_tui.conversation import ChatMessage
+from hermes_tui.events import (
+    ApprovalNeeded,
+    Error,
+    Event,
+    FilesChanged,
+    Notice,
+    Receipt,
+    SkillLearned,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+    Unsent,
+    Usage,
+)
+from hermes_tui.textsafe import printable, printable_data
 from hermes_tui.tui import actions, collector
-from hermes_tui.tui.chat_answer import AnswerFlow
-from hermes_tui.tui.chat_events import EventViews
+from hermes_tui.tui.conversation_view import Conversation
 from hermes_tui.tui.format import one_line
 from hermes_tui.tui.history import PromptHistory
 from hermes_tui.tui.inbox import EventInbox, EventsReady
 from hermes_tui.tui.prompt import PromptArea
-from hermes_tui.tui.splitter import BlockSplitter
 
 if TYPE_CHECKING:
-    from textual._types import CallbackType
-    from textual.timer import Timer
-    from textual.widgets.markdown import MarkdownStream
-
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.runtime import RunningTurn
     from hermes_tui.background import Background
-    from hermes_tui.events import Event, Usage
-    from hermes_tui.tui.answer import AnswerText
-    from hermes_tui.tui.blocks import ToolCallView
 
 log = logging.getLogger(__name__)
 
-RESTORED_MESSAGES = 200  # a resumed session shows its newest messages; Sessions has them all
 DRAIN_INTERVAL = 0.02  # seconds between inbox takes while events keep coming
 PLACEHOLDER = (f"Message Hermes · {actions.main_key('prompt', 'submit')} sends · "
                f"{actions.main_key('prompt', 'newline')} new line · / commands · "
@@ -63,24 +70,10 @@ class QueuedMessages(Static):
         self.update("\n".join(lines))
 
 
-class Conversation(VerticalScroll):
-    """The conversation's scroll view. ``scroll_end`` (End, or code) anchors the view again, and
-    the compositor then moves an anchored view with ``set_reactive``, which no ``scroll_y``
-    watcher hears: when the scroll is done it posts ``Moved``, so far answers fold after it too."""
+class ChatPane(Widget):
+    """The turn around the conversation: it starts one, feeds its events to the views, queues
+    what is typed meanwhile, and tells the app what the agent does (``Activity``)."""
 
-    class Moved(Message):
-        """The view went to the end of the conversation."""
-
-    def scroll_end(self, *, on_complete: CallbackType | None = None, **kwargs: Any) -> None:
-        def moved() -> None:
-            self.post_message(self.Moved())
-            if on_complete is not None:
-                self.call_next(on_complete)
-
-        super().scroll_end(on_complete=moved, **kwargs)
-
-
-class ChatPane(EventViews, AnswerFlow, Widget):
     BINDINGS = actions.bindings("chat")
 
     class Activity(Message):
@@ -101,9 +94,6 @@ class ChatPane(EventViews, AnswerFlow, Widget):
     class SkillsChanged(Message):
         """A skill was created or refined."""
 
-    class FlushDue(Message):
-        """Time to hand the pending answer text to the Markdown stream."""
-
     class TurnEnded(Message):
         """The turn is over: the app sends the next queued message, if any."""
 
@@ -123,29 +113,17 @@ class ChatPane(EventViews, AnswerFlow, Widget):
         self.inbox = EventInbox(self)
         self.busy = False
         self._turn_loop: AgentLoop | None = None
-        self._block: AnswerText | None = None
-        self._stream: MarkdownStream | None = None
-        self._pending_text: list[str] = []
-        self._flush_timer: Timer | None = None
-        self._tools: dict[str, ToolCallView] = {}
-        self._cleaner = StreamCleaner()
-        self._splitter = BlockSplitter()
         self.queued: list[str] = []
         self.unsent: str | None = None  # the last message a failed turn gave back (/retry sends it)
         self._activity: str | None = None  # the status line's label, as last posted
-        self._folded_width = 0  # the width answers were folded at
-        self._fold_queued = False  # a fold walk is on its way (_fold_soon)
 
     def compose(self) -> ComposeResult:
-        yield Conversation(id="conversation")
+        yield Conversation(self.clock, id="conversation")
         yield QueuedMessages(id="queued", markup=False)
         yield PromptArea(self.history, id="prompt", placeholder=PLACEHOLDER)
 
     def on_mount(self) -> None:
-        self.conversation.anchor()  # follow the stream until the user scrolls up
         self.query_one(QueuedMessages).show([])
-        self.watch(self.conversation, "scroll_y", self._view_moved, init=False)
-        self.watch(self.conversation, "virtual_size", self._laid_out, init=False)
 
     @property
     def conversation(self) -> Conversation:
@@ -182,8 +160,8 @@ class ChatPane(EventViews, AnswerFlow, Widget):
         self.conversation.anchor()
         from hermes_tui.tui.blocks import UserMessage
 
-        await self._end_block()
-        await self._mount(UserMessage(text))
+        await self.conversation.end_answer()
+        await self.conversation.mount(UserMessage(text))
         self._set_activity("thinking…")
         self.refresh_bindings()
         self._run_turn(loop, text)
@@ -280,7 +258,7 @@ class ChatPane(EventViews, AnswerFlow, Widget):
         """Show what the workers sent; come back after DRAIN_INTERVAL until the inbox is empty."""
         events = self.inbox.take()
         if not events:  # re-armed: the next event posts EventsReady
-            await self._flush()  # the stream paused (or ended): show its text now, not at the next tick
+            await self.conversation.flush()  # the stream paused (or ended): show its text now, not at the next tick
             return
         for event in events:
             if not self.is_attached:  # the app is exiting: nothing left to show
@@ -291,88 +269,150 @@ class ChatPane(EventViews, AnswerFlow, Widget):
         self.set_timer(DRAIN_INTERVAL, lambda: self.post_message(EventsReady()))
 
     async def _show(self, event: Event) -> None:
-        """Dispatch on the event's ``type`` (the vocabulary every surface shares).
+        """Hand the event to its view in ``EVENT_VIEWS`` (the vocabulary every surface shares).
 
         The chat's output boundary: every text an event carries (answer, tool arguments and
         results, notices, skill names) is made inert here (``hermes_tui.textsafe``) before any
-        widget sees it; streamed text goes through a ``StreamCleaner`` so a sequence split
-        across deltas is removed whole.
+        widget sees it; streamed text goes through the conversation's ``StreamCleaner`` so a
+        sequence split across deltas is removed whole.
         """
-        handler = getattr(self, f"_show_{event.type}", None)
-        if handler is not None:  # turn_started needs nothing here
-            await handler(event if event.type == "text_delta" else printable_data(event))
+        view = EVENT_VIEWS.get(type(event))
+        if view is None:  # a type the table misses (a test checks there is none): skipped, not fatal
+            log.warning("no view for the event %s", event.type)
+            return
+        await view(self, event if isinstance(event, TextDelta) else printable_data(event))
 
-    # -- other content
+    # -- how each event shows (EVENT_VIEWS maps each type to one of these)
 
-    async def _mount(self, widget: Widget) -> None:
-        await self.conversation.mount(widget)
+    def _set_activity(self, label: str | None, since: float | None = None) -> None:
+        self._activity = label
+        self.post_message(self.Activity(label, since))
+
+    async def _show_turn_started(self, event: TurnStarted) -> None:
+        """Nothing to show: ``start_turn`` already showed the message and the activity."""
+
+    async def _show_text_delta(self, event: TextDelta) -> None:
+        text = self.conversation.clean(event.text)
+        if text:
+            if self._activity != "answering…":  # not "thinking…" while the words arrive
+                self._set_activity("answering…")
+            await self.conversation.write(text)
+
+    async def _show_tool_call_started(self, event: ToolCallStarted) -> None:
+        view = await self.conversation.add_tool_call(event.id, event.name, event.arguments)
+        self._set_activity(f"running {event.name}", since=view.started)
+
+    async def _show_approval_needed(self, event: ApprovalNeeded) -> None:
+        view = self.conversation.tool_call(event.id)
+        if view is not None and not view.answered:
+            view.waiting = True
+        self._set_activity(f"waiting for your approval of {event.name}")
+
+    def approval_answered(self, name: str) -> None:
+        """The user answered an approval for ``name``: its view's timer starts from now."""
+        running = [v for v in self.conversation.tool_calls()
+                   if v.tool_name == name and not v.finished and not v.answered]
+        if running:
+            view = running[0]
+            view.start_timer()
+            self._set_activity(f"running {name}", since=view.started)
+
+    async def _show_tool_call_finished(self, event: ToolCallFinished) -> None:
+        view = self.conversation.tool_call(event.id)
+        if view is not None and not view.finished:
+            await view.finish(event.result, event.ok)
+        self._set_activity("thinking…")
+
+    async def _show_usage(self, event: Usage) -> None:
+        self.post_message(self.UsageChanged(event))
+
+    async def _show_notice(self, event: Notice) -> None:
+        await self.add_notice(event.message)
+
+    async def _show_receipt(self, event: Receipt) -> None:
+        await self.add_notice(event.text, "receipt")
+
+    async def _show_error(self, event: Error) -> None:
+        await self.add_notice(event.message, "error")
+
+    async def _show_files_changed(self, event: FilesChanged) -> None:
+        await self.conversation.end_answer()
+        names = ", ".join(f["path"] for f in event.files[:5]) + (" …" if len(event.files) > 5 else "")
+        await self.add_notice(f"Changed {len(event.files)} file(s): {names} (checkpoint {event.checkpoint}; "
+                              "/undo restores them)")
+
+    async def _show_unsent(self, event: Unsent) -> None:
+        self.unsent = event.text
+        self.prompt.give_back(event.text)
+        await self.add_notice("Not sent: the turn failed before any answer, so your message is back in the "
+                              f"prompt and out of the conversation. {actions.main_key('prompt', 'submit')} (or /retry) sends it again; edit it "
+                              "first if it caused the error.")
+
+    async def _show_skill_learned(self, event: SkillLearned) -> None:
+        verb = "Learned skill" if event.created else "Refined skill"
+        version = "" if event.created else f" (v{event.version})"
+        await self.add_notice(f"{verb} {event.name}{version}", "learned")
+        self.post_message(self.SkillsChanged())
+
+    async def _show_turn_finished(self, event: TurnFinished) -> None:
+        await self.conversation.end_answer()
+        for view in self.conversation.tool_calls():
+            if not view.finished:  # a call cut short by a cancel never reports back
+                await view.finish("Cancelled.", False)
+        if event.stopped_reason == "cancelled":
+            await self.add_notice("Cancelled. The conversation is intact; send the next message.", "cancelled")
+        self.busy = False
+        self._turn_loop = None
+        self.conversation.fold_soon()  # the block that streamed is no longer kept out (and again once laid out)
+        collector.turn_ended()
+        self.call_after_refresh(self._collect_when_quiet)
+        self._set_activity(None)  # the prompt takes the next message; a curator may still run
+        self.refresh_bindings()
+        self.post_message(self.TurnEnded(self))
+
+    def _collect_when_quiet(self) -> None:
+        """Collect what the turn left (its last words are on screen), once the user is quiet."""
+        if (left := collector.quiet_left(self.clock())) > 0:
+            self.set_timer(left, self._collect_when_quiet)
+        else:
+            collector.collect_after_turn()
+
+    # -- what the app and the commands show (the conversation owns it)
 
     async def add_notice(self, text: str, kind: str = "notice") -> None:
-        from hermes_tui.tui.blocks import NoticeLine
-
-        await self._mount(NoticeLine(text, kind))
+        await self.conversation.add_notice(text, kind)
 
     async def add_help(self, markdown: str) -> None:
-        from hermes_tui.tui.answer import HelpText
-
-        await self._mount(HelpText(markdown, classes="help"))
+        await self.conversation.add_help(markdown)
 
     async def drop_last_turn(self) -> None:
         """Remove the last user message and what followed it from the view (/undo)."""
-        from hermes_tui.tui.blocks import UserMessage
-
-        children = list(self.conversation.children)
-        starts = [i for i, child in enumerate(children) if isinstance(child, UserMessage)]
-        if starts:
-            await self.conversation.remove_children(children[starts[-1]:])
+        await self.conversation.drop_last_turn()
 
     async def clear(self) -> None:
         """Empty the view for a new or resumed session."""
-        await self._end_block()
-        self._tools.clear()
-        await self.conversation.remove_children()
-        self.conversation.anchor()
+        await self.conversation.clear()
 
     async def show_messages(self, messages: list[ChatMessage]) -> None:
-        """Render a stored conversation (``/resume``): text, and tool calls with their results;
-        each message's status marks calls that did not succeed ✗ and turns that ended early."""
-        from hermes_tui.tui.answer import AnswerText
-        from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage
-
-        # Stored text is as hostile as live text: it passes the same sanitizer.
-        results = {m.tool_call_id: (printable(m.content or ""), m.status is Status.OK)
-                   for m in messages if m.role == "tool" and m.tool_call_id}
-        shown = [m for m in messages if m.role in ("user", "assistant")]
-        hidden = len(shown) - RESTORED_MESSAGES
-        if hidden > 0:
-            await self.add_notice(f"{hidden} earlier messages are in the Sessions pane.")
-        widgets: list[Widget] = []
-        turn_end: NoticeLine | None = None
-        for message in shown[-RESTORED_MESSAGES:]:
-            if message.role == "user":
-                if turn_end is not None:
-                    widgets.append(turn_end)
-                widgets.append(UserMessage(printable(message.content or "")))
-                mark = TURN_END_NOTICES.get(message.status)
-                turn_end = NoticeLine(*mark) if mark else None
-                continue
-            if message.content:
-                widgets.append(AnswerText(printable(message.content), classes="answer"))
-            for call in message.calls:
-                view = ToolCallView(call.id, printable(call.name),
-                                    printable_data(dict(call.arguments) if call.valid else {"raw": call.raw}),
-                                    self.clock, id=self._tool_widget_id(call.id) + f"-r{len(widgets)}")
-                result, ok = results.get(call.id, ("(no result stored)", True))
-                view.restore(result, ok=ok)
-                widgets.append(view)
-        if turn_end is not None:
-            widgets.append(turn_end)
-        await self.conversation.mount_all(widgets)
-        self.conversation.anchor()
+        """Render a stored conversation (``/resume``)."""
+        await self.conversation.show_messages(messages)
 
 
-TURN_END_NOTICES = {
-    Status.CANCELLED: ("Cancelled.", "cancelled"),
-    Status.FAILED: ("This turn failed before an answer.", "error"),
+EventView = Callable[[ChatPane, Any], Awaitable[None]]
+
+EVENT_VIEWS: dict[type[Event], EventView] = {
+    TurnStarted: ChatPane._show_turn_started,
+    TextDelta: ChatPane._show_text_delta,
+    ToolCallStarted: ChatPane._show_tool_call_started,
+    ToolCallFinished: ChatPane._show_tool_call_finished,
+    Receipt: ChatPane._show_receipt,
+    ApprovalNeeded: ChatPane._show_approval_needed,
+    SkillLearned: ChatPane._show_skill_learned,
+    Usage: ChatPane._show_usage,
+    Notice: ChatPane._show_notice,
+    TurnFinished: ChatPane._show_turn_finished,
+    Error: ChatPane._show_error,
+    FilesChanged: ChatPane._show_files_changed,
+    Unsent: ChatPane._show_unsent,
 }
-"""How a resumed view marks a turn that did not end with an answer (its user message's status)."""
+"""How each event type shows in the chat: one entry per type of ``hermes_tui.events``."""

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import ConfigError
 from hermes_tui.memory import exports
 from hermes_tui.tui import actions, commands
-from hermes_tui.tui.format import plural, short_path
+from hermes_tui.tui.format import short_path
 from hermes_tui.tui.session import model_switch_notice
 from hermes_tui.tui.workers import in_thread
 
@@ -18,21 +18,19 @@ _SESSIONS_KEY = actions.main_key("app", "show_pane('sessions')")  # named where 
 
 if TYPE_CHECKING:
     from hermes_tui.tui.controls import Controls
-    from hermes_tui.tui.rewind import Choice, FileRewinder
 
 
 
 class CommandRunner:
-    """The handlers, one ``_name`` method per ``commands.COMMANDS`` row; they reach the app only
-    through ``Controls`` (``controls.py``)."""
+    """The handlers, one method per ``commands.COMMANDS`` row, found through ``HANDLERS``; they
+    reach the app only through ``Controls`` (``controls.py``)."""
 
     def __init__(self, app: Controls) -> None:
         self.app = app
-        self._rewinder: FileRewinder | None = None
 
     async def run(self, invocation: commands.Invocation, typed: str = "") -> None:
         """Run a command; an unknown one goes back to the prompt (``typed``) with a hint."""
-        handler = getattr(self, f"_{invocation.name}", None) if invocation.command else None
+        handler = HANDLERS.get(invocation.name) if invocation.command else None
         if handler is None:
             if typed:
                 self.app.chat.prompt.give_back(typed)
@@ -40,7 +38,7 @@ class CommandRunner:
                 f"Unknown command /{invocation.name}: kept in the prompt. /help lists the commands; "
                 "start with // to send a line that begins with / as a message.", "error")
             return
-        await handler(invocation.argument)
+        await handler(self, invocation.argument)
 
     def palette_callback(self, command: commands.SlashCommand) -> Callable[[], object]:
         """Commands without an argument run; the others are put in the prompt to complete."""
@@ -71,7 +69,7 @@ class CommandRunner:
     async def _new(self, argument: str) -> None:
         if await self.refuse_while_busy("/new"):
             return
-        self.app.leave_session()
+        self.app.sessions.leave()
         await self.app.chat.clear()
         self.app.show_header()
         self.app.show_usage()
@@ -130,72 +128,22 @@ class CommandRunner:
             await self.app.chat.add_notice(f"Usage: /resume <id> (the Sessions pane, {_SESSIONS_KEY}, lists the ids).",
                                            "error")
             return
-        await self.app.resume(int(argument))
+        await self.app.sessions.resume(int(argument))
 
     async def _retry(self, argument: str) -> None:
         if await self.refuse_while_busy("/retry"):
             return
-        unsent, self.app.chat.unsent = self.app.chat.unsent, None
-        if unsent:  # the last turn failed before any answer: its message is not in the conversation
-            await self.app.chat.add_notice("Retrying your last message (its turn failed before any answer).")
-            await self.app.send(unsent)
-            return
-        taken = self.app.session.retract_last_turn()
-        if taken is None:
-            await self.app.chat.add_notice("Nothing to retry yet: send a message first.")
-            return
-        text, _ids = taken
-        await self.app.chat.add_notice("Retrying your last message; the previous answer is left out.")
-        await self.app.send(text)
-
-    @property
-    def rewinder(self) -> FileRewinder:
-        """What /undo and /rewind do with files (hermes_tui/tui/rewind.py), made on first use."""
-        if self._rewinder is None:
-            from hermes_tui.tui.rewind import FileRewinder
-
-            self._rewinder = FileRewinder(self.app)
-        return self._rewinder
+        await self.app.sessions.retry()
 
     async def _undo(self, argument: str) -> None:
-        """The last turn out of the conversation; when it changed files, the dialog asks about them first."""
         if await self.refuse_while_busy("/undo"):
             return
-        session = self.app.session
-        message_id = session.last_turn_message_id()
-        plan = await self.rewinder.undo_plan(session.session_id, message_id) if message_id is not None else None
-        if plan is None:
-            await self._undo_conversation()
-            return
-
-        async def chosen(choice: Choice | None) -> None:
-            if choice is None:
-                await self.app.chat.add_notice("Nothing undone.")
-                return
-            restored = await self.rewinder.restore(plan, choice) if choice != "chat" else ""
-            if restored is not None:
-                await self._undo_conversation()
-            if restored:
-                await self.app.chat.add_notice(restored)
-
-        self.rewinder.ask(plan, undo=True, then=chosen)
+        await self.app.sessions.undo()
 
     async def _rewind(self, argument: str) -> None:
         if await self.refuse_while_busy("/rewind"):
             return
-        await self.rewinder.rewind()
-
-    async def _undo_conversation(self) -> None:
-        taken = self.app.session.retract_last_turn()
-        if taken is None:
-            await self.app.chat.add_notice("Nothing to undo yet.")
-            return
-        text, ids = taken
-        await self.app.chat.drop_last_turn()
-        self.app.chat.prompt.give_back(text)
-        await self.app.chat.add_notice(
-            f"Undid the last turn ({plural(len(ids), 'message')}): it is no longer sent to the model. Memory keeps it, "
-            "marked undone. Your message is back in the prompt.")
+        await self.app.sessions.rewind()
 
     async def _cost(self, argument: str) -> None:
         from hermes_tui.tui.session_tools import cost_markdown, window_line
@@ -323,7 +271,34 @@ class CommandRunner:
             return
         if session_id == app.session.session_id and await self.refuse_while_busy("/forget"):
             return
-        app.ask_to_forget(session_id)
+        app.sessions.ask_to_forget(session_id)
 
     async def _exit(self, argument: str) -> None:
         self.app.action_quit()
+
+
+HANDLERS: dict[str, Callable[[CommandRunner, str], Awaitable[None]]] = {
+    "help": CommandRunner._help,
+    "new": CommandRunner._new,
+    "model": CommandRunner._model,
+    "skills": CommandRunner._skills,
+    "memory": CommandRunner._memory,
+    "sessions": CommandRunner._sessions,
+    "learn": CommandRunner._learn,
+    "compact": CommandRunner._compact,
+    "resume": CommandRunner._resume,
+    "retry": CommandRunner._retry,
+    "undo": CommandRunner._undo,
+    "rewind": CommandRunner._rewind,
+    "cost": CommandRunner._cost,
+    "remember": CommandRunner._remember,
+    "context": CommandRunner._context,
+    "copy": CommandRunner._copy,
+    "export": CommandRunner._export,
+    "setup": CommandRunner._setup,
+    "mcp": CommandRunner._mcp,
+    "permissions": CommandRunner._permissions,
+    "forget": CommandRunner._forget,
+    "exit": CommandRunner._exit,
+}
+"""What each slash command runs: one entry per ``commands.COMMANDS`` row (a test checks it)."""

@@ -28,7 +28,7 @@ async def at_start(app: HermesApp, *, continue_last: bool) -> None:
             await app.chat.add_notice(f"No earlier session in {short_path(app.config.workspace)} to continue: "
                                       "your first message starts a new one.")
         else:
-            await app.resume(info.id)
+            await app.sessions.resume(info.id)
         return
     if info is not None and app.session.session_id is None:  # nothing was sent meanwhile
         await app.chat.add_notice(hint(info))

@@ -12,8 +12,6 @@ from hermes_tui.tui.approval import ApprovalBridge
 from hermes_tui.tui.format import short_path
 from hermes_tui.tui.list_dialog import ListDialog
 
-TOOL_WORDS = {"run_bash": "shell", "write_file": "writes to", "edit_file": "edits of"}
-
 
 @dataclass(frozen=True)
 class Entry:
@@ -26,9 +24,12 @@ class Entry:
 
 def entries(bridge: ApprovalBridge) -> list[Entry]:
     """The rules in force, session ones first, each group in a stable order."""
-    found = [Entry("session", f"every {name} call", name) for name in sorted(bridge.allowed)]
-    found += [Entry("session", f"{TOOL_WORDS.get(tool, tool)}: {key}", (tool, key))
-              for tool, key in sorted(bridge.allowed_calls)]
+    from hermes_tui.agent.tools import approval_spec
+
+    policy = bridge.policy
+    found = [Entry("session", f"every {name} call", name) for name in sorted(policy.allowed)]
+    found += [Entry("session", f"{approval_spec(tool).noun or tool}: {key}", (tool, key))
+              for tool, key in sorted(policy.allowed_calls)]
     if bridge.lasting is not None:
         found += [Entry("always here", rule.label, rule) for rule in bridge.lasting.rules()]
     return found
@@ -71,10 +72,8 @@ class PermissionsScreen(ListDialog):
         if index is None or index >= len(self._shown):
             return
         rule = self._shown[index].rule
-        if isinstance(rule, str):
-            self.bridge.allowed.discard(rule)
-        elif isinstance(rule, tuple):
-            self.bridge.allowed_calls.discard(rule)
+        if isinstance(rule, (str, tuple)):
+            self.bridge.policy.forget(rule)
         elif self.bridge.lasting is not None:
             try:
                 self.bridge.lasting.revoke(rule)

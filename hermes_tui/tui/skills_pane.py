@@ -9,31 +9,33 @@ versions and the diff of its newest pending proposal as F8 would merge it, or of
 (F9 restores the version before it); highlighting another skill ends it. An action key pressed
 before the first list has loaded runs when it arrives.
 
-What the keys do is in ``skills_actions``. Skill files are read in thread workers; tables are
-rebuilt on the app thread. Table cells are Rich ``Text`` objects: a plain string cell would be
+The preview is its own component (``skill_preview``). Skill files are read, and changed, in
+thread workers (``workers.off_thread``), each change said in one notification; tables are rebuilt
+on the app thread. Table cells are Rich ``Text`` objects: a plain string cell would be
 parsed as markup, and descriptions are written by a model or a stranger.
 """
 
 from __future__ import annotations
 
-import time
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.widget import Widget
-from textual.widgets import DataTable, Input, Markdown, Static
+from textual.widgets import DataTable, Input, Static
 
 from hermes_tui.memory.store import MemoryStore
-from hermes_tui.skills.lifecycle import SkillStats
-from hermes_tui.skills.manager import HeldBack, SkillError, SkillManager
+from hermes_tui.skills.manager import HeldBack, SkillManager
 from hermes_tui.skills.schema import Skill
 from hermes_tui.tui import actions
-from hermes_tui.tui.skills_actions import SkillActions, key
+from hermes_tui.tui.confirm import ConfirmScreen
+from hermes_tui.tui.messages import EditSkill, UseSkill
+from hermes_tui.tui.skill_preview import SkillPreview, key
 from hermes_tui.tui.transcript import printable
 from hermes_tui.tui.workers import off_thread
 
@@ -42,31 +44,30 @@ NAME_WIDTH_MAX = 28
 USES_WIDTH = 4
 VERSION_WIDTH = 4
 DESCRIPTION_WIDTH_MIN = 12
-EMPTY_PREVIEW = "*No skill selected.*"
 HELD_ROWS = 5  # rows of the held-back table shown before it scrolls
-FENCE = "`" * 3
 
 
-def skill_markdown(skill: Skill, stats: SkillStats | None = None) -> str:
-    """The preview: a summary of the frontmatter and of the skill's record, then the body as written."""
-    updated = time.strftime("%Y-%m-%d", time.localtime(skill.updated))
-    facts = f"version {skill.version} · used {skill.use_count}× · updated {updated}"
-    lines = [f"## {skill.name}", "", skill.description, "", f"*{facts}*"]
-    if stats is not None and stats.has_record:
-        lines += ["", f"*{stats.summary()}*"]
-    if skill.notice:
-        lines += ["", f"*Note: {skill.notice}*"]
-    if skill.triggers:
-        lines += ["", "**Triggers:** " + ", ".join(skill.triggers)]
-    lines += ["", "---", "", skill.body or "*This skill has no body.*"]
-    return "\n".join(lines)
+WAITING_ACTIONS: set[str] = set()  # actions kept while the first list loads (``_waits_for_list``)
 
 
-def _code(text: str, kind: str = "text") -> list[str]:
-    return [f"{FENCE}{kind}", text.replace(FENCE, "~~~"), FENCE]
+def _waits_for_list(method: Callable[[SkillsPane], None]) -> Callable[[SkillsPane], None]:
+    """An action whose key, pressed before the list for the filter as typed has arrived (F3 then
+    F7 in a big library; ``short`` then F7 in one burst), is kept and run when it arrives, on the
+    skill it highlights, instead of being dropped or acting on the list before."""
+    name = method.__name__.removeprefix("action_")
+    WAITING_ACTIONS.add(name)
+
+    @functools.wraps(method)
+    def run(pane: SkillsPane) -> None:
+        if pane.up_to_date:
+            method(pane)
+        else:
+            pane._waiting.append(name)
+
+    return run
 
 
-class SkillsPane(SkillActions, Widget):
+class SkillsPane(Widget):
     """Filter box, skills table, held-back table and Markdown preview."""
 
     DEFAULT_CSS = """
@@ -105,9 +106,7 @@ class SkillsPane(SkillActions, Widget):
         self._manager = skills
         self._skills: list[Skill] = []
         self._held: list[HeldBack] = []
-        self._versions_of: str | None = None  # the skill F7 shows the versions of; moving away ends it
         self._query = ""
-        self._previewed = EMPTY_PREVIEW
         self._table_width = 0
         self._loaded = False  # the first list has arrived
         self._waiting: list[str] = []  # action keys pressed before it did, run when it arrives
@@ -119,8 +118,7 @@ class SkillsPane(SkillActions, Widget):
         yield table
         held: DataTable[Text] = DataTable(id="skills-held", cursor_type="row", classes="-empty")
         yield held
-        with VerticalScroll(id="skills-preview"):
-            yield Markdown(EMPTY_PREVIEW, id="skills-preview-body")
+        yield SkillPreview(self._manager, id="skills-preview")
 
     def on_mount(self) -> None:
         self.refresh_data()
@@ -172,6 +170,155 @@ class SkillsPane(SkillActions, Widget):
         row = table.cursor_row
         return self._held[row] if 0 <= row < len(self._held) else None
 
+    @property
+    def preview(self) -> SkillPreview:
+        return self.query_one("#skills-preview", SkillPreview)
+
+    # -- the keys (a key pressed before the list for the filter as typed arrived waits for it)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Skill actions need a highlighted skill; approve needs a quarantined one. Until the list
+        for the filter as typed has arrived they are all on: a key pressed meanwhile waits for it."""
+        if not self.up_to_date and action in WAITING_ACTIONS:
+            return True
+        held = self.selected_held
+        if action == "approve":
+            return True if held is not None and held.quarantined else None
+        if action == "delete":
+            return True if (held.quarantined if held is not None else self.selected is not None) else None
+        if action in ("use", "edit", "versions", "accept", "restore"):
+            return True if held is None and self.selected is not None else None
+        return True
+
+    @_waits_for_list
+    def action_use(self) -> None:
+        if skill := self.selected:
+            self.post_message(UseSkill(skill.name))
+
+    @_waits_for_list
+    def action_edit(self) -> None:
+        if skill := self.selected:
+            self.post_message(EditSkill(skill.name))
+
+    @_waits_for_list
+    def action_delete(self) -> None:
+        held = self.selected_held
+        name = held.name if held is not None else (self.selected.name if self.selected else None)
+        if name is None:
+            return
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._delete(name)
+
+        question = f"Delete the skill “{name}”? Its folder and version history are removed from disk."
+        self.app.push_screen(ConfirmScreen(question), confirmed)
+
+    def action_reload(self) -> None:
+        self._load(self._query, reload=True)
+
+    def action_move(self, step: int) -> None:
+        """Up/down move through the skills, from the filter box too."""
+        focused = next((t for t in self.query(DataTable) if t.has_focus), None)
+        table = focused or self.query_one("#skills-table", DataTable)
+        if table.row_count:
+            table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)))
+
+    @_waits_for_list
+    def action_versions(self) -> None:
+        """F7 toggles the versions of the highlighted skill; highlighting another skill shows its
+        preview again (the view is about one skill, and F8/F9 act on the highlighted one)."""
+        self.preview.toggle_versions(self.selected)
+
+    def action_scroll_preview(self, direction: str) -> None:
+        """PgUp/PgDn read the preview or the diff from anywhere in the pane (the focus stays)."""
+        self.preview.page(direction)
+
+    @_waits_for_list
+    def action_accept(self) -> None:
+        skill = self.selected
+        if skill is None:
+            return
+        pending = [v for v in self._manager.versions(skill.name) if v.kind == "pending"]
+        if not pending:
+            self.app.notify(f"{skill.name} has no pending proposal.", markup=False)
+            return
+        self._change(skill.name, "accept", pending[-1].label)
+
+    @_waits_for_list
+    def action_restore(self) -> None:
+        skill = self.selected
+        if skill is None:
+            return
+        archived = [v for v in self._manager.versions(skill.name) if v.kind == "archived"]
+        if not archived or archived[-1].number is None:
+            self.app.notify(f"{skill.name} has no earlier version.", markup=False)
+            return
+        number = archived[-1].number
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self._change(skill.name, "restore", number)
+
+        self.app.push_screen(ConfirmScreen(f"Restore v{number} of “{skill.name}” as a new version? "
+                                           "The current file is archived first.", confirm_label="Restore",
+                                           danger=False), confirmed)
+
+    def action_approve(self) -> None:
+        held = self.selected_held
+        if held is not None and held.quarantined and held.name:
+            name = held.name
+
+            def confirmed(yes: bool | None) -> None:
+                if yes:
+                    self._change(name, "approve", None)
+
+            self.app.push_screen(ConfirmScreen(
+                f"Approve the quarantined skill “{name}”? The skill guard flagged it (the preview says why); "
+                "approved, this exact content is offered to the model like any skill.",
+                confirm_label="Approve", danger=False), confirmed)
+
+    def _change(self, name: str, what: str, argument: object) -> None:
+        def job() -> int:
+            """How many places a merge found both sides changing (0 but for an accept)."""
+            if what == "accept":
+                return self._manager.accept(name, str(argument)).overlaps
+            if what == "restore":
+                self._manager.restore(name, int(str(argument)))
+            else:
+                self._manager.approve(name)
+            return 0
+
+        off_thread(self, job, lambda overlaps, error: self._changed(name, what, error, overlaps or 0),
+                   what=f"{what} of skill {name}", group="skills-change")
+
+    def _changed(self, name: str, what: str, error: str | None, overlaps: int = 0) -> None:
+        done = {"accept": "Accepted the proposal for", "restore": "Restored", "approve": "Approved"}[what]
+        if error is None and overlaps:
+            self.app.notify(f"{done} {name}. It and your edits changed the same lines in {overlaps} "
+                            f"place{'s' if overlaps != 1 else ''}: both were kept ({key('versions')} shows them, "
+                            f"{key('edit')} edits).",
+                            markup=False, timeout=10)
+        elif error is None:
+            self.app.notify(f"{done} {name}.", markup=False)
+        else:
+            self.app.notify(f"Could not change {name}: {error}", severity="error", markup=False)
+        if self.is_attached:
+            self.preview.outdated()
+            self.refresh_data()
+
+    def _delete(self, name: str) -> None:
+        off_thread(self, lambda: self._manager.delete(name), lambda _, error: self._deleted(name, error),
+                   what=f"deleting skill {name}", group="skills-delete")
+
+    def _deleted(self, name: str, error: str | None) -> None:
+        if error is None:
+            self.app.notify(f"Deleted the skill {name}.", markup=False)
+        else:
+            self.app.notify(f"Could not delete {name}: {error}", severity="error", markup=False)
+        if self.is_attached:
+            self.refresh_data()
+
     # -- loading
 
     def _load(self, query: str, reload: bool = False) -> None:
@@ -197,7 +344,7 @@ class SkillsPane(SkillActions, Widget):
         self._render_table(keep)
         self._show_held(held)
         self._show_status(query, error)
-        self._show_preview(self.selected)
+        self.preview.show(self.selected)
         self._loaded = True
         self.refresh_bindings()
         if self.up_to_date:  # a list for an older filter leaves the keys waiting for the newest
@@ -277,64 +424,6 @@ class SkillsPane(SkillActions, Widget):
         if table.scrollable_content_region.width != self._table_width:
             self._render_table(self._cursor_place())
 
-    # -- the preview
-
-    def _show_preview(self, skill: Skill | None) -> None:
-        if skill is not None and not skill.body:  # lists carry no bodies; read this one file
-            skill = self._manager.get(skill.name) or skill
-        if skill is None or skill.name != self._versions_of:
-            self._versions_of = None
-        if skill is None:
-            text = EMPTY_PREVIEW
-        elif self._versions_of is not None:
-            text = self._versions_markdown(skill)
-        else:
-            text = skill_markdown(skill, next(iter(self._manager.stats(skill.name)), None))
-        self._set_preview(text)
-
-    def _set_preview(self, text: str) -> None:
-        if text == self._previewed:
-            return  # unchanged: skip the re-parse (and keep the reader's scroll position)
-        self._previewed = text
-        self.query_one("#skills-preview-body", Markdown).update(text)
-        self.query_one("#skills-preview", VerticalScroll).scroll_home(animate=False)
-
-    def _versions_markdown(self, skill: Skill) -> str:
-        """The version list, then the diff F8 or F9 would apply."""
-        try:
-            versions = self._manager.versions(skill.name)
-            pending = [v for v in versions if v.kind == "pending"]
-            archived = [v for v in versions if v.kind == "archived"]
-            lines = [f"## {skill.name}: versions", ""]
-            for v in versions:
-                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(v.time))
-                lines.append(f"- `{v.label}` ({v.kind}, {when})")
-            diff = ""
-            if pending:
-                diff = self._manager.accept_diff(skill.name, pending[-1].label)
-                lines += ["", f"**{key('accept')} accepts `{pending[-1].label}`**, merged into the file as it is now "
-                          "(your changes stay; the current file is archived first):"]
-            elif archived:
-                diff = self._manager.diff(skill.name, archived[-1].label, "current")
-                lines += ["", f"**Last change** ({key('restore')} restores `{archived[-1].label}` as a new version):"]
-            else:
-                lines += ["", "*No other version yet.*"]
-        except (SkillError, OSError) as exc:
-            return f"*Could not read the versions: {exc}*"
-        if diff:
-            lines += ["", *_code(diff, "diff")]
-        return "\n".join(lines)
-
-    def _show_held_preview(self, item: HeldBack) -> None:
-        state = "Quarantined by the skill guard" if item.quarantined else "Skipped"
-        lines = [f"## {item.name or item.path}", "", f"**{state}:** {item.reason}", "", f"File: `{item.path}`"]
-        if item.quarantined:
-            lines += ["", f"{key('approve')} approves this exact content; {key('delete')} deletes the skill."]
-            skill = self._manager.get(item.name or "")
-            if skill is not None:
-                lines += ["", "---", "", *_code(skill.body)]
-        self._set_preview("\n".join(lines))
-
     # -- events
 
     @on(Input.Changed, "#skills-filter")
@@ -347,7 +436,7 @@ class SkillsPane(SkillActions, Widget):
 
     @on(DataTable.RowHighlighted, "#skills-table")
     def _row_highlighted(self) -> None:
-        self._show_preview(self.selected)
+        self.preview.show(self.selected)
         self.refresh_bindings()
 
     @on(DataTable.RowSelected, "#skills-table")
@@ -357,7 +446,7 @@ class SkillsPane(SkillActions, Widget):
     @on(DataTable.RowHighlighted, "#skills-held")
     def _held_highlighted(self) -> None:
         if item := self.selected_held:
-            self._show_held_preview(item)
+            self.preview.show_held(item)
         self.refresh_bindings()
 
     def on_key(self, event: events.Key) -> None:
@@ -381,9 +470,9 @@ class SkillsPane(SkillActions, Widget):
 
     def on_descendant_focus(self) -> None:
         if item := self.selected_held:
-            self._show_held_preview(item)
+            self.preview.show_held(item)
         elif self.query_one("#skills-table", DataTable).has_focus:
-            self._show_preview(self.selected)
+            self.preview.show(self.selected)
         self.refresh_bindings()
 
     def on_descendant_blur(self) -> None:

@@ -23,6 +23,7 @@ from hermes_tui.memory.store import SessionInfo
 from hermes_tui.skills.manager import SkillError, SkillManager, SkillNotFoundError
 from hermes_tui.skills.schema import Skill
 from hermes_tui.slash import as_message
+from hermes_tui.web.approvals import DECISIONS
 from hermes_tui.web.chat import TurnStream
 from hermes_tui.web.commands import unknown_command
 from hermes_tui.web.context import session_key, web
@@ -228,6 +229,20 @@ def delete_fact(fact_id: str) -> Response:
     except facts.FactError:
         abort(404, f"there is no fact {fact_id}")
     return jsonify(deleted=gone.id)
+
+
+@bp.post("/approve")
+def approve() -> Response:
+    """Answer the approval question of a waiting call: ``{"id": "...", "decision": "once" |
+    "session" | "deny"}`` (what each allows: ``agent/approvals.py``)."""
+    body = request.get_json(silent=True)
+    call_id = body.get("id") if isinstance(body, dict) else None
+    decision = body.get("decision") if isinstance(body, dict) else None
+    if not isinstance(call_id, str) or decision not in DECISIONS:
+        abort(400, 'send JSON {"id": "<the call id>", "decision": "once" | "session" | "deny"}')
+    if not web().state.answer(session_key(), call_id, decision):
+        abort(404, f"no call {call_id[:80]!r} is waiting for approval here (answered, or its turn ended)")
+    return jsonify(id=call_id, decision=decision)
 
 
 @bp.post("/chat/cancel")

@@ -4,6 +4,8 @@
   proxies and browsers do not time the stream out.
 * ``tool_call_started`` carries ``summary`` too: the argument its collapsed header shows (the
   command, the path...), as the terminal app's one-line display of the call.
+* ``approval_needed`` (``id``, ``name``, ``arguments``) when a call waits for the page's answer
+  (``POST /api/approve``, see ``approvals.py``); closing the stream denies it.
 * ``{"type": "text_html", "html": ...}`` when a block of streamed text ends (before a tool call
   starts, and before ``turn_finished``): the block rendered and sanitized on the server, for the
   page to swap in for the plain text it showed while streaming.
@@ -21,11 +23,12 @@ from typing import Any
 
 from hermes_tui.agent.runtime import EventQueue, start_turn
 from hermes_tui.agent.tools import summary_argument
-from hermes_tui.events import Notice
+from hermes_tui.events import ApprovalNeeded, Event, Notice
 from hermes_tui.web.render import markdown_html
 from hermes_tui.web.state import Turn
 
 KEEPALIVE = {"type": "keepalive"}
+GONE_CHECK = 1.0  # seconds between keep-alives while a call waits for the page: a closed page denies it soon
 # Events that end a streamed block of text: it is sent rendered before them (files_changed and the
 # receipt come between the answer's last words and turn_finished, and start lines of their own).
 _BLOCK_ENDS = frozenset({"tool_call_started", "files_changed", "receipt", "notice", "turn_finished"})
@@ -50,21 +53,30 @@ class TurnStream:
         self._finished = False
         # ``follow``: lines said meanwhile (an MCP server that fails) become notices of this turn.
         unfollow = follow(lambda line: self._events.put(Notice(line)))
+        questions = turn.questions
+
+        def sink(event: Event) -> None:
+            if isinstance(event, ApprovalNeeded):  # open before the page can see it and answer
+                questions.expect(event.id)
+            self._events.put(event)
 
         def end() -> None:
             unfollow()
+            questions.release()
             turn.release()  # before the stream ends, so the page can send again at once
             self._events.end()
 
         if turn.notice:
             self._events.put(Notice(turn.notice))
-        self._running = start_turn(turn.loop, text, self._events.put, turn.runner, on_end=end)
+        questions.open_turn()
+        self._running = start_turn(turn.loop, text, sink, turn.runner, on_end=end)
 
     def __iter__(self) -> Iterator[bytes]:
         block: list[str] = []
         while True:
+            waiting = self._turn.questions.waiting()
             try:
-                event = self._events.get(timeout=self._keepalive)
+                event = self._events.get(timeout=min(self._keepalive, GONE_CHECK) if waiting else self._keepalive)
             except queue.Empty:
                 yield _line(KEEPALIVE)
                 continue
@@ -84,4 +96,5 @@ class TurnStream:
     def close(self) -> None:
         if not self._finished:
             self._turn.abandon()
+            self._turn.questions.release()  # nobody can answer now: a waiting call is denied
             self._running.cancel()

@@ -118,6 +118,6 @@ def _why_not(status: ServerStatus, offers: bool) -> str:
         return f"Disabled: `hermes-tui mcp enable {name}` turns it on again."
     if offers:  # starting (a failed one is offered: its next call starts it again)
         return "Starting: its tools are offered once it is ready."
-    return ("Not offered on the web: its tools would ask first, and a browser cannot answer in the middle "
-            'of a turn. Give it "trust": true in mcp.json, or set HERMES_WEB_ENABLE_MCP=true to run every '
+    return ("Not offered on the web: its tools would ask first, and the web asks only about shell commands "
+            'and file writes. Give it "trust": true in mcp.json, or set HERMES_WEB_ENABLE_MCP=true to run every '
             "server's tools without asking.")

@@ -21,13 +21,16 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from hermes_tui.agent.approvals import ApprovalPolicy
 from hermes_tui.agent.loop import AgentLoop
 from hermes_tui.agent.runtime import build_agent, web_surface
+from hermes_tui.agent.tools import APPROVAL_TOOLS
 from hermes_tui.background import Background
 from hermes_tui.clock import Clock
 from hermes_tui.config import Config
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
+from hermes_tui.web.approvals import WAIT_SECONDS, WebQuestions
 from hermes_tui.web.mcp import WebMcp
 
 log = logging.getLogger(__name__)
@@ -57,6 +60,7 @@ class Saturated(Exception):
 @dataclass
 class _Slot:
     loop: AgentLoop
+    questions: WebQuestions  # its approval questions, answered by POST /api/approve
     last_used: float  # on the runner's clock
     running: threading.Lock = field(default_factory=threading.Lock)
     abandoned: threading.Event = field(default_factory=threading.Event)  # its page went away mid-turn
@@ -68,6 +72,7 @@ class Turn:
     def __init__(self, slot: _Slot, held: list[threading.Lock | threading.BoundedSemaphore],
                  runner: Background, notice: str = "") -> None:
         self.loop = slot.loop
+        self.questions = slot.questions
         self.runner = runner  # the process's one runner of agent threads (``AppState.close`` stops it)
         self.notice = notice  # said before the turn's first event (e.g. why a new session began)
         self._slot = slot
@@ -97,6 +102,7 @@ class AppState:
         idle_seconds: float = IDLE_SECONDS,
         max_streams: int = MAX_STREAMS,
         summary_timeout: float = SUMMARY_TIMEOUT,
+        approval_seconds: float = WAIT_SECONDS,
         clock: Clock = time.monotonic,
     ) -> None:
         self.config = config
@@ -107,6 +113,7 @@ class AppState:
         self.max_loops = max_loops
         self.idle_seconds = idle_seconds
         self.summary_timeout = summary_timeout
+        self.approval_seconds = approval_seconds  # an unanswered approval denies its call after this
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._lock = threading.Lock()
         self._streams = threading.BoundedSemaphore(max_streams)
@@ -195,7 +202,14 @@ class AppState:
         if slot is None or not slot.running.locked():
             return False
         slot.loop.cancel()
+        slot.questions.release()
         return True
+
+    def answer(self, key: str, call_id: str, decision: str) -> bool:
+        """This browser's answer to the approval question of call ``call_id``; False when none is open."""
+        with self._lock:
+            slot = self._slots.get(key)
+        return slot is not None and slot.questions.answer(call_id, decision)
 
     def cancel_all(self) -> int:
         """Cancel every running turn (shutdown: their streams end now); returns how many."""
@@ -216,6 +230,7 @@ class AppState:
             slot = self._slots.pop(key, None)
         if slot is not None:
             slot.loop.cancel()
+            slot.questions.release()
             self._retire(slot)
 
     # -- housekeeping ---------------------------------------------------------------------
@@ -260,10 +275,18 @@ class AppState:
             if victim is None:
                 break
             self._retire(self._slots.pop(victim))
-        loop = build_agent(self.config, self.memory, self.skills, self.surface, session_id=session_id)
-        slot = _Slot(loop, last_used=self.runner.clock())
+        questions = WebQuestions(self.approval_seconds)
+        policy = ApprovalPolicy.for_workspace(questions.ask, self.config.home, self.config.workspace,
+                                              unasked=self._unasked)
+        loop = build_agent(self.config, self.memory, self.skills, self.surface, session_id=session_id,
+                           approver=policy)
+        slot = _Slot(loop, questions, last_used=self.runner.clock())
         self._slots[key] = slot
         return slot
+
+    def _unasked(self, name: str) -> bool:
+        """HERMES_WEB_ENABLE_MCP is the approval of every server's tools (they run without asking)."""
+        return self.config.web_enable_mcp and name not in APPROVAL_TOOLS
 
     def _retire(self, slot: _Slot) -> None:
         from hermes_tui.learning import pending

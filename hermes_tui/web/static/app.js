@@ -136,6 +136,37 @@
     return details;
   }
 
+  const APPROVAL_BUTTONS = [
+    ["once", "Allow once", ""],
+    ["session", "Allow for the session", "quiet"],
+    ["deny", "Deny", "danger"],
+  ];
+  const APPROVAL_SAID = { once: "Allowed once.", session: "Allowed for this session.", deny: "Denied." };
+
+  async function answerApproval(details, id, decision) {
+    const box = details.approval;
+    details.approval = null; // answered here: the call's end no longer removes the box
+    for (const button of box.querySelectorAll("button")) button.disabled = true;
+    let said = APPROVAL_SAID[decision];
+    try {
+      await apiJson("POST", "/api/approve", { id, decision });
+      const finished = details.classList.contains("ok") || details.classList.contains("failed");
+      if (!finished) details.querySelector(".tool-state").textContent = decision === "deny" ? "denied" : "running…";
+    } catch (e) {
+      said = `Not answered: ${e.message}`;
+    }
+    box.replaceChildren(el("span", "approval-said", said));
+  }
+
+  // The question is over (answered, or its call finished): the buttons go, a line says what happened.
+  function closeApproval(details, said) {
+    const box = details && details.approval;
+    if (!box) return;
+    details.approval = null;
+    if (said) box.replaceChildren(el("span", "approval-said", said));
+    else box.remove();
+  }
+
   function finishToolCall(details, result) {
     const state = details.querySelector(".tool-state");
     state.textContent = result.ok === false ? "failed" : "done";
@@ -379,7 +410,27 @@
 
     toolFinished(event) {
       const details = this.tools.get(event.id);
+      closeApproval(details, "");
       if (details) finishToolCall(details, { text: event.result, ok: event.ok, seconds: event.seconds });
+    }
+
+    // The turn waits for this call's answer: the whole call is shown (opened) with three buttons.
+    approvalNeeded(event) {
+      const details = this.tools.get(event.id);
+      if (!details) return;
+      details.open = true;
+      details.querySelector(".tool-state").textContent = "waiting for your approval";
+      const box = el("div", "approval");
+      box.append(el("span", "approval-question", `Allow this ${event.name} call?`));
+      for (const [decision, label, kind] of APPROVAL_BUTTONS) {
+        const button = el("button", kind, label);
+        button.type = "button";
+        button.dataset.decision = decision;
+        button.addEventListener("click", () => answerApproval(details, event.id, decision));
+        box.append(button);
+      }
+      details.after(box);
+      details.approval = box;
     }
 
     note(text, className) {
@@ -582,6 +633,10 @@
       case "tool_call_finished":
         view.toolFinished(event);
         break;
+      case "approval_needed":
+        setStatus(`waiting for your approval of ${event.name}…`);
+        view.approvalNeeded(event);
+        break;
       case "notice":
         view.note(event.message);
         break;
@@ -616,7 +671,7 @@
         $("stop").hidden = true;
         break;
       default:
-        break; // usage, keepalive, approval_needed: nothing to show
+        break; // keepalive: nothing to show
     }
     if (atBottom) container.scrollTop = container.scrollHeight;
   }
