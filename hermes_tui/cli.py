@@ -19,7 +19,9 @@ from hermes_tui.redaction import withhold_from_environment
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("doctor", "check compiled bytecode and the memory database; rebuild a damaged one"),
     ("skills import DIR", "copy a folder of skills (any layout) into the library"),
-    ("skills list|show|archive|restore|pin", "the skills' states, uses and success rates; archive, restore, pin"),
+    ("skills list|show|stats|archive|restore|pin", "the skills' states, uses, outcomes and costs; archive, "
+     "restore, pin"),
+    ("inbox list|accept N|reject N", "what Hermes learned under HERMES_LEARN=review, waiting for you"),
     ("context", "show the fixed part of the prompt, part by part, with token counts"),
     ("checkpoints list|restore N", "this workspace's file checkpoints; put the files back as before a turn"),
     ("mcp list|approve|enable|disable", "the MCP servers: status, tools, approval, on and off"),
@@ -166,12 +168,14 @@ def helper_main(argv: Sequence[str]) -> int:
 
 
 def skills_main(argv: Sequence[str]) -> int:
-    """``hermes-tui skills import DIR|list|show NAME|archive NAME|restore NAME|pin NAME`` (hermes_tui/skills/)."""
+    """``hermes-tui skills import DIR|list|show NAME|stats [NAME]|archive NAME|restore NAME|pin NAME`` (hermes_tui/skills/)."""
     parser = argparse.ArgumentParser(prog="hermes-tui skills", description="Manage the skill library.")
     commands = parser.add_subparsers(dest="command", required=True)
     importing = commands.add_parser("import", help="copy a folder of skills (any layout) into the library")
     importing.add_argument("folder", type=Path)
     commands.add_parser("list", help="every skill with its state, uses and success rate")
+    stats = commands.add_parser("stats", help="uses, outcomes and mean cost per use against the turn it was learned from")
+    stats.add_argument("name", nargs="?")
     for command, text in (("show", "a skill's state, outcomes and instructions"),
                           ("archive", "move a skill Hermes wrote to the archive folder"),
                           ("restore", "bring an archived skill back"),
@@ -190,6 +194,31 @@ def skills_main(argv: Sequence[str]) -> int:
         lines = run_skill_command(SkillManager.for_config(config, for_stderr(sys.stderr)), args.command, vars(args),
                                   _skills_review)
     except (ConfigError, SkillError, OSError) as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print("\n".join(lines))
+    return EXIT_OK
+
+
+def inbox_main(argv: Sequence[str]) -> int:
+    """``hermes-tui inbox list|accept N|reject N``: skills and facts learned under HERMES_LEARN=review."""
+    parser = argparse.ArgumentParser(prog="hermes-tui inbox",
+                                     description="What Hermes learned under HERMES_LEARN=review, waiting for you.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="the waiting items, numbered, and skills flagged as failing")
+    for command, text in (("accept", "offer item N to the model from now on"), ("reject", "delete item N")):
+        commands.add_parser(command, help=text).add_argument("number", type=int, metavar="N")
+    args = parser.parse_args(argv)
+    from hermes_tui.learning.review import run_inbox_command
+    from hermes_tui.memory.facts import FactError
+    from hermes_tui.skills.manager import SkillManager
+    from hermes_tui.skills.schema import SkillError
+
+    try:
+        config = Config.load()
+        lines = run_inbox_command(config, SkillManager.for_config(config, for_stderr(sys.stderr)), args.command,
+                                  getattr(args, "number", None))
+    except (ConfigError, SkillError, FactError, OSError) as exc:
         print(f"hermes: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print("\n".join(lines))

@@ -33,6 +33,7 @@ DEFAULT_MODELS = {name: p.default_model for name, p in PROVIDER_TABLE.items()}
 KEY_VARIABLES = {name: p.key_env_var for name, p in PROVIDER_TABLE.items()}
 
 APPROVAL_MODES = ("ask", "always")
+LEARN_MODES = ("auto", "review", "off")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -97,6 +98,13 @@ def _approval(name: str, value: str) -> str:
     if approval not in APPROVAL_MODES:
         raise ConfigError(f"{name}={approval!r} is not valid: use 'ask' or 'always'.")
     return approval
+
+
+def _learn(name: str, value: str) -> str:
+    mode = value.strip().lower()
+    if mode not in LEARN_MODES:
+        raise ConfigError(f"{name}={mode!r} is not valid: use 'auto', 'review' or 'off'.")
+    return mode
 
 
 def _flag(name: str, value: str) -> bool:
@@ -201,6 +209,7 @@ PATH = Kind("path", _path)
 PROVIDER = Kind(" | ".join(PROVIDERS), _provider)
 APPROVAL = Kind(" | ".join(APPROVAL_MODES), _approval)
 FLAG = Kind("true | false", _flag)
+LEARN = Kind(" | ".join(LEARN_MODES), _learn)
 COUNT = Kind("whole number", _count)
 HOSTS = Kind("host names", _hosts)
 URL = Kind("URL", _api_base)
@@ -310,6 +319,10 @@ class Config:
                                     "prompt's skill index (pinned and guest skills never age).", SKILLS, default=30)
     skill_archive_days: int = setting("HERMES_SKILL_ARCHIVE_DAYS", DAYS, "Days unused before a learned skill moves "
                                       "to HERMES_HOME/skills-archive/ (never deleted).", SKILLS, default=90)
+    learn: str = setting("HERMES_LEARN", LEARN, "auto: after a turn that worked (an answer, no unrecovered tool "
+                         "failure) the curator may save a skill, and at a session's end facts; review: they wait in "
+                         "the inbox (`hermes-tui inbox`) and reach no prompt until accepted; off: nothing is "
+                         "learned.", SKILLS, default="auto")
     mcp_wait: float = setting("HERMES_MCP_WAIT", SECONDS, "Seconds a -p turn (and `hermes-tui mcp list`) waits for "
                               "the MCP servers to be ready; a server still starting is named and left out.", MCP,
                               default=10.0)

@@ -234,6 +234,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Config], Any], Any]] = {
     "HERMES_HOME": ("{tmp}/other-home", lambda c: c.home.name, "other-home"),
     "HERMES_WORKSPACE": ("{tmp}/other-workspace", lambda c: c.workspace.name, "other-workspace"),
     "HERMES_APPROVAL": ("always", lambda c: c.approval, "always"),
+    "HERMES_LEARN": ("review", lambda c: c.learn, "review"),
     "HERMES_SANDBOX": ("off", lambda c: c.sandbox, False),
     "HERMES_SANDBOX_NETWORK": ("on", lambda c: c.sandbox_network, True),
     "HERMES_SKILL_STALE_DAYS": ("7", lambda c: c.skill_stale_days, 7),

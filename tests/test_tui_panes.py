@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Button, DataTable, Input, Markdown, OptionList, Static
 
+from hermes_tui.skills.lifecycle import TurnCost
 from hermes_tui.skills.schema import SKILL_FILE, Skill
 from hermes_tui.tui.confirm import ConfirmScreen
 from hermes_tui.tui.memory_pane import DEBOUNCE_SECONDS, MATCH_STYLE, MemoryPane
@@ -402,3 +403,17 @@ def test_snapshot_transcript(stores: Stores, snap_compare: Callable[..., bool]) 
         await settle(pilot)
 
     assert snap_compare(PaneApp(SessionsPane, stores), terminal_size=SIZE, run_before=run_before)
+
+
+def test_skills_preview_shows_the_skills_record(stores: Stores) -> None:
+    """A use booked with its turn's outcome and cost is in the preview (issue #36, point 3)."""
+    stores.skills.use("deploy-flask-to-railway", turn=41)
+    stores.skills.finish_turn(41, "done", TurnCost(model_calls=2, tool_calls=3, tokens=120))
+    app = PaneApp(SkillsPane, stores)
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        preview = app.pane.query_one("#skills-preview-body", Markdown)
+        assert "deploy-flask-to-railway" in preview.source
+        assert "1 worked · 0 failed · 3.0 tool calls, 120 tokens per use" in preview.source
+
+    run(app, scenario)

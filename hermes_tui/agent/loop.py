@@ -39,12 +39,15 @@ from hermes_tui.events import (
     Usage,
 )
 from hermes_tui.learning.curator import propose_memories, propose_skill
+from hermes_tui.learning.inbox import FactInbox
+from hermes_tui.learning.outcome import call_outcomes, failures_note, is_correction, worked
 from hermes_tui.llm import LLMClient, StreamResult
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory import facts, resume
 from hermes_tui.memory.facts import claims_to_remember
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.redaction import Secrets
+from hermes_tui.skills.lifecycle import Provenance, TurnCost
 from hermes_tui.skills.manager import SkillManager
 
 log = logging.getLogger(__name__)
@@ -84,6 +87,7 @@ class AgentLoop:
         self.checkpoints = TurnCheckpoints(config.home, config.workspace)
         self._cancel = threading.Event()
         self._last_turn: list[ChatMessage] = []
+        self._last_provenance: Provenance | None = None
         self.context = ContextWindow(self.llm, config)
         self._fixed: tuple[str, int] | None = None  # (tool names, tokens of system prompt + tools)
         self._sent_tokens = 0
@@ -146,6 +150,8 @@ class AgentLoop:
         start = len(self.history)
         yield TurnStarted(self.session_id)
         self._freeze_memory(text)
+        if is_correction(text) and (previous := self._last_user_id()) is not None:
+            self.skills.correct_turn(previous)  # "no, that's wrong": the turn before did not work
         message_id = self.memory.add_message(self.session_id, "user", text)
         self.tools.message_id = message_id
         note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS))
@@ -153,7 +159,7 @@ class AgentLoop:
         self.checkpoints.start_turn(self.session_id, message_id, text)
 
         texts: list[str] = []
-        tool_count = receipts = 0
+        tool_count = receipts = model_calls = tokens = 0
         reason = "max_steps"
         retried_too_long = False
         for _step in range(MAX_STEPS):
@@ -170,6 +176,9 @@ class AgentLoop:
                 reason = "error"
                 break
             retried_too_long = False
+            model_calls += 1
+            if result.usage is not None:
+                tokens += result.usage.prompt_tokens + result.usage.completion_tokens
             if result.cancelled:
                 reason = "cancelled"
                 break
@@ -194,11 +203,16 @@ class AgentLoop:
         if not receipts and claims_to_remember("".join(texts)):
             yield Notice("The answer says it will remember something, but nothing was saved (no memory call "
                          "succeeded). /remember TEXT saves a fact yourself.")
-        self.skills.finish_turn(message_id, reason)  # the outcome of the skills this turn used
+        cost = TurnCost(model_calls, tool_count, tokens)
+        self.skills.finish_turn(message_id, reason, cost)  # the outcome and cost of the skills this turn used
         yield TurnFinished("\n\n".join(t for t in texts if t), tool_count, reason)  # calls apart, as printed
         self._last_turn = self.history[start:]
-        if tool_count >= LEARN_THRESHOLD and reason == "done":
-            learned = propose_skill(self.llm, self.skills, self._last_turn, self._cancel)  # cancel() abandons it
+        self._last_provenance = Provenance(f"{self.config.provider}:{self.config.model}", self.session_id,
+                                           message_id, cost)
+        calls = call_outcomes(self._last_turn)
+        # Only a turn whose work ended well teaches (learning/outcome.py); failures on the way are pitfalls.
+        if self.config.learn != "off" and tool_count >= LEARN_THRESHOLD and worked(reason, calls):
+            learned = self._propose(failures_note(calls))  # cancel() abandons it
             if learned is not None:
                 yield learned
 
@@ -211,8 +225,16 @@ class AgentLoop:
         if not self._last_turn:
             yield Notice("Nothing to learn from yet: run a task first.")
             return
-        learned = propose_skill(self.llm, self.skills, self._last_turn, self._cancel)
+        learned = self._propose(failures_note(call_outcomes(self._last_turn)))
         yield learned or Notice("Nothing worth saving as a skill in the last turn.")
+
+    def _propose(self, failures: str) -> Event | None:
+        return propose_skill(self.llm, self.skills, self._last_turn, self._cancel, failures=failures,
+                             provenance=self._last_provenance, review=self.config.learn == "review")
+
+    def _last_user_id(self) -> int | None:
+        """The store id of the last user message still in the conversation (the turn a correction names)."""
+        return next((m.id for m in reversed(self.history) if m.role == "user"), None)
 
     def close(self, timeout: float = 15.0, cancel: threading.Event | None = None) -> str | None:
         """End the session: store and return its summary (None when empty, unreachable or abandoned:
@@ -225,9 +247,10 @@ class AgentLoop:
         left = deadline - time.monotonic()
         if left > 1 and not (cancel is not None and cancel.is_set()):  # alongside, within the same budget
             messages = self.memory.get_messages(self.session_id)
-            if messages:
+            if messages and self.config.learn != "off":
+                review = FactInbox(self.config.home) if self.config.learn == "review" else None
                 propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left,
-                                 cancel=cancel)
+                                 cancel=cancel, inbox=review)
         return summary
 
     # -- internals ----------------------------------------------------------------------------

@@ -60,9 +60,14 @@ BODY:
 Form 2, when nothing is worth saving (a one-off question, a failed attempt, or an existing skill \
 already covers it as written):
 NONE
-
+{failures}
 Transcript:
 {transcript}"""
+
+FAILED_CALLS_NOTE = """
+These tool calls failed on the way before the task succeeded; if the procedure is worth saving, name each pitfall in the BODY and how it was avoided:
+{failed}
+"""
 
 SESSION_SUMMARY_PROMPT = """\
 Write a short note to your future self about the conversation below, in the first person, in at \

@@ -14,11 +14,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hermes_tui.agent.prompts import MEMORY_CURATOR_PROMPT, SESSION_SUMMARY_PROMPT, SKILL_AUTHORING_PROMPT
+from hermes_tui.agent.prompts import (
+    FAILED_CALLS_NOTE,
+    MEMORY_CURATOR_PROMPT,
+    SESSION_SUMMARY_PROMPT,
+    SKILL_AUTHORING_PROMPT,
+)
 from hermes_tui.conversation import ChatMessage
 from hermes_tui.events import Notice, SkillLearned
+from hermes_tui.learning.inbox import FactInbox, PendingFact
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory.facts import FactError, FactStore, Saved
+from hermes_tui.skills.lifecycle import Provenance
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.skills.schema import SkillError, normalize_name
 
@@ -114,7 +121,8 @@ EXISTING_SHOWN = 25  # existing skills named in the authoring prompt (the closes
 
 def propose_skill(
     llm: Completer, skills: SkillManager, transcript: Sequence[ChatMessage],
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, *, failures: str = "", provenance: Provenance | None = None,
+    review: bool = False,
 ) -> SkillLearned | Notice | None:
     """Ask the model to author or refine a skill from ``transcript``; save it; report what happened.
 
@@ -122,9 +130,12 @@ def propose_skill(
     pending version (the user edited the file) or refused (the guard flagged it); None when there
     was nothing to save. Never raises for a provider failure or a bad answer: they are logged.
     Setting ``cancel`` abandons the request and closes its connection (the user wants the model).
+    ``failures``: the calls that failed on the way (``outcome.failures_note``), named to the model
+    as pitfalls; ``provenance`` is recorded with what is saved; ``review`` keeps it in the inbox.
     """
     prompt = SKILL_AUTHORING_PROMPT.format(
-        existing=_existing(skills, transcript), transcript=render_transcript(transcript)
+        existing=_existing(skills, transcript), transcript=render_transcript(transcript),
+        failures=FAILED_CALLS_NOTE.format(failed=failures) if failures else "",
     )
     try:
         answer = llm.complete([{"role": "user", "content": prompt}], cancel=cancel)
@@ -139,12 +150,16 @@ def propose_skill(
     if proposal is None:
         return None
     try:
-        outcome = skills.propose(proposal.name, proposal.description, proposal.triggers, proposal.body)
+        outcome = skills.propose(proposal.name, proposal.description, proposal.triggers, proposal.body,
+                                 provenance=provenance, review=review)
     except (SkillError, OSError) as exc:
         log.warning("skill %s not saved: %s", proposal.name, exc)
         return None
     if outcome.kind in ("created", "refined"):
         return SkillLearned(outcome.name, outcome.version, created=outcome.kind == "created")
+    if outcome.kind == "pending" and review:
+        return Notice(f"Learned skill {outcome.name}; it waits for your review ({outcome.detail}): "
+                      "`hermes-tui inbox list` shows it, `hermes-tui inbox accept N` offers it.")
     if outcome.kind == "pending":
         return Notice(f"Skill {outcome.name} was edited outside Hermes, so the proposed change was kept "
                       "as a pending version (Skills pane: versions).")
@@ -204,10 +219,11 @@ MEMORY_PROPOSALS = 8  # at most, per session
 
 def propose_memories(llm: Completer, transcript: Sequence[ChatMessage], facts: FactStore, *,
                      session_id: int | None = None, timeout: float = 30.0,
-                     cancel: threading.Event | None = None) -> list[Saved]:
+                     cancel: threading.Event | None = None, inbox: FactInbox | None = None) -> list[Saved]:
     """At session close: keep what the user stated (preferences, corrections, environment facts,
     decisions) as curated facts; near-duplicates only confirm, a REPLACE keeps the old wording in
-    the fact's history. Lines not in the strict format are dropped."""
+    the fact's history. Lines not in the strict format are dropped. With ``inbox``
+    (HERMES_LEARN=review) the facts wait there, vetted, instead of being saved."""
     said = "\n".join(f"- {' '.join(m.content.split())}" for m in transcript
                      if m.role == "user" and m.content)[-MEMORY_SAID_CHARS:]
     if not said:
@@ -230,7 +246,10 @@ def propose_memories(llm: Completer, transcript: Sequence[ChatMessage], facts: F
             continue
         scope, fact_id, text = match.groups()
         try:
-            if fact_id:
+            if inbox is not None:
+                inbox.add(PendingFact((scope or "").lower(), facts.vetted(text), str(facts.workspace),
+                                      fact_id.lower() if fact_id else None, session_id))
+            elif fact_id:
                 saved.append(facts.replace(fact_id.lower(), text, session_id=session_id, by="curator"))
             else:
                 saved.append(facts.save(scope.lower(), text, session_id=session_id, by="curator"))  # type: ignore[arg-type]  # the pattern lets only USER or PROJECT through

@@ -208,6 +208,11 @@ class FactStore:
             lines.append(f"- ... and {left} more not shown here (search_memory finds them)")
         return "\n\n" + PROMPT_HEADER + "\n" + "\n".join(lines)
 
+    def vetted(self, text: str) -> str:
+        """``text`` as it would be saved (one line, no secret, guard-checked); ``FactError`` otherwise.
+        What waits in the learning inbox passes this first, so a secret never reaches it."""
+        return self._checked(text)
+
     # -- files
 
     def _checked(self, text: str) -> str:

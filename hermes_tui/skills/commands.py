@@ -1,4 +1,4 @@
-"""``hermes-tui skills list|show|archive|restore|pin``: the library's lifecycle from the shell.
+"""``hermes-tui skills list|show|stats|archive|restore|pin``: the library's lifecycle from the shell.
 
 Each command returns the lines to print; names, descriptions and bodies come from skill files
 (hostile text), so every line passes ``printable`` before it reaches the terminal.
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 
-from hermes_tui.skills.lifecycle import SkillState
+from hermes_tui.skills.lifecycle import SkillState, SkillStats
 from hermes_tui.skills.manager import SkillManager, SkillNotFoundError
-from hermes_tui.skills.schema import Skill
+from hermes_tui.skills.schema import Skill, SkillError, load_frontmatter, split_text
 from hermes_tui.textsafe import printable
 
 SHOWN_BODY = 4000  # characters of instructions `show` prints
@@ -33,6 +33,11 @@ def run_skill_command(skills: SkillManager, command: str, args: Mapping[str, obj
         lines = list_lines(skills, review)
     elif command == "show":
         lines = show_lines(skills, name)
+    elif command == "stats":
+        stats = skills.stats(name or None)
+        if name and not stats:
+            raise SkillNotFoundError(f"no skill named {name!r}; `hermes-tui skills list` shows the names")
+        lines = stats_lines(stats)
     elif command == "archive":
         lines = [f"archived {name} to {skills.archive(name)}; `hermes-tui skills restore {name}` brings it back"]
     elif command == "restore":
@@ -104,9 +109,45 @@ def show_lines(skills: SkillManager, name: str) -> list[str]:
         f"last used: {_when(state.last_used)}",
     ]
     if skill is not None:
+        lines += provenance_lines(skill)
         lines += [f"version: {skill.version}", f"description: {skill.description}",
                   f"triggers: {', '.join(skill.triggers) or '-'}", "", _shown_body(skill.body)]
     return lines
+
+
+PROVENANCE = (("learned_by", "learned by"), ("learned_in", "learned in"), ("refined_by", "refined by"))
+
+
+def provenance_lines(skill: Skill) -> list[str]:
+    """Who wrote a learned skill and from which session (its ``metadata``), one line each."""
+    try:
+        text = skill.path.read_text(encoding="utf-8") if skill.path is not None else ""
+        meta = load_frontmatter(split_text(text).frontmatter).get("metadata")
+    except (OSError, SkillError, UnicodeDecodeError):
+        return []
+    if not isinstance(meta, dict):
+        return []
+    return [f"{label}: {meta[key]}" for key, label in PROVENANCE if isinstance(meta.get(key), str)]
+
+
+def stats_lines(stats: list[SkillStats]) -> list[str]:
+    """``skills stats``: uses and outcomes, and the mean cost of the turns that used a skill against
+    the turn it was learned from (what a user weighs to keep or drop it)."""
+    if not stats:
+        return ["No skills yet."]
+    width = max(len(s.name) for s in stats)
+    lines = [f"{'NAME':<{width}}  {'USES':>4}  {'OK':>3}  {'FAILED':>6}  {'CALLS/USE':>9}  {'TOKENS/USE':>10}  "
+             f"{'LEARNED FROM (CALLS, TOKENS)':<28}  NOTES"]
+    for s in stats:
+        learned = "-" if s.learned_tool_calls is None else f"{s.learned_tool_calls}, {s.learned_tokens or 0}"
+        notes = "failing: out of the prompt and hints; `skills pin` keeps it" if s.failing else ""
+        lines.append(f"{s.name:<{width}}  {s.uses:>4}  {s.successes:>3}  {s.failures:>6}  {_mean(s.mean_tool_calls):>9}  "
+                     f"{_mean(s.mean_tokens):>10}  {learned:<28}  {notes}".rstrip())
+    return lines
+
+
+def _mean(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _shown_body(body: str) -> str:
@@ -122,6 +163,8 @@ def _notes(state: SkillState) -> str:
     notes = ["pinned"] if state.pinned else []
     if not state.learned:
         notes.append("guest: never ages")
+    if state.failing:
+        notes.append("failing: out of the prompt and hints, pin to keep")
     return ", ".join(notes)
 
 

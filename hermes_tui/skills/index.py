@@ -30,6 +30,7 @@ from typing import NamedTuple
 from hermes_tui.db import connect, enable_wal, immediate, prepare
 from hermes_tui.memory.text import STOP_WORDS, WORD
 from hermes_tui.skills.index_schema import INDEX_SCHEMA, ROW_SQL, Entry, Row, row_of
+from hermes_tui.skills.lifecycle import FAILING_USES, REVIEW_FLAG, Provenance, TurnCost
 from hermes_tui.skills.synonyms import expansions
 
 # bm25 weights, in column order: name, triggers (with tags), description, the body's lead.
@@ -79,6 +80,12 @@ class Ranked(NamedTuple):
 
 
 USABLE = "f.name IS NOT NULL AND f.skipped = '' AND f.flag = ''"
+_FAILED_SQL = ", ".join(f"'{o}'" for o in FAILED)
+# Skills whose judged uses (at least FAILING_USES) failed more often than they succeeded, unless
+# pinned: they leave the prompt index and the hints, and are flagged for review.
+FAILING = (f"SELECT rel FROM uses WHERE rel NOT IN (SELECT rel FROM pinned) GROUP BY rel "
+           f"HAVING count(CASE WHEN outcome = 'done' OR outcome IN ({_FAILED_SQL}) THEN 1 END) >= {FAILING_USES} "
+           f"AND count(CASE WHEN outcome IN ({_FAILED_SQL}) THEN 1 END) > count(CASE WHEN outcome = 'done' THEN 1 END)")
 # Which skills age (only those Hermes wrote, and never a pinned one), and when one was last touched.
 _AGES = "f.learned = 1 AND f.rel NOT IN (SELECT rel FROM pinned)"
 _ACTIVITY = "max(coalesce(u.last_used, 0), f.created, f.updated)"
@@ -159,6 +166,8 @@ class SkillIndex:
             _unindex(conn, old[0])
         approved = conn.execute("SELECT sha FROM approved WHERE rel = ?", (entry.rel,)).fetchone()
         flag = "" if approved is not None and approved[0] == entry.sha else entry.flag
+        if not flag and conn.execute("SELECT 1 FROM inbox WHERE rel = ?", (entry.rel,)).fetchone():
+            flag = REVIEW_FLAG
         values = (
             entry.mtime_ns, entry.size, entry.depth, entry.sha, entry.base, entry.skipped, flag, entry.notice,
             entry.description, json.dumps(list(entry.triggers)), json.dumps(list(entry.keywords)),
@@ -245,7 +254,7 @@ class SkillIndex:
         the newest learned. Stale skills (learned, unpinned, untouched since ``stale_before``) are left out."""
         rows = self.conn.execute(
             f"{ROW_SQL} LEFT JOIN {usefulness_sql(now)} q ON q.rel = f.rel "
-            f"WHERE {USABLE} AND NOT ({_AGES} AND {_ACTIVITY} < ?) "
+            f"WHERE {USABLE} AND NOT ({_AGES} AND {_ACTIVITY} < ?) AND f.rel NOT IN ({FAILING}) "
             "ORDER BY coalesce(q.factor, 1.0) DESC, coalesce(u.use_count, 0) DESC, f.learned DESC, f.created DESC, "
             "f.name LIMIT ?",
             (stale_before, limit),
@@ -358,16 +367,64 @@ class SkillIndex:
             conn.execute("INSERT INTO usage (rel, use_count, last_used) VALUES (?, 0, ?) "
                          "ON CONFLICT(rel) DO UPDATE SET last_used = excluded.last_used", (rel, now))
 
-    def finish_turn(self, turn: int, outcome: str) -> int:
-        """Give this turn's open uses their outcome; how many there were."""
+    def finish_turn(self, turn: int, outcome: str, cost: TurnCost | None = None) -> int:
+        """Give this turn's open uses their outcome and the turn's cost; how many there were."""
+        cost = cost or TurnCost()
         with self.write() as conn:
-            return conn.execute("UPDATE uses SET outcome = ? WHERE turn = ? AND outcome = ''",
-                                (outcome, turn)).rowcount
+            return conn.execute("UPDATE uses SET outcome = ?, model_calls = ?, tool_calls = ?, tokens = ? "
+                                "WHERE turn = ? AND outcome = ''",
+                                (outcome, cost.model_calls, cost.tool_calls, cost.tokens, turn)).rowcount
 
-    def correct_turn(self, turn: int) -> int:
-        """The user retried or undid this turn: each of its uses counts as corrected."""
+    def correct_turn(self, turn: int, now: float) -> int:
+        """The user retried, undid or corrected this turn: each of its uses counts as corrected, and
+        a skill learned from it gets a corrected use (the procedure it keeps did not work)."""
         with self.write() as conn:
-            return conn.execute("UPDATE uses SET outcome = 'corrected' WHERE turn = ?", (turn,)).rowcount
+            count = conn.execute("UPDATE uses SET outcome = 'corrected' WHERE turn = ?", (turn,)).rowcount
+            learned = conn.execute("SELECT DISTINCT rel FROM learned WHERE turn = ? AND rel NOT IN "
+                                   "(SELECT rel FROM uses WHERE turn = ?)", (turn, turn)).fetchall()
+            for (rel,) in learned:  # one failure per turn: a skill the turn also used is demoted above
+                conn.execute("INSERT INTO uses (rel, turn, at, outcome) VALUES (?, ?, ?, 'corrected')",
+                             (rel, turn, now))
+            return count + len(learned)
+
+    def record_learned(self, rel: str, version: int, provenance: Provenance, now: float) -> None:
+        """Remember the turn (and its cost) a version of ``rel`` was learned from."""
+        cost = provenance.cost
+        with self.write() as conn:
+            conn.execute("INSERT INTO learned (rel, version, turn, session, model, model_calls, tool_calls, tokens, at) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (rel, version, provenance.turn, provenance.session, provenance.model, cost.model_calls,
+                          cost.tool_calls, cost.tokens, now))
+
+    def failing(self) -> set[str]:
+        """The rels of skills that failed more often than they worked (``FAILING``)."""
+        return {rel for (rel,) in self.conn.execute(FAILING)}
+
+    def cost_stats(self) -> dict[str, tuple[float | None, float | None, int | None, int | None]]:
+        """rel -> (mean tool calls, mean tokens of its judged uses, tool calls and tokens of the turn
+        its first version was learned from)."""
+        found: dict[str, tuple[float | None, float | None, int | None, int | None]] = {}
+        for rel, calls, tokens in self.conn.execute(
+                "SELECT rel, avg(tool_calls), avg(tokens) FROM uses WHERE tool_calls IS NOT NULL GROUP BY rel"):
+            found[rel] = (calls, tokens, None, None)
+        for rel, calls, tokens in self.conn.execute(
+                "SELECT rel, tool_calls, tokens FROM learned WHERE id IN (SELECT min(id) FROM learned GROUP BY rel)"):
+            mean_calls, mean_tokens, _, _ = found.get(rel, (None, None, None, None))
+            found[rel] = (mean_calls, mean_tokens, calls, tokens)
+        return found
+
+    def put_in_inbox(self, conn: sqlite3.Connection, rel: str, now: float) -> None:
+        conn.execute("INSERT OR REPLACE INTO inbox (rel, at) VALUES (?, ?)", (rel, now))
+
+    def inbox(self) -> list[str]:
+        """The rels waiting for review, oldest first."""
+        return [rel for (rel,) in self.conn.execute("SELECT rel FROM inbox ORDER BY at, rel")]
+
+    def take_from_inbox(self, rel: str) -> None:
+        """Accepted: the skill is offered (unless the guard flags it)."""
+        with self.write() as conn:
+            conn.execute("DELETE FROM inbox WHERE rel = ?", (rel,))
+            conn.execute("UPDATE files SET flag = '' WHERE rel = ? AND flag = ?", (rel, REVIEW_FLAG))
 
     def outcomes(self) -> dict[str, dict[str, int]]:
         """rel -> {outcome: count} over every recorded use."""
@@ -420,16 +477,19 @@ class SkillIndex:
     def approve(self, rel: str, sha: str) -> None:
         with self.write() as conn:
             conn.execute("INSERT OR REPLACE INTO approved (rel, sha) VALUES (?, ?)", (rel, sha))
+            conn.execute("DELETE FROM inbox WHERE rel = ?", (rel,))  # approving in the pane accepts it too
             conn.execute("UPDATE files SET flag = '' WHERE rel = ? AND sha = ?", (rel, sha))
 
     def forget(self, conn: sqlite3.Connection, rel: str, *, keep_usage: bool = False) -> None:
         """Drop everything known about ``rel`` (the skill was deleted or moved)."""
         self.remove(conn, [rel])
-        tables = ("written", "approved") if keep_usage else ("written", "approved", "usage", "uses", "pinned")
+        tables = ("written", "approved") if keep_usage else (
+            "written", "approved", "usage", "uses", "pinned", "inbox", "learned")
         for table in tables:
             conn.execute(f"DELETE FROM {table} WHERE rel = ?", (rel,))
 
     def move_usage(self, conn: sqlite3.Connection, old: str, new: str) -> None:
         conn.execute("UPDATE OR IGNORE usage SET rel = ? WHERE rel = ?", (new, old))
         conn.execute("UPDATE uses SET rel = ? WHERE rel = ?", (new, old))
+        conn.execute("UPDATE learned SET rel = ? WHERE rel = ?", (new, old))
         conn.execute("UPDATE OR IGNORE pinned SET rel = ? WHERE rel = ?", (new, old))

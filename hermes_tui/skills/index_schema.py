@@ -149,3 +149,20 @@ def skills_tables(db: Database) -> None:
             db.execute(statement)
     if "body" not in {column[1] for column in db.execute("PRAGMA table_info(written)")}:
         db.execute("ALTER TABLE written ADD COLUMN body TEXT")  # an index from before F8 merged
+
+
+@INDEX_SCHEMA
+def use_costs_provenance_inbox(db: Database) -> None:
+    """Each use's cost (model calls, tool calls, tokens); the turn each learned version came from
+    (``learned``), to compare uses against it and to demote it when that turn is corrected; the
+    skills learned under HERMES_LEARN=review that wait for the user (``inbox``)."""
+    columns = {column[1] for column in db.execute("PRAGMA table_info(uses)")}
+    for column in ("model_calls", "tool_calls", "tokens"):
+        if column not in columns:
+            db.execute(f"ALTER TABLE uses ADD COLUMN {column} INTEGER")
+    db.execute("CREATE TABLE IF NOT EXISTS learned (id INTEGER PRIMARY KEY, rel TEXT NOT NULL, version INTEGER "
+               "NOT NULL, turn INTEGER, session INTEGER, model TEXT NOT NULL, model_calls INTEGER, tool_calls "
+               "INTEGER, tokens INTEGER, at REAL NOT NULL)")
+    db.execute("CREATE INDEX IF NOT EXISTS learned_turn ON learned(turn)")
+    db.execute("CREATE INDEX IF NOT EXISTS learned_rel ON learned(rel)")
+    db.execute("CREATE TABLE IF NOT EXISTS inbox (rel TEXT PRIMARY KEY, at REAL NOT NULL)")

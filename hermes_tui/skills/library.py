@@ -277,7 +277,9 @@ class Library:
         triggers: Iterable[str] | None,
         body: str | None,
         force: bool = False,
+        metadata: dict[str, str] | None = None,
     ) -> Skill:
+        """``metadata``: more ``metadata`` keys to set with the change (a refinement's provenance)."""
         current = self._full(row)
         new_description = current.description if description is None else clean_description(description)
         new_triggers = current.triggers if triggers is None else clean_triggers(triggers)
@@ -287,15 +289,16 @@ class Library:
         checked(replace(current, description=new_description, triggers=new_triggers, body=new_body))
         path = self.skills_dir / row.rel
         old_text = read_text(path, self.skills_dir)
-        text = self._patched(old_text, current, new_description, new_triggers, new_body)
+        text = self._patched(old_text, current, new_description, new_triggers, new_body, metadata)
         folder = self._folder(row)
         rel = f"{folder.relative_to(self.skills_dir).as_posix()}/{SKILL_FILE}"
         return self._write(rel, text, archive=(f"v{row.version}.md", old_text.encode("utf-8")),
                            old_rel=row.rel if rel != row.rel else None)
 
-    def _patched(self, text: str, current: Skill, description: str, triggers: list[str], body: str) -> str:
+    def _patched(self, text: str, current: Skill, description: str, triggers: list[str], body: str,
+                 metadata: dict[str, str] | None = None) -> str:
         top = {"description": description} if description != current.description else {}
-        meta: dict[str, str] = {}
+        meta: dict[str, str] = dict(metadata or {})
         if triggers != current.triggers:
             meta["triggers"] = ", ".join(triggers)
         if current.learned:

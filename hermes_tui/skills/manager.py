@@ -49,8 +49,8 @@ from hermes_tui.skills.library import (
     clean_query,
     unchanged,
 )
-from hermes_tui.skills.lifecycle import Ages, SkillState, state_of, turn_outcome
-from hermes_tui.skills.patch import PatchError
+from hermes_tui.skills.lifecycle import Ages, Provenance, SkillState, SkillStats, TurnCost, state_of, turn_outcome
+from hermes_tui.skills.patch import PatchError, patch_skill
 from hermes_tui.skills.schema import (
     SKILL_FILE,
     Skill,
@@ -58,8 +58,10 @@ from hermes_tui.skills.schema import (
     clean_body,
     clean_description,
     clean_triggers,
+    load_frontmatter,
     normalize_name,
     render_skill,
+    split_text,
 )
 from hermes_tui.skills.similar import CANDIDATES, near_duplicate
 from hermes_tui.skills.versions import Accepted, Version, VersionedLibrary
@@ -169,7 +171,8 @@ class SkillManager(VersionedLibrary):
         with self._lock:
             self._refresh()
             query = clean_query(query)
-            ranked = self.index.search(query, limit, now=self.clock())
+            failing = self.index.failing()  # flagged for review: no longer suggested
+            ranked = [r for r in self.index.search(query, limit, now=self.clock()) if r.row.rel not in failing]
             words = self.index.described_terms(query, [r.row.id for r in ranked])
             best = min((r.match for r in ranked), default=0.0)  # bm25 alone: usefulness orders, never hides
             hinted: dict[str, Skill] = {}  # one per plain name: a namespaced twin is the same advice
@@ -213,17 +216,48 @@ class SkillManager(VersionedLibrary):
 
     # -- outcomes and lifecycle (lifecycle.py) -------------------------------------------------
 
-    def finish_turn(self, turn: int | None, stopped_reason: str) -> None:
-        """Book how the turn ended (the loop's stopped_reason) on the skills it used."""
+    def finish_turn(self, turn: int | None, stopped_reason: str, cost: TurnCost | None = None) -> None:
+        """Book how the turn ended (the loop's stopped_reason) and what it cost on the skills it used."""
         if turn is not None:
             with self._lock:
-                self.index.finish_turn(turn, turn_outcome(stopped_reason))
+                self.index.finish_turn(turn, turn_outcome(stopped_reason), cost)
 
     def correct_turn(self, turn: int | None) -> None:
-        """The user retried or undid this turn: its skills' uses count as corrected."""
+        """The user retried, undid or corrected this turn: its skills' uses count as corrected, and
+        a skill learned from it is demoted (one failed use)."""
         if turn is not None:
             with self._lock:
-                self.index.correct_turn(turn)
+                self.index.correct_turn(turn, self.clock())
+
+    def stats(self, name: str | None = None) -> builtins.list[SkillStats]:
+        """Uses, successes, failures and mean cost of each skill (or of ``name``), against the turn
+        it was learned from; by name ([] when there is no skill ``name``)."""
+        with self._lock:
+            self._refresh()
+            rows = [r for r in [self._find(name)] if r is not None] if name is not None else self.index.usable()
+            outcomes, costs, failing = self.index.outcomes(), self.index.cost_stats(), self.index.failing()
+            found = []
+            for row in rows:
+                counts = outcomes.get(row.rel, {})
+                calls, tokens, learned_calls, learned_tokens = costs.get(row.rel, (None, None, None, None))
+                found.append(SkillStats(row.name or row.rel, row.use_count, counts.get("done", 0),
+                                        sum(counts.get(o, 0) for o in ("error", "corrected")), calls, tokens,
+                                        learned_calls, learned_tokens, row.rel in failing))
+            return sorted(found, key=lambda s: s.name)
+
+    def inbox(self) -> builtins.list[Skill]:
+        """Learned skills waiting for review (HERMES_LEARN=review), oldest first."""
+        with self._lock:
+            self._refresh()
+            rows = [self.index.by_rel(rel) for rel in self.index.inbox()]
+            return [self._full(row) for row in rows if row is not None and row.name is not None]
+
+    def accept_learned(self, name: str) -> Skill:
+        """Take a learned skill out of the inbox: it is offered from now on."""
+        with self._locked():
+            row = self._require(name, force=True)
+            self.index.take_from_inbox(row.rel)
+            return self._skill(self._require(row.found_name))
 
     def pin(self, name: str, pinned: bool = True) -> Skill:
         """A pinned skill never goes stale or into the archive."""
@@ -282,12 +316,14 @@ class SkillManager(VersionedLibrary):
             now = self.clock()
             outcomes = self.index.outcomes()
             pinned = self.index.pinned()
+            failing = self.index.failing()
             found: builtins.list[SkillState] = []
 
             def record(name: str, state: str, rel: str, learned: bool, uses: int, last: float, path: Path) -> None:
                 counts = outcomes.get(rel, {})
                 found.append(SkillState(name, state, rel in pinned, learned, uses, counts.get("done", 0),
-                                        counts.get("error", 0) + counts.get("corrected", 0), last, str(path)))
+                                        counts.get("error", 0) + counts.get("corrected", 0), last, str(path),
+                                        rel in failing))
 
             for row in self.index.usable():
                 touched = max(row.last_used, row.created, row.updated)
@@ -321,8 +357,12 @@ class SkillManager(VersionedLibrary):
 
     # -- writing -----------------------------------------------------------------------------
 
-    def create(self, name: str, description: str, triggers: Iterable[str] = (), body: str = "") -> Skill:
-        """Save a new skill at version 1; the name is normalised, a taken one is refused."""
+    def create(self, name: str, description: str, triggers: Iterable[str] = (), body: str = "", *,
+               metadata: dict[str, str] | None = None, review: bool = False) -> Skill:
+        """Save a new skill at version 1; the name is normalised, a taken one is refused.
+
+        ``metadata``: more ``metadata`` keys (a learned skill's provenance); ``review``: it waits in
+        the inbox, offered nowhere, until accepted."""
         key = normalize_name(name)
         skill = checked(Skill(key, clean_description(description), clean_triggers(triggers), clean_body(body)))
         with self._locked():
@@ -334,7 +374,13 @@ class SkillManager(VersionedLibrary):
                 )
             now = self.clock()
             text = render_skill(replace(skill, created=now, updated=now))
-            return self._write(f"{key}/{SKILL_FILE}", text)
+            if metadata:
+                text = patch_skill(text, {}, metadata, None)
+            rel = f"{key}/{SKILL_FILE}"
+            if review:
+                with self.index.write() as conn:
+                    self.index.put_in_inbox(conn, rel, now)
+            return self._write(rel, text)
 
     def refine(
         self,
@@ -351,8 +397,13 @@ class SkillManager(VersionedLibrary):
             row = self._require(name, force=True)
             return self._refine_row(row, description, triggers, body)
 
-    def propose(self, name: str, description: str, triggers: Iterable[str], body: str) -> Outcome:
+    def propose(self, name: str, description: str, triggers: Iterable[str], body: str, *,
+                provenance: Provenance | None = None, review: bool = False) -> Outcome:
         """The curator's entry: create, refine, keep as pending (user-edited file) or refuse.
+
+        ``provenance`` is written into the file's ``metadata`` (learned_by/learned_in, refined_by)
+        and the index remembers the turn it came from. ``review``: a new skill waits in the inbox
+        and a refinement is kept as a pending version, both for the user to accept.
 
         A proposal under a new name that repeats an existing skill (``similar.py``) refines that
         skill, or is kept as its pending version when the file is not Hermes' own (the user accepts
@@ -375,23 +426,44 @@ class SkillManager(VersionedLibrary):
                 twin = near_duplicate(proposal, self.search(query, limit=CANDIDATES))
                 row = self._find(twin.name, force=True) if twin is not None else None
             if row is None:
-                skill = self.create(key, proposal.description, proposal.triggers, proposal.body)
-                return Outcome("created", skill.name, skill.version)
+                skill = self.create(key, proposal.description, proposal.triggers, proposal.body,
+                                    metadata=provenance.created_metadata() if provenance else None, review=review)
+                self._record_learned(skill, provenance)
+                return Outcome("pending" if review else "created", skill.name, skill.version,
+                               "waiting in the inbox" if review else "")
             current = self._full(row)
             if unchanged(current, proposal.description, proposal.triggers, proposal.body):
                 return Outcome("unchanged", row.found_name, row.version)
             path = self.skills_dir / row.rel
             text = read_text(path, self.skills_dir)
-            if self.index.written_sha(row.rel) != sha(text.encode("utf-8")):
-                label = self._save_pending(row, text, proposal)
-                return Outcome("pending", row.found_name, row.version,
-                               f"the file changed since Hermes last wrote it; proposal kept as {label}")
+            metadata = self._refined_metadata(text, row.version + 1, provenance)
+            if review or self.index.written_sha(row.rel) != sha(text.encode("utf-8")):
+                label = self._save_pending(row, text, proposal, metadata)
+                why = "HERMES_LEARN=review" if review else "the file changed since Hermes last wrote it"
+                return Outcome("pending", row.found_name, row.version, f"{why}; proposal kept as {label}")
             try:
-                skill = self._refine_row(row, proposal.description, proposal.triggers, proposal.body)
+                skill = self._refine_row(row, proposal.description, proposal.triggers, proposal.body,
+                                         metadata=metadata)
             except PatchError as exc:
-                label = self._save_pending(row, text, proposal)
+                label = self._save_pending(row, text, proposal, metadata)
                 return Outcome("pending", row.found_name, row.version, f"{exc}; proposal kept as {label}")
+            self._record_learned(skill, provenance)
             return Outcome("refined", skill.name, skill.version)
+
+    def _refined_metadata(self, text: str, version: int, provenance: Provenance | None) -> dict[str, str]:
+        if provenance is None:
+            return {}
+        try:
+            meta = load_frontmatter(split_text(text).frontmatter).get("metadata")
+        except SkillError:
+            meta = None
+        before = meta.get("refined_by") if isinstance(meta, dict) else None
+        return provenance.refined_metadata(before if isinstance(before, str) else "", version)
+
+    def _record_learned(self, skill: Skill, provenance: Provenance | None) -> None:
+        row = self._find(skill.name)
+        if provenance is not None and row is not None:
+            self.index.record_learned(row.rel, skill.version, provenance, self.clock())
 
     def approve(self, name: str) -> Skill:
         """Release a quarantined skill: this exact content is trusted (an edit re-checks it)."""

@@ -178,10 +178,10 @@ class VersionedLibrary(Library):
             raise SkillNotFoundError(f"skill {row.name!r} has no version {label!r}")
         return path
 
-    def _save_pending(self, row: Row, text: str, proposal: Skill) -> str:
+    def _save_pending(self, row: Row, text: str, proposal: Skill, metadata: dict[str, str] | None = None) -> str:
         current = self._full(row)
         try:
-            pending = self._patched(text, current, proposal.description, proposal.triggers, proposal.body)
+            pending = self._patched(text, current, proposal.description, proposal.triggers, proposal.body, metadata)
         except PatchError:
             pending = render_skill(replace(proposal, name=canonical_name(row.name or "") or "skill",
                                            created=time.time(), updated=time.time()))

@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Markdown
 
+from hermes_tui.skills.lifecycle import SkillStats
 from hermes_tui.skills.manager import HeldBack, SkillError, SkillManager
 from hermes_tui.skills.schema import Skill
 from hermes_tui.tui import actions
@@ -28,11 +29,13 @@ def key(action: str) -> str:
     return actions.main_key("skills", action)
 
 
-def skill_markdown(skill: Skill) -> str:
-    """The preview: a summary of the frontmatter, then the body as written."""
+def skill_markdown(skill: Skill, stats: SkillStats | None = None) -> str:
+    """The preview: a summary of the frontmatter and of the skill's record, then the body as written."""
     updated = time.strftime("%Y-%m-%d", time.localtime(skill.updated))
     facts = f"version {skill.version} · used {skill.use_count}× · updated {updated}"
     lines = [f"## {skill.name}", "", skill.description, "", f"*{facts}*"]
+    if stats is not None and stats.has_record:
+        lines += ["", f"*{stats.summary()}*"]
     if skill.notice:
         lines += ["", f"*Note: {skill.notice}*"]
     if skill.triggers:
@@ -68,7 +71,7 @@ class SkillPreview(VerticalScroll):
         elif self.versions_of is not None:
             text = self._versions_markdown(skill)
         else:
-            text = skill_markdown(skill)
+            text = skill_markdown(skill, next(iter(self._manager.stats(skill.name)), None))
         self._set(text)
 
     def toggle_versions(self, skill: Skill | None) -> None:
