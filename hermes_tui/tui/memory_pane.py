@@ -130,7 +130,8 @@ class MemoryPane(Widget):
         def job() -> tuple[list[SearchHit], list[Fact]]:
             if query.strip():
                 return self._store.recall(query, limit=RESULT_LIMIT), []
-            return [], self._fact_store().facts()
+            store = self._fact_store()
+            return [], store.facts() + store.pending()
 
         def then(found: tuple[list[SearchHit], list[Fact]] | None, error: str | None) -> None:
             hits, facts_found = found or ([], [])
@@ -153,7 +154,8 @@ class MemoryPane(Widget):
                 options.append(None)  # a divider line between hits
             options.append(Option(hit_prompt(hit)))
         for fact in self._facts:
-            meta = Content.styled(f"{fact.scope} · {fact.id}", META_STYLE)
+            waiting = " · waiting for your approval (edit the file to approve)" if fact.pending else ""
+            meta = Content.styled(f"{fact.scope} · {fact.id}{waiting}", META_STYLE)
             options.append(Option(Content.assemble(meta, "  ", _flat(fact.text))))
         results.set_options(options)
         if options:
