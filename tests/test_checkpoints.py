@@ -200,3 +200,38 @@ def test_a_restore_keeps_a_folder_that_holds_someone_elses_files(hermes_home: Pa
     result = store.restore(store.plan(done.number), overwrite=True)
     assert result.kept == ("thing",)
     assert sorted(p.name for p in (workspace / "thing").iterdir()) == ["mine.txt"]
+
+
+PASTED = "sk-ant-api03-pasted0123456789abcdefXYZ"
+
+
+def _shadow_objects(store: CheckpointStore) -> bytes:
+    """Every object of the shadow repository, reachable or not, as git stores it (uncompressed)."""
+    return subprocess.run(["git", "--git-dir", str(store.folder / "git"), "cat-file", "--batch-all-objects",
+                           "--batch"], capture_output=True, check=True, env={"PATH": os.environ["PATH"]}).stdout
+
+
+def test_forgetting_a_session_takes_its_prompts_out_of_the_checkpoints(loop_parts, fake_llm_env: FakeLLMServer,
+                                                                       workspace: Path) -> None:
+    """A forgotten session's prompt (a pasted key) stayed in checkpoints.jsonl and in the shadow
+    repository's commit messages; forgetting takes it out of both, and /undo still restores files."""
+    from hermes_tui.memory.forget import forget_session
+
+    config, memory, _skills = loop_parts
+    changing_turn(fake_llm_env)
+    loop = AgentLoop(*loop_parts)
+    changed = [e for e in loop.run_turn(f"use {PASTED} and make two files") if isinstance(e, FilesChanged)]
+    store = CheckpointStore(config.home, workspace)
+    (workspace / "later.txt").write_text("x")
+    store.repo.snapshot(f"before: {PASTED} again")  # a commit message as an older Hermes wrote it
+    assert PASTED.encode() in _shadow_objects(store)
+
+    forgotten = forget_session(memory, loop.session_id)
+    assert PASTED not in store._records.read_text()
+    assert PASTED.encode() not in _shadow_objects(store)
+    assert forgotten.checkpoint_records == 1
+    checkpoint = store.get(changed[0].checkpoint)
+    assert checkpoint is not None and checkpoint.prompt == "(from a forgotten session)"
+    result = store.restore(store.plan(checkpoint.number), overwrite=False)
+    assert {c.path for c in result.restored} == {"w.txt", "s.txt"}
+    assert not (workspace / "w.txt").exists() and (workspace / "later.txt").exists()

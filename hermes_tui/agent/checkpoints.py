@@ -7,6 +7,11 @@ first snapshot is taken (so a turn killed midway can still be restored) and comp
 of the turn with the files it changed. Every process (TUI, web, headless) shares the store; one
 file lock serializes them.
 
+Commit messages in the shadow repository never hold what the user asked (only the checkpoint
+number): a prompt may hold a pasted key, and ``forget_session`` must be able to take it back. It
+blanks the prompts of that session's records and rewrites any older commit message that still held
+one, then prunes the old objects.
+
 A restore takes the workspace back to how it was before a checkpoint: every file changed by that
 turn or a later one is put back. It never silently overwrites what someone else changed in
 between: ``plan`` names those files (``conflicts``) and the caller asks the user first. The restore
@@ -21,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -32,7 +38,7 @@ from typing import Literal
 from hermes_tui.agent.paths import check_not_secret, protected_folders, secret_name
 from hermes_tui.agent.shadow_git import Change, ShadowError, ShadowRepo, find_git
 from hermes_tui.events import FilesChanged, Notice
-from hermes_tui.private import private_dir
+from hermes_tui.private import private_dir, write_private
 
 log = logging.getLogger(__name__)
 
@@ -198,9 +204,9 @@ class CheckpointStore:
     def begin(self, kind: Kind, session_id: int | None, message_id: int | None, prompt: str) -> Checkpoint:
         """Snapshot the workspace now and open a record; raises ``CheckpointError``."""
         with self._locked():
-            before = self._snapshot(f"before: {prompt}")
             records = self._read()
             number = (records[-1].number + 1) if records else 1
+            before = self._snapshot(f"checkpoint {number}: before")
             checkpoint = Checkpoint(number, kind, session_id, message_id, _first_line(prompt), time.time(), before)
             self._append({"n": number, "kind": kind, "session": session_id, "message": message_id,
                           "prompt": checkpoint.prompt, "time": checkpoint.created, "before": before})
@@ -209,7 +215,7 @@ class CheckpointStore:
     def finish(self, checkpoint: Checkpoint) -> Checkpoint:
         """Snapshot the workspace again and record what changed since ``begin``."""
         with self._locked():
-            after = self._snapshot(f"after: {checkpoint.prompt}")
+            after = self._snapshot(f"checkpoint {checkpoint.number}: after")
             files = tuple(self.repo.changes(checkpoint.before, after))
             self._append({"n": checkpoint.number, "after": after, "files": [[c.status, c.path] for c in files]})
         return replace(checkpoint, after=after, files=files)
@@ -295,6 +301,81 @@ class CheckpointStore:
             record = Checkpoint(number, "restore", session_id, None, prompt, time.time(), now, after, tuple(files))
         restored = tuple(a for a in chosen if a.path not in blocked)
         return RestoreResult(restored, tuple(sorted({*kept, *blocked})), record)
+
+
+FORGOTTEN_PROMPT = "(from a forgotten session)"
+_NEUTRAL_MESSAGE = re.compile(r"(checkpoint \d+: (before|after|window)|before a restore|restore to before checkpoint \d+)\n*")
+_COMMIT_FIELDS = ("before", "after")
+
+
+def forget_session(home: Path, session_id: int) -> int:
+    """Take a forgotten session's words out of every workspace's checkpoints; returns how many
+    records were blanked. The files' snapshots stay (a restore still works); what the user asked
+    goes, from the records and from any commit message an older Hermes wrote it into."""
+    blanked = 0
+    for records in sorted((Path(home) / "checkpoints").glob("*/checkpoints.jsonl")):
+        folder = records.parent
+        with open(folder / "lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                blanked += _forget_in(folder, session_id)
+            except (ShadowError, OSError) as exc:  # the session is gone from the store already
+                log.warning("could not take session %s out of the checkpoints in %s: %s", session_id, folder, exc)
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    return blanked
+
+
+def _forget_in(folder: Path, session_id: int) -> int:
+    records = folder / "checkpoints.jsonl"
+    items: builtins.list[dict[str, object] | str] = []
+    blanked = 0
+    for line in records.read_text(encoding="utf-8").splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            items.append(line)
+            continue
+        if isinstance(item, dict) and item.get("session") == session_id and item.get("prompt") not in (None, FORGOTTEN_PROMPT):
+            item["prompt"] = FORGOTTEN_PROMPT
+            blanked += 1
+        items.append(item)
+    renamed = _neutral_history(folder / "git") if (folder / "git" / "HEAD").exists() and find_git() else {}
+    if not blanked and not renamed:
+        return 0
+    for item in items:
+        if isinstance(item, dict):
+            for key in _COMMIT_FIELDS:
+                if isinstance(item.get(key), str):
+                    item[key] = renamed.get(str(item[key]), item[key])
+            if isinstance(item.get("window"), builtins.list):
+                item["window"] = [renamed.get(str(c), c) for c in item["window"]]
+    text = "".join((item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)) + "\n" for item in items)
+    write_private(records, text)
+    return blanked
+
+
+def _neutral_history(git_dir: Path) -> dict[str, str]:
+    """Rewrite the snapshot chain so no commit message holds more than a checkpoint number, then
+    drop the old commits for good (reflog expired, pruned); returns old id -> new id (empty when
+    every message was neutral already)."""
+    repo = ShadowRepo(git_dir, git_dir, find_git() or "git")
+    head = repo.head()
+    if head is None:
+        return {}
+    log_lines = repo._run("log", "--reverse", "--format=%H%x00%P%x00%T%x00%B%x1e", head).decode("utf-8", "replace")
+    commits = [entry.strip("\n").split("\0") for entry in log_lines.split("\x1e") if entry.strip()]
+    if all(_NEUTRAL_MESSAGE.fullmatch(message) for _c, _p, _t, message in commits):
+        return {}
+    renamed: dict[str, str] = {}
+    for commit, parents, tree, message in commits:
+        kept = message.strip() if _NEUTRAL_MESSAGE.fullmatch(message) else "snapshot"
+        parent_args = [arg for p in parents.split() for arg in ("-p", renamed.get(p, p))]
+        renamed[commit] = repo._run("commit-tree", tree, *parent_args, "-m", kept).decode().strip()
+    repo._run("update-ref", ShadowRepo.HEAD, renamed[head], head)
+    repo._run("reflog", "expire", "--expire=now", "--all")
+    repo._run("gc", "-q", "--prune=now")
+    return renamed
 
 
 class TurnCheckpoints:
