@@ -4,7 +4,11 @@
 One store per workspace, under ``HERMES_HOME/checkpoints/<hash of the workspace path>/``: the shadow
 repository (``shadow_git``) and ``checkpoints.jsonl``, the records. A record is written when its
 first snapshot is taken (so a turn killed midway can still be restored) and completed at the end
-of the turn with the files it changed. Every process (TUI, web, headless) shares the store; one
+of the turn with the files it changed. Within a turn, each file-changing tool call is a *window*
+(snapshots just before and just after it): only what changed inside a window is the turn's; a
+file that changed between windows (the user saving in their editor while the model thinks) is
+someone else's, so a restore names it as a conflict instead of silently reverting it. An
+unchanged tree costs one git process per snapshot. Every process (TUI, web, headless) shares the store; one
 file lock serializes them.
 
 Commit messages in the shadow repository never hold what the user asked (only the checkpoint
@@ -67,10 +71,19 @@ class Checkpoint:
     before: str
     after: str | None = None
     files: tuple[Change, ...] = ()
+    windows: tuple[tuple[str, str], ...] = ()  # (before, after) of each file-changing tool call
 
     @property
     def finished(self) -> bool:
         return self.after is not None
+
+    def outside(self, end: str) -> builtins.list[tuple[str, str]]:
+        """The stretches of this turn that were no tool call's (from one window's end to the next
+        one's start, and from the last to ``end``): what changed there is someone else's."""
+        if not self.windows:
+            return []
+        starts = [start for start, _ in self.windows[1:]] + [end]
+        return [(stop, start) for (_, stop), start in zip(self.windows, starts, strict=True) if stop != start]
 
 
 @dataclass(frozen=True)
@@ -188,6 +201,9 @@ class CheckpointStore:
                     found[number] = Checkpoint(
                         number, item.get("kind", "turn"), item.get("session"), item.get("message"),
                         str(item.get("prompt", "")), float(item.get("time", 0)), str(item["before"]))
+                elif "window" in item and number in found:
+                    start, stop = (str(c) for c in item["window"])
+                    found[number] = replace(found[number], windows=(*found[number].windows, (start, stop)))
                 elif number in found:
                     files = tuple(Change(str(p), s) for s, p in item.get("files", []))
                     found[number] = replace(found[number], after=str(item["after"]), files=files)
@@ -216,9 +232,29 @@ class CheckpointStore:
         """Snapshot the workspace again and record what changed since ``begin``."""
         with self._locked():
             after = self._snapshot(f"checkpoint {checkpoint.number}: after")
-            files = tuple(self.repo.changes(checkpoint.before, after))
+            files = tuple(self._turn_changes(checkpoint, after))
             self._append({"n": checkpoint.number, "after": after, "files": [[c.status, c.path] for c in files]})
         return replace(checkpoint, after=after, files=files)
+
+    def window_start(self, checkpoint: Checkpoint) -> str:
+        """Snapshot just before a file-changing tool call (the first one's is ``checkpoint.before``)."""
+        with self._locked():
+            return self._snapshot(f"checkpoint {checkpoint.number}: window")
+
+    def window_end(self, checkpoint: Checkpoint, start: str) -> Checkpoint:
+        """Snapshot just after the tool call that began at ``start``, and record the window."""
+        with self._locked():
+            stop = self._snapshot(f"checkpoint {checkpoint.number}: window")
+            self._append({"n": checkpoint.number, "window": [start, stop]})
+        return replace(checkpoint, windows=(*checkpoint.windows, (start, stop)))
+
+    def _turn_changes(self, checkpoint: Checkpoint, end: str) -> builtins.list[Change]:
+        """What the turn changed from ``before`` to ``end``: with windows, only the files some
+        tool call changed (older records have none: everything in between counts)."""
+        if not checkpoint.windows:
+            return self.repo.changes(checkpoint.before, end)
+        paths = {c.path for start, stop in checkpoint.windows for c in self.repo.changes(start, stop)}
+        return self.repo.changes(checkpoint.before, end, paths) if paths else []
 
     def _snapshot(self, message: str) -> str:
         try:
@@ -245,7 +281,7 @@ class CheckpointStore:
                 for i, c in enumerate(covered)]
         touched: set[str] = set()
         for checkpoint, end in zip(covered, ends, strict=True):
-            touched.update(c.path for c in (checkpoint.files or repo.changes(checkpoint.before, end)))
+            touched.update(c.path for c in (checkpoint.files or self._turn_changes(checkpoint, end)))
         actions = repo.changes(current, target.before, touched)
         ignored_then = self._ignored_then(target.before, current, actions)
         actions = [a for a in actions if a.path not in ignored_then]
@@ -253,6 +289,9 @@ class CheckpointStore:
         outside: set[str] = set()  # changed between checkpoints, or since the last one
         for end, following in zip(ends, [c.before for c in covered[1:]] + [current], strict=True):
             outside.update(c.path for c in repo.changes(end, following, wanted))
+        for checkpoint, end in zip(covered, ends, strict=True):  # within a turn, between its tool calls
+            for start, stop in checkpoint.outside(end):
+                outside.update(c.path for c in repo.changes(start, stop, wanted))
         return RestorePlan(target, tuple(covered), current, tuple(actions), frozenset(outside),
                            tuple(sorted(ignored_then)))
 
@@ -389,13 +428,22 @@ class TurnCheckpoints:
         self._open: Checkpoint | None = None
         self._failed = False  # this turn's snapshot failed: no second try, no second notice
         self._warned = False
+        self._window: str | None = None  # the snapshot before the tool call running now
 
     def start_turn(self, session_id: int, message_id: int | None, prompt: str) -> None:
-        self._turn, self._open, self._failed = (session_id, message_id, prompt), None, False
+        self._turn, self._open, self._failed, self._window = (session_id, message_id, prompt), None, False, None
 
     def before_change(self) -> str | None:
-        """Take the turn's first snapshot if not taken yet; a notice for the user, or None."""
-        if self._open is not None or self._failed or self._turn is None:
+        """Snapshot before a file-changing tool call (the turn's first one opens its record); a
+        notice for the user, or None."""
+        if self._failed or self._turn is None:
+            return None
+        if self._open is not None:
+            try:
+                self._window = self._store().window_start(self._open)
+            except (CheckpointError, OSError) as exc:  # the call still counts, from the last snapshot
+                log.warning("checkpoint before a tool call failed: %s", exc)
+                self._window = self._open.windows[-1][1] if self._open.windows else self._open.before
             return None
         store = self._store()
         if not store.available:
@@ -410,12 +458,23 @@ class TurnCheckpoints:
             log.warning("checkpoint before a tool call failed: %s", exc)
             self._failed = True
             return f"{exc} This turn's file changes cannot be undone."
+        self._window = self._open.before
         return None
+
+    def after_change(self) -> None:
+        """Snapshot after the file-changing tool call ``before_change`` prepared for."""
+        start, self._window = self._window, None
+        if start is None or self._open is None:
+            return
+        try:
+            self._open = self._store().window_end(self._open, start)
+        except (CheckpointError, OSError) as exc:  # end_turn says what could not be recorded
+            log.warning("checkpoint after a tool call failed: %s", exc)
 
     def end_turn(self) -> FilesChanged | Notice | None:
         """Record what the turn changed; the event to show (the files, or why they could not be
         recorded), or None when it changed nothing."""
-        checkpoint, self._open, self._turn = self._open, None, None
+        checkpoint, self._open, self._turn, self._window = self._open, None, None, None
         if checkpoint is None:
             return None
         try:
