@@ -22,6 +22,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("skills list|show|stats|archive|restore|pin", "the skills' states, uses, outcomes and costs; archive, "
      "restore, pin"),
     ("inbox list|accept N|reject N", "what Hermes learned under HERMES_LEARN=review, waiting for you"),
+    ("facts list|approve ID|remove ID", "what Hermes remembers, the facts waiting for your approval; approve, remove"),
     ("context", "show the fixed part of the prompt, part by part, with token counts"),
     ("checkpoints list|restore N", "this workspace's file checkpoints; put the files back as before a turn"),
     ("mcp list|approve|enable|disable", "the MCP servers: status, tools, approval, on and off"),
@@ -245,6 +246,39 @@ def permissions_main(argv: Sequence[str]) -> int:
     from hermes_tui.permissions_cli import permissions_main as main
 
     return main(argv)
+
+
+def facts_main(argv: Sequence[str]) -> int:
+    """``hermes-tui facts``: the curated facts of this workspace and the user, and the ones waiting."""
+    parser = argparse.ArgumentParser(
+        prog="hermes-tui facts",
+        description="What Hermes remembers (HERMES_HOME/memory). Facts the model proposes about you (every "
+                    "workspace) wait for your approval and reach no prompt until then.")
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("list", help="every fact, the waiting ones marked")
+    for name, what in (("approve", "let a waiting fact into every session's prompt"),
+                       ("remove", "take a fact out of use (its line stays under Earlier versions)")):
+        commands.add_parser(name, help=what).add_argument("id")
+    args = parser.parse_args(argv)
+    from hermes_tui.memory import facts
+    from hermes_tui.textsafe import printable
+
+    try:
+        store = facts.for_config(Config.load())
+        if args.command == "approve":
+            kept = store.approve(args.id)
+            print(f"Approved {kept.id}: {printable(kept.text)}")
+        elif args.command == "remove":
+            gone = store.remove(args.id)
+            print(f"Removed {gone.id} (kept under Earlier versions in {store.path(gone.scope)}): {printable(gone.text)}")
+        else:
+            for fact in store.facts() + store.pending():
+                waiting = "  [waiting for approval: hermes-tui facts approve " + fact.id + "]" if fact.pending else ""
+                print(f"{fact.id}  {fact.scope:<7}  {printable(fact.text)}{waiting}")
+    except (ConfigError, facts.FactError, OSError) as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 def context_main(argv: Sequence[str]) -> int:

@@ -365,8 +365,14 @@ class Config:
 
     @property
     def secrets(self) -> dict[str, str]:
-        """Every configured secret value by variable name (scrubbed from tool output, kept from the shell)."""
-        found = {**self.secret_values, **self.api_keys}
+        """Every configured secret value by variable name (kept from the shell; what output scrubbing
+        redacts is ``redaction.Secrets.from_config``: these, less secret-named values that do not look like keys)."""
+        return {**self.secret_values, **self.declared_secrets}
+
+    @property
+    def declared_secrets(self) -> dict[str, str]:
+        """The secrets of declared, privileged settings (API keys, Flask key, web password)."""
+        found = dict(self.api_keys)
         if self.flask_secret_key:
             found["FLASK_SECRET_KEY"] = self.flask_secret_key
         if self.web_password:

@@ -16,6 +16,7 @@ import base64
 import binascii
 import bisect
 import functools
+import math
 import os
 import re
 import zlib
@@ -39,6 +40,32 @@ _GZIP_LIMIT = 1 << 20  # bytes of a gzip stream unpacked to look for secrets
 
 def is_secret_variable(name: str) -> bool:
     return SECRET_VARIABLE.fullmatch(name) is not None
+
+
+SECRET_LOOKING_LENGTH = 16  # a generated key is longer; words, hosts and ports are mostly shorter
+SECRET_LOOKING_BITS = 3.0  # Shannon entropy per character: keys are near 4-6, "aaaa..." is 0
+_HOST_OR_WORDS = re.compile(r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*")  # a word, a host, a dotted name
+
+
+def looks_secret(value: str) -> bool:
+    """Whether a value of a secret-*named* variable is worth redacting everywhere.
+
+    Any ``*_API_KEY`` a cloned repository's ``./.env`` (or a careless export) sets would otherwise
+    make Hermes redact the string it holds from all output: ``FOO_API_KEY=localhost`` hid every
+    "localhost". A value is a target only when it is long, mixes character classes, has some
+    entropy, and is not a plain word, host name, URL or path.
+    """
+    value = value.strip()
+    if len(value) < SECRET_LOOKING_LENGTH or any(ch.isspace() for ch in value):
+        return False
+    if "://" in value or value[0] in "/~." or (_HOST_OR_WORDS.fullmatch(value) and "." in value):
+        return False
+    classes = (str.islower, str.isupper, str.isdigit, lambda ch: not ch.isalnum())
+    if sum(any(test(ch) for ch in value) for test in classes) < 2:
+        return False
+    counts = [value.count(ch) for ch in set(value)]
+    bits = -sum(n / len(value) * math.log2(n / len(value)) for n in counts)
+    return bits >= SECRET_LOOKING_BITS
 
 
 _withheld: dict[str, str] = {}
@@ -253,10 +280,12 @@ class Secrets:
 
     @classmethod
     def from_config(cls, config: Config, environ: Mapping[str, str] | None = None) -> Secrets:
-        """Every secret the configuration knows plus every secret-named variable of the environment."""
+        """Every secret the configuration declares (API keys, web password, Flask key: kept as set)
+        plus every secret-named variable of the environment or a .env whose value ``looks_secret``."""
         environ = os.environ if environ is None else environ
-        found = {k: v for k, v in environ.items() if is_secret_variable(k) and v.strip()}
-        found.update(config.secrets)
+        found = {k: v for k, v in {**environ, **config.secret_values}.items()
+                 if is_secret_variable(k) and looks_secret(v)}
+        found.update(config.declared_secrets)
         return cls(found)
 
     def scrub(self, text: str) -> str:

@@ -200,3 +200,70 @@ def test_a_restore_keeps_a_folder_that_holds_someone_elses_files(hermes_home: Pa
     result = store.restore(store.plan(done.number), overwrite=True)
     assert result.kept == ("thing",)
     assert sorted(p.name for p in (workspace / "thing").iterdir()) == ["mine.txt"]
+
+
+PASTED = "sk-ant-api03-pasted0123456789abcdefXYZ"
+
+
+def _shadow_objects(store: CheckpointStore) -> bytes:
+    """Every object of the shadow repository, reachable or not, as git stores it (uncompressed)."""
+    return subprocess.run(["git", "--git-dir", str(store.folder / "git"), "cat-file", "--batch-all-objects",
+                           "--batch"], capture_output=True, check=True, env={"PATH": os.environ["PATH"]}).stdout
+
+
+def test_forgetting_a_session_takes_its_prompts_out_of_the_checkpoints(loop_parts, fake_llm_env: FakeLLMServer,
+                                                                       workspace: Path) -> None:
+    """A forgotten session's prompt (a pasted key) stayed in checkpoints.jsonl and in the shadow
+    repository's commit messages; forgetting takes it out of both, and /undo still restores files."""
+    from hermes_tui.memory.forget import forget_session
+
+    config, memory, _skills = loop_parts
+    changing_turn(fake_llm_env)
+    loop = AgentLoop(*loop_parts)
+    changed = [e for e in loop.run_turn(f"use {PASTED} and make two files") if isinstance(e, FilesChanged)]
+    store = CheckpointStore(config.home, workspace)
+    (workspace / "later.txt").write_text("x")
+    store.repo.snapshot(f"before: {PASTED} again")  # a commit message as an older Hermes wrote it
+    assert PASTED.encode() in _shadow_objects(store)
+
+    forgotten = forget_session(memory, loop.session_id)
+    assert PASTED not in store._records.read_text()
+    assert PASTED.encode() not in _shadow_objects(store)
+    assert forgotten.checkpoint_records == 1
+    checkpoint = store.get(changed[0].checkpoint)
+    assert checkpoint is not None and checkpoint.prompt == "(from a forgotten session)"
+    result = store.restore(store.plan(checkpoint.number), overwrite=False)
+    assert {c.path for c in result.restored} == {"w.txt", "s.txt"}
+    assert not (workspace / "w.txt").exists() and (workspace / "later.txt").exists()
+
+
+def test_a_user_edit_between_two_tool_calls_is_a_conflict_not_the_turns(
+        loop_parts, fake_llm_env: FakeLLMServer, workspace: Path) -> None:
+    """The user saves two files while the model thinks between its calls: neither is the turn's.
+    The file the model wrote and the user then edited is a conflict (kept unless overwrite); the
+    user's own file is not touched by a restore at all."""
+    from hermes_tui.events import ToolCallFinished
+
+    (workspace / "notes.txt").write_text("mine v1\n")
+    fake_llm_env.queue(
+        Reply(tool_calls=[ToolCall("write_file", {"path": "a.txt", "content": "model\n"})]),
+        Reply(tool_calls=[ToolCall("write_file", {"path": "b.txt", "content": "model too\n"})]),
+        Reply(text="Done."),
+    )
+    loop = AgentLoop(*loop_parts)
+    events = []
+    for event in loop.run_turn("write a and b"):
+        events.append(event)
+        if isinstance(event, ToolCallFinished) and sum(isinstance(e, ToolCallFinished) for e in events) == 1:
+            (workspace / "a.txt").write_text("the user's edit\n")  # between the two calls
+            (workspace / "notes.txt").write_text("mine v2\n")
+    (changed,) = [e for e in events if isinstance(e, FilesChanged)]
+    assert sorted(f["path"] for f in changed.files) == ["a.txt", "b.txt"]
+
+    store = CheckpointStore(loop_parts[0].home, workspace)
+    plan = store.plan(changed.checkpoint)
+    assert {a.path for a in plan.actions} == {"a.txt", "b.txt"} and plan.conflicts == {"a.txt"}
+    result = store.restore(plan, overwrite=False)
+    assert result.kept == ("a.txt",) and {c.path for c in result.restored} == {"b.txt"}
+    assert (workspace / "a.txt").read_text() == "the user's edit\n" and not (workspace / "b.txt").exists()
+    assert (workspace / "notes.txt").read_text() == "mine v2\n"

@@ -51,10 +51,12 @@ def test_five_sessions_remember_scope_and_forget(
                             Reply(tool_calls=[ToolCall("memory", {"action": "save", "scope": "user", "text": PYTEST}),
                                               ToolCall("memory", {"action": "save", "scope": "project", "text": STAGING})]),
                             Reply(text="Saved both."))
+        # A user-scope fact reaches every workspace: it waits for the user's approval (issue #40).
         receipts = [e.text for e in events if isinstance(e, Receipt)]
-        assert receipts == [f"remembered (user): {PYTEST}", f"remembered (project): {STAGING}"]
+        assert receipts == [f"waiting for your approval (user): {PYTEST}", f"remembered (project): {STAGING}"]
         assert PYTEST in (hermes_home / "memory" / "USER.md").read_text()
-        (kept,) = facts.for_config(config).facts("user")
+        assert not facts.for_config(config).facts("user")
+        (kept,) = facts.for_config(config).pending()
         first_user = next(m for m in memory.get_messages(kept.session_id) if m.role == "user")
         assert (kept.message_id, kept.by) == (first_user.id, "model") and kept.saved, "provenance"
 
@@ -63,11 +65,17 @@ def test_five_sessions_remember_scope_and_forget(
                                  Reply(text="Got it, I'll remember that you like tabs."))
         assert not [e for e in events if isinstance(e, Receipt)]
         assert any(isinstance(e, Notice) and "nothing was saved" in e.message for e in events)
-        assert PYTEST in second and STAGING in second
+        assert STAGING in second and PYTEST not in second, "a pending fact reaches no prompt"
         assert "tabs" not in "".join(p.read_text() for p in (hermes_home / "memory").rglob("*.md"))
 
-        # 3: another workspace gets the user's facts, never project A's.
+        # 3: another workspace gets the user's facts once approved, never project A's.
         monkeypatch.setenv("HERMES_WORKSPACE", str(other))
+        _, before = session(Config.load(), memory, fake_llm_env, "hello", Reply(text="hi"))
+        assert PYTEST not in before
+        listed = cli("facts", "list")
+        assert f"[waiting for approval: hermes-tui facts approve {kept.id}]" in listed.stdout, listed.stdout
+        approved = cli("facts", "approve", kept.id)
+        assert approved.returncode == 0 and PYTEST in approved.stdout, approved.stderr
         _, third = session(Config.load(), memory, fake_llm_env, "hello", Reply(text="hi"))
         assert PYTEST in third and STAGING not in third
         monkeypatch.setenv("HERMES_WORKSPACE", str(workspace))
@@ -77,6 +85,7 @@ def test_five_sessions_remember_scope_and_forget(
         store.remove(next(f.id for f in store.facts("project")))
         _, fourth = session(config, memory, fake_llm_env, "what's new", Reply(text="nothing"))
         assert STAGING not in fourth and PYTEST in fourth
+        assert any(STAGING in line and "removed:" in line for line in store.history("project")), "kept in history"
 
         # 5: the user's own edit of the file wins.
         user_file = hermes_home / "memory" / "USER.md"
@@ -103,7 +112,8 @@ def test_the_curator_keeps_what_the_user_stated_at_session_close(
         prompt = fake_llm_env.requests[-1].messages[0]["content"]
     assert "What the user wrote" in prompt and f"[{old.id}]" in prompt
     kept = {f.scope: f for f in store.facts()}
-    assert kept["user"].text == "I use pytest and never unittest" and kept["user"].by == "curator"
+    (proposed,) = store.pending()  # about the user: it waits for the user's approval
+    assert proposed.text == "I use pytest and never unittest" and proposed.by == "curator" and "user" not in kept
     assert kept["project"].text == STAGING and kept["project"].id == old.id
     assert any("staging-6" in line for line in store.history("project")), "the older wording stays in its history"
     assert not any("datadog" in f.text for f in store.facts()), "secrets are never stored"
@@ -111,8 +121,8 @@ def test_the_curator_keeps_what_the_user_stated_at_session_close(
 
 def test_facts_are_checked_deduplicated_and_capped(hermes_home: Path, workspace: Path) -> None:
     store = FactStore(hermes_home, workspace, scrub=lambda text: text.replace("hunter2", "[redacted]"))
-    assert store.save("user", PYTEST).action == "saved"
-    again = store.save("user", "i use  PYTEST, never unittest")
+    assert store.save("user", PYTEST, by="user").action == "saved"
+    again = store.save("user", "i use  PYTEST, never unittest", by="user")
     assert again.action == "already known" and len(store.facts()) == 1
     with pytest.raises(FactError, match="at most 500"):
         store.save("user", "x " * 400)
@@ -143,7 +153,7 @@ def test_headless_json_has_the_receipt_event(fake_llm_env: FakeLLMServer, hermes
     result = cli("-p", "remember that I use pytest", "--json")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
-    assert {"type": "receipt", "tool": "memory", "text": f"remembered (user): {PYTEST}"} in events
+    assert {"type": "receipt", "tool": "memory", "text": f"waiting for your approval (user): {PYTEST}"} in events
 
 
 def test_the_memory_pane_lists_remembers_and_forgets(server: FakeLLMServer, hermes_home: Path) -> None:
@@ -159,11 +169,11 @@ def test_the_memory_pane_lists_remembers_and_forgets(server: FakeLLMServer, herm
                          Reply(text="Saved."))
             await send_and_wait(app, pilot, "remember I use pytest")
             shown = [text_of(n) for n in app.chat.conversation.query(NoticeLine)]
-            assert f"✓ remembered (user): {PYTEST}" in shown, shown
+            assert f"✓ waiting for your approval (user): {PYTEST}" in shown, shown
             await pilot.press("f4")
             pane = app.query_one(MemoryPane)
             await wait_for(pilot, lambda: len(pane._facts) == 2)
-            assert {f.text for f in pane._facts} == {PYTEST, STAGING}
+            assert [(f.text, f.pending) for f in pane._facts] == [(STAGING, False), (PYTEST, True)]
             pane.query_one("#memory-hits").focus()
             await pilot.pause()
             await pilot.press("x")
@@ -175,16 +185,21 @@ def test_the_memory_pane_lists_remembers_and_forgets(server: FakeLLMServer, herm
         asyncio.run(main())
     finally:
         app.memory.close()
-    assert len(facts.for_config(Config.load()).facts()) == 1
+    store = facts.for_config(Config.load())
+    assert store.facts() == [] and [f.text for f in store.pending()] == [PYTEST]
 
 
 def test_the_web_lists_and_forgets_facts(app: Flask, hermes_home: Path, workspace: Path) -> None:
     store = facts.for_config(Config.load())
-    fact = store.save("user", PYTEST).fact
+    fact = store.save("user", PYTEST).fact  # by the model: it waits for approval
     client = app.test_client()
     token = login(client)
     listed = client.get("/api/facts").get_json()
-    assert [f["text"] for f in listed["facts"]] == [PYTEST]
+    assert [(f["text"], f["pending"]) for f in listed["facts"]] == [(PYTEST, True)] and store.facts() == []
+    assert client.post(f"/api/facts/{fact.id}/approve").status_code in (400, 403), "CSRF applies"
+    assert client.post(f"/api/facts/{fact.id}/approve", headers={"X-CSRF-Token": token}).get_json() == \
+        {"approved": fact.id}
+    assert [(f["text"], f["pending"]) for f in client.get("/api/facts").get_json()["facts"]] == [(PYTEST, False)]
     assert client.delete("/api/facts/zzzzzz", headers={"X-CSRF-Token": token}).status_code == 404
     assert client.delete(f"/api/facts/{fact.id}").status_code in (400, 403), "CSRF applies"
     assert client.delete(f"/api/facts/{fact.id}", headers={"X-CSRF-Token": token}).get_json() == {"deleted": fact.id}
@@ -196,3 +211,36 @@ def test_facts_that_differ_in_a_number_are_not_duplicates(hermes_home: Path, wor
     store.save("project", "Service 1 is owned by team 1 and lives in repo svc-1.")
     assert store.save("project", "Service 2 is owned by team 2 and lives in repo svc-2.").action == "saved"
     assert store.save("project", "service 1 is owned by team 1, and lives in repo svc-1").action == "already known"
+
+
+def test_removing_a_hand_written_fact_keeps_it_in_the_history(hermes_home: Path, workspace: Path) -> None:
+    """The model removed the user's own line with no trace: a removal now keeps the line."""
+    store = FactStore(hermes_home, workspace)
+    path = store.path("user")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# mine\n\n- I review every migration by hand.\n")
+    (mine,) = store.facts("user")
+    store.remove(mine.id)
+    assert store.facts() == []
+    assert any("I review every migration by hand." in line and "removed:" in line for line in store.history("user"))
+    assert "I review every migration by hand." in path.read_text()
+
+
+def test_a_key_saved_in_two_halves_is_refused(tmp_path: Path, workspace: Path) -> None:
+    """Each half passes alone; together (in the file, in the prompt) they are one key."""
+    def store(name: str) -> FactStore:
+        return FactStore(tmp_path / name, workspace, scrub=lambda text: text.replace("correcthorsebattery", "[x]"))
+
+    shaped = store("shaped")
+    shaped.save("project", "The deploy key starts sk-ant-api03-AbCd")
+    with pytest.raises(FactError, match="secret"):
+        shaped.save("project", "EfGhIjKlMnOpQrSt is how the deploy key ends")
+    configured = store("configured")
+    configured.save("user", "My vault password begins correcthorse", by="user")
+    with pytest.raises(FactError, match="secret"):
+        configured.save("project", "battery is how it ends")
+    pending = store("pending")
+    assert pending.save("user", "The staging token starts ghp_0123456789", by="model").action == "pending"
+    with pytest.raises(FactError, match="secret"):  # pending facts count too
+        pending.save("user", "abcdefghijKLMNOP is the staging token's end", by="model")
+    assert [len(s.facts()) + len(s.pending()) for s in (shaped, configured, pending)] == [1, 1, 1]

@@ -172,3 +172,43 @@ def test_the_tuis_undo_marks_usage_and_exports_move_into_the_store(tmp_path: Pat
         assert conn.execute("SELECT path FROM session_files").fetchall() == [("/x/export.md",)]
     finally:
         conn.close()
+
+
+def _ids_after_forgetting(store: MemoryStore) -> tuple[int, int, int, int]:
+    """Forget the newest session, then start another: (old session, new session, old last
+    message, new first message)."""
+    from hermes_tui.memory.forget import forget_session
+
+    old = store.new_session("tui")
+    last = store.add_message(old, "user", "paste sk-ant-forgotten-0123456789abcdef")
+    forget_session(store, old)
+    new = store.new_session("tui")
+    return old, new, last, store.add_message(new, "user", "hello")
+
+
+def test_forgotten_session_and_message_ids_are_never_given_out_again(tmp_path: Path) -> None:
+    """/undo in a new session offered a forgotten session's turn: SQLite reused the largest ids.
+    A file made by step 14 (upgraded) and a new file both keep every id once given out."""
+    path = tmp_path / "memory.sqlite3"
+    conn = old_memory_store(path, 14)
+    conn.execute("INSERT INTO sessions (source, started, last_activity) VALUES ('tui', 1, 1)")
+    conn.execute("INSERT INTO messages (session_id, role, content, created) VALUES (1, 'user', 'kept wombats', 1)")
+    conn.close()
+    for file in (path, tmp_path / "new.sqlite3"):
+        with MemoryStore(file) as store:
+            old, new, last, first = _ids_after_forgetting(store)
+            assert new > old and first > last
+            assert store.get_messages(new)[0].content == "hello" and not store.search("forgotten")
+        with MemoryStore(file) as store:  # and after a restart
+            old, new, last, first = _ids_after_forgetting(store)
+            assert new > old and first > last
+    with MemoryStore(path) as store:
+        assert [hit.message_id for hit in store.search("wombats")] == [1]  # the index and triggers still work
+    check = sqlite3.connect(path)
+    try:
+        assert check.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert check.execute("PRAGMA foreign_key_check").fetchall() == []
+        foreign = check.execute("PRAGMA foreign_key_list(messages)").fetchall()
+        assert [(fk[2], fk[3]) for fk in foreign] == [("sessions", "session_id")]
+    finally:
+        check.close()

@@ -261,6 +261,25 @@ def test_network_is_off_unless_asked_for(tmp_path: Path, network: bool) -> None:
     assert not lookup.ok and (NO_NETWORK_HINT in lookup.output) is not network, lookup.output
 
 
+@needs_bwrap
+@pytest.mark.parametrize("network", [False, True])
+def test_abstract_unix_sockets_are_reachable_exactly_when_the_network_is_on(tmp_path: Path, network: bool) -> None:
+    """What docs/safety.md says "network on" opens: the host's abstract unix sockets (X11, D-Bus)
+    belong to the network namespace, so a sandboxed command reaches them then, and only then."""
+    name = f"\0hermes-test-{os.getpid()}-{network}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(name)
+        server.listen()
+        reg = _registry(tmp_path, "bwrap", network=network)
+        command = ("python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                   f"s.connect('\\\\0{name[1:]}'); print('connected')\"")
+        result = reg.execute("run_bash", {"command": command})
+    assert ("connected" in result.output) is network, result.output
+    assert ("ConnectionRefusedError" in result.output) is not network, result.output  # not there at all
+    notice = startup_notice(Config(sandbox=True, sandbox_network=network))
+    assert (notice is not None and "abstract unix sockets" in notice) is network
+
+
 def test_sandbox_settings_are_privileged_and_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / ".env").write_text("HERMES_SANDBOX=off\nHERMES_SANDBOX_NETWORK=on\n")
     config = Config.load()

@@ -259,3 +259,26 @@ def test_programs_withhold_keys_from_their_environment(tmp_path: Path) -> None:
     for where in ("child", "own"):
         assert key not in found[where] and flask not in found[where], where
     assert "KEEP=me" in found["child"] and "KEEP=me" in found["own"]
+
+
+# -- a repository's ./.env cannot choose what is redacted (issue #40, finding 5) --------------------
+
+def test_dot_env_cannot_make_ordinary_words_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cloned repository's ./.env names ordinary strings with secret-like names: none of them may
+    disappear from output; a real-looking key there (or in the environment) still does."""
+    workspace, home = tmp_path / "repo", tmp_path / "home"
+    workspace.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("ENV_PLAIN_API_KEY", "localhost")
+    monkeypatch.setenv("ENV_REAL_API_KEY", SECRETS["MYSERVICE_API_KEY"])
+    (workspace / ".env").write_text(
+        "FOO_API_KEY=localhost\nBAR_SECRET_KEY=/usr/bin/python3\nHOST_API_KEY=api.example-host.com\n"
+        "WORD_API_KEY=administrators\nCOUNT_API_KEY=1234567890123456789\n"
+        f"GEMINI_API_KEY={SECRETS['GEMINI_API_KEY']}\n")
+    config = Config.load(cwd=workspace)
+    secrets = Secrets.from_config(config)
+    text = ("ssh localhost; /usr/bin/python3 -V; curl api.example-host.com; administrators "
+            "1234567890123456789")
+    assert secrets.scrub(text) == text
+    leaked = secrets.scrub(f"a {SECRETS['GEMINI_API_KEY']} b {SECRETS['MYSERVICE_API_KEY']} c")
+    assert leaked == "a [redacted: GEMINI_API_KEY] b [redacted: ENV_REAL_API_KEY] c"

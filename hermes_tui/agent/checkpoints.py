@@ -4,8 +4,17 @@
 One store per workspace, under ``HERMES_HOME/checkpoints/<hash of the workspace path>/``: the shadow
 repository (``shadow_git``) and ``checkpoints.jsonl``, the records. A record is written when its
 first snapshot is taken (so a turn killed midway can still be restored) and completed at the end
-of the turn with the files it changed. Every process (TUI, web, headless) shares the store; one
+of the turn with the files it changed. Within a turn, each file-changing tool call is a *window*
+(snapshots just before and just after it): only what changed inside a window is the turn's; a
+file that changed between windows (the user saving in their editor while the model thinks) is
+someone else's, so a restore names it as a conflict instead of silently reverting it. An
+unchanged tree costs one git process per snapshot. Every process (TUI, web, headless) shares the store; one
 file lock serializes them.
+
+Commit messages in the shadow repository never hold what the user asked (only the checkpoint
+number): a prompt may hold a pasted key, and ``forget_session`` must be able to take it back. It
+blanks the prompts of that session's records and rewrites any older commit message that still held
+one, then prunes the old objects.
 
 A restore takes the workspace back to how it was before a checkpoint: every file changed by that
 turn or a later one is put back. It never silently overwrites what someone else changed in
@@ -21,6 +30,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -32,7 +42,7 @@ from typing import Literal
 from hermes_tui.agent.paths import check_not_secret, protected_folders, secret_name
 from hermes_tui.agent.shadow_git import Change, ShadowError, ShadowRepo, find_git
 from hermes_tui.events import FilesChanged, Notice
-from hermes_tui.private import private_dir
+from hermes_tui.private import private_dir, write_private
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +71,19 @@ class Checkpoint:
     before: str
     after: str | None = None
     files: tuple[Change, ...] = ()
+    windows: tuple[tuple[str, str], ...] = ()  # (before, after) of each file-changing tool call
 
     @property
     def finished(self) -> bool:
         return self.after is not None
+
+    def outside(self, end: str) -> builtins.list[tuple[str, str]]:
+        """The stretches of this turn that were no tool call's (from one window's end to the next
+        one's start, and from the last to ``end``): what changed there is someone else's."""
+        if not self.windows:
+            return []
+        starts = [start for start, _ in self.windows[1:]] + [end]
+        return [(stop, start) for (_, stop), start in zip(self.windows, starts, strict=True) if stop != start]
 
 
 @dataclass(frozen=True)
@@ -182,6 +201,9 @@ class CheckpointStore:
                     found[number] = Checkpoint(
                         number, item.get("kind", "turn"), item.get("session"), item.get("message"),
                         str(item.get("prompt", "")), float(item.get("time", 0)), str(item["before"]))
+                elif "window" in item and number in found:
+                    start, stop = (str(c) for c in item["window"])
+                    found[number] = replace(found[number], windows=(*found[number].windows, (start, stop)))
                 elif number in found:
                     files = tuple(Change(str(p), s) for s, p in item.get("files", []))
                     found[number] = replace(found[number], after=str(item["after"]), files=files)
@@ -198,9 +220,9 @@ class CheckpointStore:
     def begin(self, kind: Kind, session_id: int | None, message_id: int | None, prompt: str) -> Checkpoint:
         """Snapshot the workspace now and open a record; raises ``CheckpointError``."""
         with self._locked():
-            before = self._snapshot(f"before: {prompt}")
             records = self._read()
             number = (records[-1].number + 1) if records else 1
+            before = self._snapshot(f"checkpoint {number}: before")
             checkpoint = Checkpoint(number, kind, session_id, message_id, _first_line(prompt), time.time(), before)
             self._append({"n": number, "kind": kind, "session": session_id, "message": message_id,
                           "prompt": checkpoint.prompt, "time": checkpoint.created, "before": before})
@@ -209,10 +231,30 @@ class CheckpointStore:
     def finish(self, checkpoint: Checkpoint) -> Checkpoint:
         """Snapshot the workspace again and record what changed since ``begin``."""
         with self._locked():
-            after = self._snapshot(f"after: {checkpoint.prompt}")
-            files = tuple(self.repo.changes(checkpoint.before, after))
+            after = self._snapshot(f"checkpoint {checkpoint.number}: after")
+            files = tuple(self._turn_changes(checkpoint, after))
             self._append({"n": checkpoint.number, "after": after, "files": [[c.status, c.path] for c in files]})
         return replace(checkpoint, after=after, files=files)
+
+    def window_start(self, checkpoint: Checkpoint) -> str:
+        """Snapshot just before a file-changing tool call (the first one's is ``checkpoint.before``)."""
+        with self._locked():
+            return self._snapshot(f"checkpoint {checkpoint.number}: window")
+
+    def window_end(self, checkpoint: Checkpoint, start: str) -> Checkpoint:
+        """Snapshot just after the tool call that began at ``start``, and record the window."""
+        with self._locked():
+            stop = self._snapshot(f"checkpoint {checkpoint.number}: window")
+            self._append({"n": checkpoint.number, "window": [start, stop]})
+        return replace(checkpoint, windows=(*checkpoint.windows, (start, stop)))
+
+    def _turn_changes(self, checkpoint: Checkpoint, end: str) -> builtins.list[Change]:
+        """What the turn changed from ``before`` to ``end``: with windows, only the files some
+        tool call changed (older records have none: everything in between counts)."""
+        if not checkpoint.windows:
+            return self.repo.changes(checkpoint.before, end)
+        paths = {c.path for start, stop in checkpoint.windows for c in self.repo.changes(start, stop)}
+        return self.repo.changes(checkpoint.before, end, paths) if paths else []
 
     def _snapshot(self, message: str) -> str:
         try:
@@ -239,7 +281,7 @@ class CheckpointStore:
                 for i, c in enumerate(covered)]
         touched: set[str] = set()
         for checkpoint, end in zip(covered, ends, strict=True):
-            touched.update(c.path for c in (checkpoint.files or repo.changes(checkpoint.before, end)))
+            touched.update(c.path for c in (checkpoint.files or self._turn_changes(checkpoint, end)))
         actions = repo.changes(current, target.before, touched)
         ignored_then = self._ignored_then(target.before, current, actions)
         actions = [a for a in actions if a.path not in ignored_then]
@@ -247,6 +289,9 @@ class CheckpointStore:
         outside: set[str] = set()  # changed between checkpoints, or since the last one
         for end, following in zip(ends, [c.before for c in covered[1:]] + [current], strict=True):
             outside.update(c.path for c in repo.changes(end, following, wanted))
+        for checkpoint, end in zip(covered, ends, strict=True):  # within a turn, between its tool calls
+            for start, stop in checkpoint.outside(end):
+                outside.update(c.path for c in repo.changes(start, stop, wanted))
         return RestorePlan(target, tuple(covered), current, tuple(actions), frozenset(outside),
                            tuple(sorted(ignored_then)))
 
@@ -297,6 +342,81 @@ class CheckpointStore:
         return RestoreResult(restored, tuple(sorted({*kept, *blocked})), record)
 
 
+FORGOTTEN_PROMPT = "(from a forgotten session)"
+_NEUTRAL_MESSAGE = re.compile(r"(checkpoint \d+: (before|after|window)|before a restore|restore to before checkpoint \d+)\n*")
+_COMMIT_FIELDS = ("before", "after")
+
+
+def forget_session(home: Path, session_id: int) -> int:
+    """Take a forgotten session's words out of every workspace's checkpoints; returns how many
+    records were blanked. The files' snapshots stay (a restore still works); what the user asked
+    goes, from the records and from any commit message an older Hermes wrote it into."""
+    blanked = 0
+    for records in sorted((Path(home) / "checkpoints").glob("*/checkpoints.jsonl")):
+        folder = records.parent
+        with open(folder / "lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                blanked += _forget_in(folder, session_id)
+            except (ShadowError, OSError) as exc:  # the session is gone from the store already
+                log.warning("could not take session %s out of the checkpoints in %s: %s", session_id, folder, exc)
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+    return blanked
+
+
+def _forget_in(folder: Path, session_id: int) -> int:
+    records = folder / "checkpoints.jsonl"
+    items: builtins.list[dict[str, object] | str] = []
+    blanked = 0
+    for line in records.read_text(encoding="utf-8").splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            items.append(line)
+            continue
+        if isinstance(item, dict) and item.get("session") == session_id and item.get("prompt") not in (None, FORGOTTEN_PROMPT):
+            item["prompt"] = FORGOTTEN_PROMPT
+            blanked += 1
+        items.append(item)
+    renamed = _neutral_history(folder / "git") if (folder / "git" / "HEAD").exists() and find_git() else {}
+    if not blanked and not renamed:
+        return 0
+    for item in items:
+        if isinstance(item, dict):
+            for key in _COMMIT_FIELDS:
+                if isinstance(item.get(key), str):
+                    item[key] = renamed.get(str(item[key]), item[key])
+            if isinstance(item.get("window"), builtins.list):
+                item["window"] = [renamed.get(str(c), c) for c in item["window"]]
+    text = "".join((item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)) + "\n" for item in items)
+    write_private(records, text)
+    return blanked
+
+
+def _neutral_history(git_dir: Path) -> dict[str, str]:
+    """Rewrite the snapshot chain so no commit message holds more than a checkpoint number, then
+    drop the old commits for good (reflog expired, pruned); returns old id -> new id (empty when
+    every message was neutral already)."""
+    repo = ShadowRepo(git_dir, git_dir, find_git() or "git")
+    head = repo.head()
+    if head is None:
+        return {}
+    log_lines = repo._run("log", "--reverse", "--format=%H%x00%P%x00%T%x00%B%x1e", head).decode("utf-8", "replace")
+    commits = [entry.strip("\n").split("\0") for entry in log_lines.split("\x1e") if entry.strip()]
+    if all(_NEUTRAL_MESSAGE.fullmatch(message) for _c, _p, _t, message in commits):
+        return {}
+    renamed: dict[str, str] = {}
+    for commit, parents, tree, message in commits:
+        kept = message.strip() if _NEUTRAL_MESSAGE.fullmatch(message) else "snapshot"
+        parent_args = [arg for p in parents.split() for arg in ("-p", renamed.get(p, p))]
+        renamed[commit] = repo._run("commit-tree", tree, *parent_args, "-m", kept).decode().strip()
+    repo._run("update-ref", ShadowRepo.HEAD, renamed[head], head)
+    repo._run("reflog", "expire", "--expire=now", "--all")
+    repo._run("gc", "-q", "--prune=now")
+    return renamed
+
+
 class TurnCheckpoints:
     """The agent loop's hook: a snapshot before the first file-changing tool call of a turn, the
     changed files when the turn ends. Nothing runs (no git at all) in a turn that changes nothing.
@@ -308,13 +428,22 @@ class TurnCheckpoints:
         self._open: Checkpoint | None = None
         self._failed = False  # this turn's snapshot failed: no second try, no second notice
         self._warned = False
+        self._window: str | None = None  # the snapshot before the tool call running now
 
     def start_turn(self, session_id: int, message_id: int | None, prompt: str) -> None:
-        self._turn, self._open, self._failed = (session_id, message_id, prompt), None, False
+        self._turn, self._open, self._failed, self._window = (session_id, message_id, prompt), None, False, None
 
     def before_change(self) -> str | None:
-        """Take the turn's first snapshot if not taken yet; a notice for the user, or None."""
-        if self._open is not None or self._failed or self._turn is None:
+        """Snapshot before a file-changing tool call (the turn's first one opens its record); a
+        notice for the user, or None."""
+        if self._failed or self._turn is None:
+            return None
+        if self._open is not None:
+            try:
+                self._window = self._store().window_start(self._open)
+            except (CheckpointError, OSError) as exc:  # the call still counts, from the last snapshot
+                log.warning("checkpoint before a tool call failed: %s", exc)
+                self._window = self._open.windows[-1][1] if self._open.windows else self._open.before
             return None
         store = self._store()
         if not store.available:
@@ -329,12 +458,23 @@ class TurnCheckpoints:
             log.warning("checkpoint before a tool call failed: %s", exc)
             self._failed = True
             return f"{exc} This turn's file changes cannot be undone."
+        self._window = self._open.before
         return None
+
+    def after_change(self) -> None:
+        """Snapshot after the file-changing tool call ``before_change`` prepared for."""
+        start, self._window = self._window, None
+        if start is None or self._open is None:
+            return
+        try:
+            self._open = self._store().window_end(self._open, start)
+        except (CheckpointError, OSError) as exc:  # end_turn says what could not be recorded
+            log.warning("checkpoint after a tool call failed: %s", exc)
 
     def end_turn(self) -> FilesChanged | Notice | None:
         """Record what the turn changed; the event to show (the files, or why they could not be
         recorded), or None when it changed nothing."""
-        checkpoint, self._open, self._turn = self._open, None, None
+        checkpoint, self._open, self._turn, self._window = self._open, None, None, None
         if checkpoint is None:
             return None
         try:

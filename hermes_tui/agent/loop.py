@@ -364,6 +364,8 @@ class AgentLoop:
             # Arguments that are no JSON object go as they came: the tool's error names the fault.
             result = self.tools.execute(call.name, dict(call.arguments) if call.valid else call.raw,
                                         cancel=self._cancel, call_id=call.id)
+            if self.tools.changes_files(call.name):
+                self.checkpoints.after_change()  # only what changed during the call is the turn's
         output = result.output
         if call.error:  # what was stored (and is sent) as the call's arguments is {}
             output = f"{call.note()}\n\n{output}"

@@ -29,6 +29,10 @@ def memory(ctx: ToolContext, action: str, text: str = "", scope: str = "user", i
         return ToolResult(False, f"memory: not saved: {exc}")
     except OSError as exc:
         return ToolResult(False, f"memory: not saved: the memory file could not be written ({exc.strerror})")
+    if saved.action == "pending":  # a user-scope fact reaches every workspace: the user decides
+        return ToolResult(True, f"waiting for the user's approval ({saved.fact.scope}, id {saved.fact.id}): "
+                                f"{saved.fact.text} — not remembered until they approve it",
+                          receipt=saved.receipt)
     return ToolResult(True, f"{saved.action} ({saved.fact.scope}, id {saved.fact.id}): {saved.fact.text}",
                       receipt=saved.receipt)
 
@@ -37,8 +41,9 @@ MEMORY_TOOLS: tuple[Tool, ...] = (
     Tool(
         "memory",
         "Keep a short fact for future sessions: a preference, a correction, an environment fact or a "
-        "decision the user stated. scope 'user' (the person, every workspace) or 'project' (this "
-        f"workspace). One fact per call, at most {MAX_CHARS} characters; never secrets. Use replace "
+        "decision the user stated. scope 'user' (the person, every workspace; kept once the user "
+        f"approves it) or 'project' (this workspace). One fact per call, at most {MAX_CHARS} characters; "
+        "never secrets. Use replace "
         "with the fact's id when the user corrects it, remove when it no longer holds. Say you will "
         "remember something only after this tool succeeded.",
         schema({"action": STR | {"enum": ["save", "replace", "remove"]},

@@ -5,7 +5,10 @@ Hermes' process and environment are not visible, and every descendant dies with 
 first process, ``setsid`` and ``setpgid`` children included), no capabilities, a read-only view of
 the system, a writable workspace whose ``.git`` stays read-only, a private ``/tmp``, and tmpfs or
 ``/dev/null`` over HERMES_HOME, the log folder and the usual credential folders. The network is cut
-unless ``HERMES_SANDBOX_NETWORK=on``. Without bubblewrap the command runs under ``reaper.py``, which
+unless ``HERMES_SANDBOX_NETWORK=on``, which shares the host's network namespace whole: the internet,
+services listening on this machine's loopback, and its *abstract* unix sockets (X11's
+``@/tmp/.X11-unix/X0``, D-Bus, ...: Linux ties those to the network namespace, not to files the
+mounts could hide), so the start-up notice says so. Without bubblewrap the command runs under ``reaper.py``, which
 still ends every descendant it can find (see there); ``notice`` says so once at start.
 """
 
@@ -153,13 +156,19 @@ def unavailable_reason() -> str | None:
     return None
 
 
+NETWORK_NOTICE = (
+    "run_bash has the network (HERMES_SANDBOX_NETWORK=on): sandboxed commands can reach the internet, "
+    "services on this machine's localhost and its abstract unix sockets (X11, D-Bus); each one still "
+    "needs your approval.")
+
+
 def startup_notice(config: Config) -> str | None:
     """The one line a surface shows at start when commands run without the sandbox, or None."""
     if not config.sandbox:
         return None  # HERMES_SANDBOX=off: the user chose it
     reason = unavailable_reason()
     if reason is None:
-        return None
+        return NETWORK_NOTICE if config.sandbox_network else None
     return (f"run_bash runs without a sandbox: {reason}. Commands can read your files and Hermes' "
             "settings; each one still needs your approval. Install bubblewrap, or set HERMES_SANDBOX=off "
             "to silence this.")

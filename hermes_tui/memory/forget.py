@@ -61,6 +61,7 @@ class Forgotten:
     prompts: frozenset[str]
     files: tuple[Path, ...]
     history_entries: int
+    checkpoint_records: int = 0  # checkpoints whose prompt was blanked
 
 
 def forget_session(memory: MemoryStore, session_id: int, prompt_history: Path | None = None) -> Forgotten:
@@ -68,8 +69,11 @@ def forget_session(memory: MemoryStore, session_id: int, prompt_history: Path | 
     pane, the web's DELETE): its messages and every row that refers to it (index entries,
     compactions, usage, pending summary, export records; ``MemoryStore.delete_session``), the WAL's
     old pages, the files exported or copied from it that still hold what Hermes wrote, and its
-    prompts in the ``prompt_history`` file (HERMES_HOME/``prompts.HISTORY_FILE``).
+    prompts in the ``prompt_history`` file (HERMES_HOME/``prompts.HISTORY_FILE``), and its prompts in
+    the checkpoints of every workspace (``agent.checkpoints.forget_session``; HERMES_HOME is the
+    folder of the memory file).
     Raises ``KeyError`` for an unknown session."""
+    from hermes_tui.agent import checkpoints
     from hermes_tui.memory import exports, prompts
 
     if memory.get_session(session_id) is None:
@@ -79,4 +83,5 @@ def forget_session(memory: MemoryStore, session_id: int, prompt_history: Path | 
     count = memory.delete_session(session_id)
     removed = tuple(exports.remove(files))
     dropped = prompts.forget(prompt_history, said) if prompt_history is not None else 0
-    return Forgotten(session_id, count, said, removed, dropped)
+    blanked = checkpoints.forget_session(memory.path.parent, session_id)
+    return Forgotten(session_id, count, said, removed, dropped, blanked)

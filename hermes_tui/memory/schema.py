@@ -9,6 +9,7 @@ because the steps are a history, read top to bottom: each one's SQL is what some
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -545,6 +546,41 @@ def _v14_session_state(db: Database) -> None:
             db.execute(create)
 
 
+NEVER_REUSED = ("sessions", "messages")
+_INTEGER_KEY = re.compile(r'("id"|\[id\]|\bid)(\s+INTEGER\s+PRIMARY\s+KEY)(?!\s+AUTOINCREMENT)', re.I)
+
+
+def _v15_ids_never_reused(db: Database) -> None:
+    """Session and message ids are never given out again: a plain INTEGER PRIMARY KEY hands a
+    forgotten session's id (the largest) to the next one, and /undo in that new session then
+    offered the forgotten turn. Both tables become AUTOINCREMENT.
+
+    SQLite cannot add AUTOINCREMENT with ALTER TABLE, and a rebuild (new table, copy, drop,
+    rename) cannot run here: the steps run in one transaction with foreign keys on, where the
+    implicit DELETE of DROP TABLE cascades into ``long_messages`` and leaves violations no rename
+    clears. AUTOINCREMENT changes nothing stored in the table itself (the same rowid b-tree; the
+    counter lives in ``sqlite_sequence``), so this uses SQLite's documented procedure for such
+    changes (lang_altertable.html, "other kinds of table schema changes"): the table's CREATE
+    statement is edited in ``sqlite_schema`` and the schema cookie bumped. Indexes, triggers, the
+    FTS5 tables and every foreign key stay as they were; the counters start at today's largest ids."""
+    db.execute("CREATE TABLE _hermes_autoincrement_seed (id INTEGER PRIMARY KEY AUTOINCREMENT)")
+    db.execute("DROP TABLE _hermes_autoincrement_seed")  # sqlite_sequence stays, as SQLite needs it
+    version = db.execute("PRAGMA schema_version").fetchone()[0]
+    db.execute("PRAGMA writable_schema = ON")
+    try:
+        for table in NEVER_REUSED:
+            (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [table]).fetchone()
+            edited, count = _INTEGER_KEY.subn(r"\1\2 AUTOINCREMENT", sql, count=1)
+            if count:
+                db.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", [edited, table])
+        db.execute(f"PRAGMA schema_version = {version + 1}")
+    finally:
+        db.execute("PRAGMA writable_schema = OFF")
+    for table in NEVER_REUSED:
+        db.execute("DELETE FROM sqlite_sequence WHERE name = ?", [table])
+        db.execute(f"INSERT INTO sqlite_sequence (name, seq) SELECT ?, coalesce(max(id), 0) FROM {table}", [table])
+
+
 SCHEMA = Migrations("memory", [
     _v1_core,
     _v2_clean_cjk_index,
@@ -560,6 +596,7 @@ SCHEMA = Migrations("memory", [
     _v12_message_status,
     _v13_frozen_session_prompts,
     _v14_session_state,
+    _v15_ids_never_reused,
 ])
 """The memory's schema steps, by name (``db.Migrations``); ``PRAGMA user_version`` still counts
 them, as files made before the names were recorded did.

@@ -132,7 +132,8 @@ class MemoryPane(Widget):
         def job() -> tuple[list[SearchHit], list[Fact], int]:
             if query.strip():
                 return self._store.recall(query, limit=RESULT_LIMIT), [], 0
-            return [], self._fact_store().facts(), len(FactInbox(self.app.config.home).items())  # type: ignore[attr-defined]  # self.app is the HermesApp
+            store = self._fact_store()
+            return [], store.facts() + store.pending(), len(FactInbox(self.app.config.home).items())  # type: ignore[attr-defined]  # self.app is the HermesApp
 
         def then(found: tuple[list[SearchHit], list[Fact], int] | None, error: str | None) -> None:
             hits, facts_found, self._waiting = found or ([], [], 0)
@@ -155,7 +156,8 @@ class MemoryPane(Widget):
                 options.append(None)  # a divider line between hits
             options.append(Option(hit_prompt(hit)))
         for fact in self._facts:
-            meta = Content.styled(f"{fact.scope} · {fact.id}", META_STYLE)
+            waiting = " · waiting for your approval (edit the file to approve)" if fact.pending else ""
+            meta = Content.styled(f"{fact.scope} · {fact.id}{waiting}", META_STYLE)
             options.append(Option(Content.assemble(meta, "  ", _flat(fact.text))))
         results.set_options(options)
         if options:

@@ -214,8 +214,23 @@ def list_facts() -> Response:
 
     store = facts.for_config(web().state.config)
     return jsonify(facts=[{"id": f.id, "scope": f.scope, "text": f.text, "session_id": f.session_id,
-                           "saved": f.saved, "by": f.by} for f in store.facts()],
+                           "saved": f.saved, "by": f.by, "pending": f.pending}
+                          for f in store.facts() + store.pending()],
                    files={scope: str(store.path(scope)) for scope in facts.SCOPES})
+
+
+@bp.post("/facts/<fact_id>/approve")
+def approve_fact(fact_id: str) -> Response:
+    """Let a fact the model proposed for every workspace into the prompts (it waits until then)."""
+    from hermes_tui.memory import facts
+
+    if not re.fullmatch(r"[0-9a-f]{6}", fact_id):
+        abort(404, f"there is no fact {fact_id[:20]!r}")
+    try:
+        kept = facts.for_config(web().state.config).approve(fact_id)
+    except facts.FactError:
+        abort(404, f"there is no fact {fact_id} waiting for approval")
+    return jsonify(approved=kept.id)
 
 
 @bp.delete("/facts/<fact_id>")
