@@ -41,7 +41,9 @@ Measured and left out: litellm's own subtrees (``types.interactions``, ``reposit
 ``types.guardrails``, ``llms.oci``, ``fine_tuning``) and aiohttp: every importer takes names from
 them at import (``from litellm.types.guardrails import GuardrailEventHooks``, ``from .fine_tuning.main
 import *``, ``from aiohttp import ClientSession`` in litellm's HTTP handler), so deferring them
-saves nothing.
+saves nothing. Deferring all of litellm, openai, aiohttp, requests, urllib3, cryptography, jinja2,
+yaml and pydantic_settings at once leaves only 136 more modules unrun than this list, most of them
+empty package ``__init__`` files, for more exposure to litellm's import cycles.
 """
 
 BLOCKED: tuple[str, ...] = (
@@ -153,8 +155,14 @@ class _DeferringLoader(importlib.abc.Loader):
         spec = module.__spec__
         if spec is not None and spec.submodule_search_locations is not None:
             source = self.loader.get_source(spec.name) if isinstance(self.loader, importlib.abc.InspectLoader) else None
-            if source is not None:
-                self.exports = reexports(source, spec.name)
+            self.exports = reexports(source, spec.name) if source is not None else None
+            if self.exports is None:
+                # Any other package body runs now, before its submodules as always: run later, it
+                # could import a submodule that is half-way through its own body (a cycle).
+                spec.loader = self.loader
+                _set(module, "__loader__", self.loader)
+                self.loader.exec_module(module)
+                return
         module.__class__ = _LazyModule
 
     def resolve(self, module: types.ModuleType, attr: str) -> object:

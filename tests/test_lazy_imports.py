@@ -52,6 +52,8 @@ def package(tmp_path: Path) -> Iterator[tuple[LazySubtreeFinder, Any]]:
         except ImportError:
             main = None
         """))
+    (root / "impure").mkdir()
+    (root / "impure" / "__init__.py").write_text("import lazypkg_probe.loaded as loaded\nloaded.names.append('impure')\n")
     (root / "cli.py").write_text("from lazypkg_probe import loaded\nloaded.names.append('cli')\nmain = 1\n")
     finder = LazySubtreeFinder(("lazypkg_probe",), ("lazypkg_probe.cli",))
     sys.path.insert(0, str(tmp_path))
@@ -99,6 +101,14 @@ def test_a_plain_module_waits_for_its_first_attribute(package: tuple[LazySubtree
 
     assert loaded.names == [] and "lazypkg_probe.plain" in lazy_imports.waiting()
     assert plain.VALUE == 1 and loaded.names == ["plain"]
+
+
+def test_any_other_package_body_runs_at_import(package: tuple[LazySubtreeFinder, Any]) -> None:
+    """Run later, it could import a submodule that is half-way through its own body."""
+    _, loaded = package
+    import lazypkg_probe.impure  # noqa: F401 - the import is the test
+
+    assert loaded.names == ["impure"] and "lazypkg_probe.impure" not in lazy_imports.waiting()
 
 
 def test_a_blocked_module_takes_its_importers_fallback(package: tuple[LazySubtreeFinder, Any]) -> None:
