@@ -71,6 +71,7 @@ class Run:
     after_turn_requests: int = 0
     exit: float = 0.0
     rss_mb: float = 0.0  # peak RSS of the hermes-tui process
+    cpu: float = 0.0  # user + system CPU seconds of the hermes-tui process (steady on a loaded machine)
 
 
 class Timeline:
@@ -122,7 +123,8 @@ def hermes_run(server: FakeLLMServer, timeline: Timeline, env: dict[str, str], s
     if proc.returncode != 0:
         raise SystemExit(f"hermes-tui -p failed ({proc.returncode}): {err}")
     spans = timeline.take()
-    run = Run(wall=ended - started, exit=ended - events[-1][0], rss_mb=usage.ru_maxrss / 1024)
+    run = Run(wall=ended - started, exit=ended - events[-1][0], rss_mb=usage.ru_maxrss / 1024,
+              cpu=usage.ru_utime + usage.ru_stime)
     run.first_request = spans[0][0] - started
     usages = [t for t, e in events if e["type"] == "usage"]
     run.calls = [u - s[0] for s, u in zip(spans, usages, strict=False)]
@@ -255,6 +257,9 @@ def main() -> None:
         walls = [r.wall for r in runs[mode]]
         ratio = statistics.median(walls) / statistics.median([r.wall for r in off])
         print(f"  hermes-tui -p, helper {mode:<5} {fmt(walls)}   {ratio:.2f}x off")
+        cpus = [r.cpu for r in runs[mode]]
+        print(f"    CPU of hermes-tui             {fmt(cpus)}   "
+              f"{statistics.median(cpus) / statistics.median([r.cpu for r in off]):.2f}x off")
         print(f"    peak RSS of hermes-tui        {fmt_mb([r.rss_mb for r in runs[mode]])}   "
               f"{statistics.median([r.rss_mb for r in runs[mode]]) / statistics.median([r.rss_mb for r in off]):.2f}x off")
     print(f"  the helper process (peak RSS)   {fmt_mb([v for v in helper_rss if v] or [0.0])}")

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from hermes_tui import lazy_imports
 from hermes_tui.clock import Clock, wait_for
 from hermes_tui.config import Config
 from hermes_tui.events import Notice, TextDelta, Usage
@@ -53,6 +54,7 @@ def _lib() -> ModuleType:
             # collections they trigger only walk them again, ~8 % of the import's CPU.
             collecting = gc.isenabled()
             gc.disable()
+            lazy_imports.install()  # the SDK type packages a completion never reads stay unloaded
             try:
                 import litellm
             finally:
