@@ -559,12 +559,14 @@ def test_resume_from_the_command_line(server: FakeLLMServer, hermes_home: Path) 
     memory.close()
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        assert f"session {old}" in text_of(app.query_one("#header"))
+        # The session is resumed after the first frame (tui/startup.py), off the app's thread.
+        await wait_for(pilot, lambda: f"session {old}" in text_of(app.query_one("#header")), timeout=60)
         assert [text_of(u) for u in conversation(app, UserMessage)] == ["an old question"]
 
     run(scenario, session_id=old)
 
     async def missing(app: HermesApp, pilot: Pilot) -> None:
+        await wait_for(pilot, lambda: any("no session 42" in n for n in notices(app)), timeout=60)
         assert "no session 42" in notices(app)[-1]
 
     run(missing, session_id=42)
@@ -762,8 +764,7 @@ def test_setup_asks_for_the_key_before_saving(no_key: Path) -> None:
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
         await app.screen.run_action("save")
-        await pilot.pause()
-        assert "Paste the OPENAI_API_KEY" in text_of(app.screen.query_one("#setup-error"))
+        await wait_for(pilot, lambda: "Paste the OPENAI_API_KEY" in text_of(app.screen.query_one("#setup-error")))
         assert not (no_key / ".env").exists()
 
     run(scenario)

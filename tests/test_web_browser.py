@@ -455,7 +455,7 @@ def test_the_mcp_panel_shows_what_a_server_sent_as_text(page: tuple[Page, Watch]
     page, _ = page
     log_in(page, server)
     panel = page.locator("#mcp-panel")
-    expect(panel).to_contain_text("9 tools", timeout=60_000)  # the page asks again while it starts
+    expect(panel).to_contain_text("10 tools", timeout=60_000)  # the page asks again while it starts
     expect(panel).to_contain_text("Not offered on the web")  # untrusted, and no HERMES_WEB_ENABLE_MCP
     panel.locator("summary").click()
     expect(panel.locator("code", has_text='<img src=x onerror="alert(1)">')).to_have_count(1)
