@@ -99,12 +99,14 @@ class Rule:
     added: float = 0.0
     tool: str = "run_bash"  # files written before rules had other tools hold only shell rules
 
-    def allows(self, name: str, arguments: dict[str, Any], spec: ApprovalSpec) -> bool:
-        """Does this rule allow the call? ``spec``: the approval record of tool ``name``."""
+    def allows(self, name: str, arguments: dict[str, Any], spec: ApprovalSpec,
+               workspace: Path | None = None) -> bool:
+        """Does this rule allow the call? ``spec``: the approval record of tool ``name``; exact
+        keys are compared as the record keys a call in ``workspace`` (a write by its real target)."""
         if name != self.tool:
             return False
         if self.kind == EXACT:
-            return spec.lasting and spec.key(arguments) == self.value
+            return spec.lasting and spec.key(arguments, workspace) == self.value
         return self.kind == PROGRAM and spec.broad(arguments) == self.value
 
     @property
@@ -168,7 +170,8 @@ class LastingRules:
         return self._load()[1]
 
     def allowing(self, name: str, arguments: dict[str, Any], spec: ApprovalSpec) -> Rule | None:
-        return next((rule for rule in self.rules() if rule.allows(name, arguments, spec)), None)
+        workspace = Path(self.workspace)
+        return next((rule for rule in self.rules() if rule.allows(name, arguments, spec, workspace)), None)
 
     def add(self, kind: str, value: str, tool: str = "run_bash") -> Rule:
         if kind not in (EXACT, PROGRAM) or not value or not _TOOL_NAME.match(tool):

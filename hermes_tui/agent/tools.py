@@ -21,7 +21,14 @@ from hermes_tui.agent.approvals import ApprovalPolicy, PendingCall
 from hermes_tui.agent.edit import EDIT_TOOL
 from hermes_tui.agent.mcp.names import SUMMARY_ARGS as BRIDGE_SUMMARY_ARGS
 from hermes_tui.agent.memory_tools import MEMORY_TOOLS
-from hermes_tui.agent.paths import PathError, WriteCancelled, display_path, open_in_workspace, replace_file
+from hermes_tui.agent.paths import (
+    PathError,
+    WriteCancelled,
+    display_path,
+    open_in_workspace,
+    real_target,
+    replace_file,
+)
 from hermes_tui.agent.permissions import command_program
 from hermes_tui.agent.reading import READ_CAP, READ_TOOL
 from hermes_tui.agent.sandbox import Sandbox
@@ -147,7 +154,8 @@ FILE_TOOLS: tuple[Tool, ...] = (
         "write_file", "Write a text file inside the workspace (replaces it; creates parent folders).",
         schema({"path": STR, "content": STR}, ["path", "content"]),
         write_file, cancellable=True, summary_arg="path", family="write", changes_files=True,
-        approval=ApprovalSpec("path", "This file", "All writes", "write", lasting=True, noun="writes to"),
+        approval=ApprovalSpec("path", "This file", "All writes", "write", lasting=True, noun="writes to",
+                              target=real_target),
     ),
     EDIT_TOOL,
     *SEARCH_TOOLS,
