@@ -9,7 +9,8 @@ HERMES_HOME, a secret) is never opened, only said to be refused.
 Answers (keys from ``actions.ACTIONS``): once (y); this exact call for the session (c); every
 call of this tool for the session (a); deny (n or Esc). Where the policy offers them
 (``agent/approvals.py``, from the tool's record), lasting answers for this workspace too: this
-exact call (w: the command, the file), and for a plain shell command any call of its program (p).
+exact call (w: the command, the file), and for a plain call of a program on the allowlist
+(``permissions.PROGRAMS``) any such call of it (p).
 At 80×24 every answer stays on screen: the buttons go into a grid when one row is too narrow.
 """
 
