@@ -12,6 +12,7 @@ no policy at all, so every call runs).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,6 +91,16 @@ class ApprovalPolicy:
             if name in self.allowed or (name, spec.key(arguments, self.workspace)) in self.allowed_calls:
                 return True
         return self.lasting is not None and self.lasting.allowing(name, arguments, spec) is not None
+
+    def target(self, name: str, arguments: dict[str, Any]) -> str:
+        """The real target the call's key names (a write's real path) when it differs from the
+        argument given, else "": what a surface shows next to the path it was given."""
+        spec = self.spec_of(name)
+        given = arguments.get(spec.exact) if spec.exact else None
+        if spec.target is None or not isinstance(given, str):
+            return ""
+        real = spec.key(arguments, self.workspace)
+        return "" if real in (given, os.path.normpath(given)) else real
 
     def answers(self, name: str, arguments: dict[str, Any]) -> tuple[str, ...]:
         """The answers a surface may offer for this call (the lasting ones where the tool has them)."""

@@ -248,6 +248,10 @@ class ToolRegistry:
             return False  # never asked: no approver, or the arguments fail before the question
         return not (isinstance(self.approver, ApprovalPolicy) and self.approver.settled(name, arguments))
 
+    def target(self, name: str, arguments: dict[str, Any]) -> str:
+        """The real path a write or edit goes to when it is not the one given ("" otherwise)."""
+        return self.approver.target(name, arguments) if isinstance(self.approver, ApprovalPolicy) else ""
+
     def changes_files(self, name: str) -> bool:
         tool = self._current().get(name)  # an MCP server's tool may write files too
         return tool is not None and tool.changes_files
