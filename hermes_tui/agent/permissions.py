@@ -14,11 +14,10 @@ A rule belongs to one tool and is keyed the way that tool's record declares (``A
   plain call of a program on the allowlist ``PROGRAMS``, with arguments that cannot run code:
   the command is ASCII, printable, free of every shell metacharacter (``; & | < > ( ) $ ` \\
   * ? [ ] { } ~ ! #`` and newlines), its first word, as ``shlex`` splits it, is a bare program
-  name on the list, and no argument is one of that program's code-running options (``git``: only
-  read-only subcommands, never ``-c``, ``--ext-diff``...; ``rg``: never ``--pre``). Anything else
-  (``make``, ``pytest``, ``npm``, ``sed``, ``tar``, interpreters: they run what the workspace or
-  their arguments say) is offered as an exact-command rule only. So ``grep -rn foo src`` matches
-  ``grep``, and ``grep; rm -rf ~``, ``git -c core.fsmonitor=x status`` or ``rg --pre=sh x`` never do.
+  name on the list, and no argument is one of that program's code-running options (``rg``: never
+  ``--pre``). Anything else (``git``, ``make``, ``pytest``, ``npm``, ``sed``, ``tar``, interpreters:
+  they run what the workspace or their arguments say) is offered as an exact-command rule only.
+  So ``grep -rn foo src`` matches ``grep``; ``grep; rm -rf ~`` or ``rg --pre=sh x`` never do.
 
 A file that cannot be read as rules (bad JSON, wrong shape, another workspace's) counts as no
 rules and says so once, in one line; adding a rule then moves it aside (``.json.bad``).
@@ -52,17 +51,12 @@ METACHARACTERS = frozenset(";&|<>()$`\\*?[]{}~!#\n\r")
 
 @dataclass(frozen=True)
 class Arguments:
-    """Which arguments a program rule accepts for its program: ``commands``, when set, are the only
-    first arguments allowed (git's read-only subcommands: a global option such as ``-c`` or an alias,
-    which git runs from its config, is not one); ``refused`` are options that run code or write
-    files, refused as given, with ``=value``, and as any abbreviation GNU tools accept."""
+    """Which arguments a program rule accepts for its program: any but ``refused``, options that
+    run code, refused as given, with ``=value``, and as any abbreviation GNU tools accept."""
 
-    commands: frozenset[str] | None = None
     refused: frozenset[str] = frozenset()
 
     def allow(self, words: list[str]) -> bool:
-        if self.commands is not None and (not words or words[0] not in self.commands):
-            return False
         for word in words:
             name = word.split("=", 1)[0]
             if name in self.refused or (name.startswith("--") and len(name) > 2 and any(
@@ -72,18 +66,15 @@ class Arguments:
 
 
 _PLAIN = Arguments()
-_GIT_WRITES_OR_RUNS = frozenset({"--ext-diff", "--textconv", "--output", "--open-files-in-pager", "-O",
-                                 "--exec", "--upload-pack", "--receive-pack", "--config-env", "-c", "--edit"})
 # The one list of programs a lasting "any <program>" rule may be given for: each reads files or
 # prints, and no argument outside ``refused`` makes it run code. Nothing else is ever offered one.
+# Not git: even its read-only subcommands run what a repository's config says (core.fsmonitor),
+# and with a few writes the workspace folder itself becomes a bare repository git would use.
 PROGRAMS: dict[str, Arguments] = {
     "ls": _PLAIN, "cat": _PLAIN, "head": _PLAIN, "tail": _PLAIN, "wc": _PLAIN, "pwd": _PLAIN, "echo": _PLAIN,
     "stat": _PLAIN, "du": _PLAIN, "df": _PLAIN, "cut": _PLAIN, "diff": _PLAIN, "grep": _PLAIN,
     "touch": _PLAIN, "mkdir": _PLAIN,
     "rg": Arguments(refused=frozenset({"--pre", "--pre-glob", "--search-zip", "-z"})),
-    "git": Arguments(commands=frozenset({"status", "log", "diff", "show", "rev-parse", "ls-files", "blame",
-                                          "shortlog", "describe"}),
-                     refused=_GIT_WRITES_OR_RUNS),
 }
 _PROGRAM_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
