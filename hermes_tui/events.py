@@ -59,10 +59,14 @@ class Receipt(Event):
 
 @dataclass(frozen=True)
 class ApprovalNeeded(Event):
+    """``target``: the real path a write or edit goes to when it is not the path given (a
+    symlinked folder), relative to the workspace; what the approval allows."""
+
     type: ClassVar[str] = "approval_needed"
     id: str = ""
     name: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
+    target: str = ""
 
 
 @dataclass(frozen=True)

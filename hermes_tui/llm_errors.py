@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import random
 import re
-from typing import Any
 
 from hermes_tui.config import Config
 
@@ -30,16 +29,6 @@ class LLMError(Exception):
         self.too_long = too_long  # the provider said the request exceeds the context window
         self.max_tokens = max_tokens  # the window the provider named in that refusal, if any
         self.empty = empty  # HTTP 200 and then no data: how llama.cpp reports template and context errors
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled whole: the helper process (``llm_host``) sends it to the caller."""
-        return (_llm_error, (self.message, self.retryable, self.status, self.too_long, self.max_tokens, self.empty))
-
-
-def _llm_error(message: str, retryable: bool, status: int | None, too_long: bool, max_tokens: int | None,
-               empty: bool = False) -> LLMError:
-    return LLMError(message, retryable=retryable, status=status, too_long=too_long, max_tokens=max_tokens,
-                    empty=empty)
 
 
 EMPTY_CAUSES = ("local servers do this when their chat template fails on the conversation or the prompt "

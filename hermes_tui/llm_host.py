@@ -23,7 +23,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import pickle
 import secrets
 import shutil
 import subprocess
@@ -33,15 +32,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any
 
+from hermes_tui import wire
 from hermes_tui.config import Config
-from hermes_tui.events import TextDelta
+from hermes_tui.events import Notice, TextDelta
 from hermes_tui.llm import LocalHost, StreamResult
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.llm_stream import StreamItem
+from hermes_tui.wire import Cancel, Channel, Failure, Records, WireError
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,36 @@ class Answer:
     value: str | int | None
 
 
+@dataclass(frozen=True)
+class Start:
+    """What a helper process reads on its stdin: its key (hex; the warm helper makes its own) and
+    the configuration it warms up for."""
+
+    config: Config | None
+    logging_on: bool
+    key: str = ""
+
+
+RECORDS: Records = {
+    "stream": StreamRequest, "complete": CompleteRequest, "count": CountRequest, "window": WindowRequest,
+    "text": TextDelta, "notice": Notice, "result": StreamResult, "answer": Answer, "error": Failure,
+    "cancel": Cancel,
+}
+"""What crosses a model helper's connection (``wire``): the requests, their items, a cancel."""
+STARTUP: Records = {"start": Start}
+
+
+def start_line(start: Start) -> bytes:
+    """The helper's first stdin line: ``Start`` as JSON (a pipe from its parent: not signed)."""
+    return wire.dumps(STARTUP, start) + b"\n"
+
+
+def read_start() -> Start:
+    start = wire.loads(STARTUP, sys.stdin.buffer.readline())
+    assert isinstance(start, Start)
+    return start
+
+
 class Unavailable(Exception):
     """No helper could be started or reached; the stream is parsed in the caller's process."""
 
@@ -141,7 +172,7 @@ class StreamHost:
                     start_new_session=True,  # terminal signals (ctrl+c) are the app's to handle
                 )
                 assert process.stdin is not None
-                process.stdin.write(pickle.dumps((self._key, config, logging_on)).hex().encode() + b"\n")
+                process.stdin.write(start_line(Start(config, logging_on, self._key.hex())))
                 process.stdin.flush()  # stdin stays open: its end is the helper's signal to exit
             except OSError:  # a full disk, no process to spare, or it died at once
                 log.warning("cannot start the model helper process", exc_info=True)
@@ -185,7 +216,7 @@ class StreamHost:
         process = self._process
         return process.pid if process is not None else None
 
-    def _connect(self, cancel: threading.Event) -> Connection | None:
+    def _connect(self, cancel: threading.Event) -> Channel | None:
         """A connection to a ready helper (started if needed); None when cancelled meanwhile.
 
         A helper found dead (killed, out of memory) is replaced once, unnoticed: nothing was sent.
@@ -206,7 +237,7 @@ class StreamHost:
                     self._replace(process)
                     raise Unavailable(f"it was not ready after {START_TIMEOUT:.0f} s")
             try:
-                return Client(address, family="AF_UNIX", authkey=key)
+                return Channel(Client(address, family="AF_UNIX", authkey=key), key, RECORDS)
             except (OSError, EOFError) as exc:
                 problem = f"exit code {process.poll()}, {exc!r}"
                 log.warning("the model helper process is unreachable (%s)", problem)
@@ -219,7 +250,7 @@ class StreamHost:
             if self._process is process:
                 self._stop_locked()
 
-    def _send(self, request: Request, cancel: threading.Event) -> Connection | None:
+    def _send(self, request: Request, cancel: threading.Event) -> Channel | None:
         """A connection to the helper on which ``request`` was sent; None when cancelled while
         the helper started. Raises ``Unavailable`` (from now on: this process serves itself)."""
         if self._unavailable:
@@ -266,7 +297,7 @@ class StreamHost:
         return self._local.max_input_tokens(config)
 
 
-def _relay(connection: Connection, cancel: threading.Event) -> Iterator[StreamItem | Answer]:
+def _relay(connection: Channel, cancel: threading.Event) -> Iterator[StreamItem | Answer]:
     """The items a helper serves on ``connection`` (the request already sent) up to its
     ``StreamResult`` or ``Answer``; ``cancel`` reaches it, and a helper that goes away is one
     ``LLMError``. Closes ``connection``."""
@@ -275,7 +306,7 @@ def _relay(connection: Connection, cancel: threading.Event) -> Iterator[StreamIt
     try:
         while True:
             if cancel.is_set() and cancelled_at is None:
-                connection.send("cancel")
+                connection.send(Cancel())
                 cancelled_at = time.monotonic()
             if cancelled_at is not None and time.monotonic() - cancelled_at > CANCEL_GRACE:
                 yield StreamResult(text=text, cancelled=True)
@@ -290,14 +321,14 @@ def _relay(connection: Connection, cancel: threading.Event) -> Iterator[StreamIt
             yield item
             if isinstance(item, (StreamResult, Answer)):
                 return
-    except (EOFError, OSError) as exc:
+    except (EOFError, OSError, WireError) as exc:
         log.warning("the model helper process went away mid-stream: %r", exc)
         raise _went_away(exc, text) from exc
     finally:
         connection.close()
 
 
-def relay_stream(connection: Connection, cancel: threading.Event) -> Iterator[StreamItem]:
+def relay_stream(connection: Channel, cancel: threading.Event) -> Iterator[StreamItem]:
     """The items of the stream a helper serves on ``connection`` (a ``StreamRequest`` sent)."""
     for item in _relay(connection, cancel):
         if isinstance(item, Answer):
@@ -305,7 +336,7 @@ def relay_stream(connection: Connection, cancel: threading.Event) -> Iterator[St
         yield item
 
 
-def _answer(connection: Connection, cancel: threading.Event, config: Config) -> str | int | None:
+def _answer(connection: Channel, cancel: threading.Event, config: Config) -> str | int | None:
     """The value of the ``Answer`` a helper serves on ``connection``; a request abandoned
     (``cancel``) is an ``LLMError``, as in ``LocalHost``."""
     for item in _relay(connection, cancel):
@@ -316,7 +347,7 @@ def _answer(connection: Connection, cancel: threading.Event, config: Config) -> 
     raise _out_of_turn()
 
 
-def answer_text(connection: Connection, cancel: threading.Event, config: Config) -> str:
+def answer_text(connection: Channel, cancel: threading.Event, config: Config) -> str:
     """The answer to a ``CompleteRequest``."""
     value = _answer(connection, cancel, config)
     if not isinstance(value, str):
@@ -324,7 +355,7 @@ def answer_text(connection: Connection, cancel: threading.Event, config: Config)
     return value
 
 
-def answer_count(connection: Connection, config: Config) -> int:
+def answer_count(connection: Channel, config: Config) -> int:
     """The answer to a ``CountRequest``."""
     value = _answer(connection, threading.Event(), config)
     if not isinstance(value, int):
@@ -332,7 +363,7 @@ def answer_count(connection: Connection, config: Config) -> int:
     return value
 
 
-def answer_window(connection: Connection, config: Config) -> int | None:
+def answer_window(connection: Channel, config: Config) -> int | None:
     """The answer to a ``WindowRequest``."""
     value = _answer(connection, threading.Event(), config)
     if value is not None and not isinstance(value, int):
@@ -391,16 +422,17 @@ SERVED: dict[type, Served] = {StreamRequest: _stream, CompleteRequest: _complete
                               WindowRequest: _window}
 
 
-def _serve(connection: Connection) -> None:
+def _serve(connection: Channel) -> None:
     """One request read from ``connection`` and served (``serve_request``)."""
     try:
         request = connection.recv()
-    except (EOFError, OSError, ValueError, TypeError, AttributeError, pickle.UnpicklingError):
+    except (EOFError, OSError, WireError):
+        log.debug("refused a request", exc_info=True)
         request = None
     serve_request(connection, request)
 
 
-def serve_request(connection: Connection, request: object) -> None:
+def serve_request(connection: Channel, request: object) -> None:
     """A ``Request``: its items (``SERVED``), ending in a ``StreamResult``, an ``Answer`` or an
     ``LLMError``. Anything else closes the connection. Closes ``connection`` either way."""
     served = SERVED.get(type(request))
@@ -410,7 +442,7 @@ def serve_request(connection: Connection, request: object) -> None:
     _serve_items(connection, lambda cancel: served(request, cancel))
 
 
-def _serve_items(connection: Connection, items: Callable[[threading.Event], Iterator[StreamItem | Answer]]) -> None:
+def _serve_items(connection: Channel, items: Callable[[threading.Event], Iterator[StreamItem | Answer]]) -> None:
     """One request: run it, send its items; a "cancel", or the caller hanging up, cancels it.
 
     The watcher owns the connection's reads and its closing; sends and the close share a lock,
@@ -423,9 +455,9 @@ def _serve_items(connection: Connection, items: Callable[[threading.Event], Iter
     def watch() -> None:
         nonlocal closed
         try:
-            while connection.recv() == "cancel":
+            while isinstance(connection.recv(), Cancel):
                 cancel.set()
-        except (EOFError, OSError):
+        except (EOFError, OSError, WireError):
             pass
         finally:
             cancel.set()
@@ -471,8 +503,9 @@ def main() -> None:
     from hermes_tui import llm
 
     address = sys.argv[1]
-    key, config, logging_on = pickle.loads(bytes.fromhex(sys.stdin.buffer.readline().decode().strip()))
-    if logging_on and config is not None:
+    start = read_start()
+    key, config = bytes.fromhex(start.key), start.config
+    if start.logging_on and config is not None:
         from hermes_tui.logs import setup_logging
 
         setup_logging(config)
@@ -487,5 +520,6 @@ def main() -> None:
         except Exception:  # a client without the key, or one that hung up
             log.debug("refused a connection", exc_info=True)
             continue
-        threading.Thread(target=_serve, args=(connection,), name="llm-host-stream", daemon=True).start()
+        threading.Thread(target=_serve, args=(Channel(connection, key, RECORDS),), name="llm-host-stream",
+                         daemon=True).start()
 

@@ -10,7 +10,8 @@ so the run itself never imports litellm; the first run starts the helper, later 
 * **Where:** a Unix socket in a private runtime folder (mode 0700, ours, not a symlink):
   ``$XDG_RUNTIME_DIR/hermes``, else ``<tmp>/hermes-<uid>``. The helper answers only its owner: the
   peer's uid (``SO_PEERCRED``) must be ours, and the client must know the random key the helper
-  writes to a 0600 file next to the socket (the HMAC handshake of ``multiprocessing.connection``).
+  writes to a 0600 file next to the socket (the HMAC handshake of ``multiprocessing.connection``);
+  every message is JSON signed with that key (``wire``): nothing on the socket is unpickled.
 * **Which:** every request carries this installation's identity (version, place, and the sizes
   and times of its source files); a helper of another version is asked to retire and a new one
   takes its socket, so an upgrade never runs old code.
@@ -34,7 +35,6 @@ import functools
 import hashlib
 import logging
 import os
-import pickle
 import stat
 import subprocess
 import sys
@@ -43,7 +43,7 @@ import threading
 import time
 from collections.abc import Iterator
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Connection
+from multiprocessing.connection import Client
 from pathlib import Path
 from typing import Any
 
@@ -51,17 +51,21 @@ from hermes_tui import __version__, fds
 from hermes_tui.config import Config
 from hermes_tui.llm import LocalHost
 from hermes_tui.llm_host import (
+    RECORDS,
     CompleteRequest,
     CountRequest,
     Request,
+    Start,
     StreamRequest,
     WindowRequest,
     answer_count,
     answer_text,
     answer_window,
     relay_stream,
+    start_line,
 )
 from hermes_tui.llm_stream import StreamItem
+from hermes_tui.wire import Channel, Records, WireError
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +117,17 @@ class Stale:
     pid: int
 
 
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """A run's first message: this installation's ``identity()``; its request follows."""
+
+    value: str
+
+
 Control = Hello | Stop | Summaries
+WARM_RECORDS: Records = {**RECORDS, "identity": Identity, "hello": Hello, "stop": Stop, "summaries": Summaries,
+                         "welcome": Welcome, "stale": Stale}
+"""What crosses the warm helper's socket: the model helpers' records and the helper's own."""
 
 
 def folder() -> Path:
@@ -217,7 +231,7 @@ class WarmHost:
             raise Unavailable("another version's helper was running")
         return reply.pid
 
-    def _open(self, request: Control | Request, *, restart: bool = True) -> Connection:
+    def _open(self, request: Control | Request, *, restart: bool = True) -> Channel:
         """A connection on which ``request`` was accepted; reaches (or restarts) the helper once."""
         for attempt in (1, 2):
             try:
@@ -236,7 +250,7 @@ class WarmHost:
             raise Unavailable(f"a helper of another version ({reply.identity}) took over")
         raise AssertionError("unreachable")
 
-    def _request(self, request: Request) -> Connection | None:
+    def _request(self, request: Request) -> Channel | None:
         """A connection on which the helper accepted ``request``; None: serve it here."""
         if self.ensure():
             try:
@@ -295,17 +309,18 @@ class WarmHost:
         return True
 
 
-def _open(where: Path, request: Control | Request) -> tuple[Connection, Welcome | Stale]:
+def _open(where: Path, request: Control | Request) -> tuple[Channel, Welcome | Stale]:
     """Connect, send this installation's identity and ``request``, read the helper's answer."""
     try:
         key = (where / "key").read_bytes()
-        connection = Client(str(where / "socket"), family="AF_UNIX", authkey=key)
+        connection = Channel(Client(str(where / "socket"), family="AF_UNIX", authkey=key), key, WARM_RECORDS)
     except (OSError, EOFError, AuthenticationError) as exc:
         raise Unavailable(f"no helper answers at {where / 'socket'} ({type(exc).__name__})") from exc
     try:
-        connection.send((identity(), request))
+        connection.send(Identity(identity()))
+        connection.send(request)
         reply = connection.recv()
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, WireError) as exc:
         connection.close()
         raise Unavailable(f"the helper hung up ({type(exc).__name__})") from exc
     if not isinstance(reply, (Welcome, Stale)):
@@ -354,7 +369,7 @@ def _spawn(where: Path, config: Config | None) -> float:
         raise Unavailable(f"cannot start it: {exc.strerror}") from exc
     assert process.stdin is not None and process.stdout is not None
     try:
-        process.stdin.write(pickle.dumps((warm_config, logging_on)).hex().encode() + b"\n")
+        process.stdin.write(start_line(Start(warm_config, logging_on)))
         process.stdin.close()
         line = process.stdout.readline() if fds.readable(process.stdout, START_TIMEOUT) else b""
     except OSError as exc:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import pickle
 import secrets
 import socket
 import struct
@@ -21,14 +20,17 @@ from pathlib import Path
 
 from hermes_tui.clock import Clock
 from hermes_tui.config import Config
-from hermes_tui.llm_host import SERVED, serve_request
+from hermes_tui.llm_host import SERVED, read_start, serve_request
 from hermes_tui.warm import (
+    WARM_RECORDS,
+    Identity,
     Stale,
     Stop,
     Summaries,
     Welcome,
     identity,
 )
+from hermes_tui.wire import Channel, WireError
 
 log = logging.getLogger(__name__)
 
@@ -155,14 +157,17 @@ class Helper:
             sock.settimeout(None)
             timeout = struct.pack("ll", AUTH_TIMEOUT, 0)  # a client stuck in the handshake gives up
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeout)
-            connection = Connection(sock.detach())
+            raw = Connection(sock.detach())
+            connection = Channel(raw, self.key, WARM_RECORDS)
             try:
-                deliver_challenge(connection, self.key)
-                answer_challenge(connection, self.key)
-                ident, request = connection.recv()
-            except (OSError, EOFError, AuthenticationError, ValueError, TypeError, AttributeError,
-                    pickle.UnpicklingError):  # AttributeError: a record this version lacks
-                log.debug("warm helper: refused a connection", exc_info=True)
+                deliver_challenge(raw, self.key)
+                answer_challenge(raw, self.key)
+                ident = connection.recv()
+                request = connection.recv()
+                if not isinstance(ident, Identity):
+                    raise WireError(f"a connection opened with {type(ident).__name__}")
+            except (OSError, EOFError, AuthenticationError, WireError):  # WireError: unsigned, or not a record
+                log.info("warm helper: refused a connection", exc_info=True)
                 connection.close()
                 return
             _clear_timeout(connection)
@@ -180,8 +185,8 @@ class Helper:
                 self._active -= 1
                 self._last = self.clock()
 
-    def _answer(self, connection: Connection, ident: object, request: object) -> None:
-        if ident != self.ident and not isinstance(request, Stop):
+    def _answer(self, connection: Channel, ident: Identity, request: object) -> None:
+        if ident.value != self.ident and not isinstance(request, Stop):
             connection.send(Stale(self.ident, os.getpid()))
             connection.close()
             return
@@ -235,7 +240,7 @@ class Helper:
             store.close()
 
 
-def _clear_timeout(connection: Connection) -> None:
+def _clear_timeout(connection: Channel) -> None:
     """Streams wait on their connection for as long as they run: no receive timeout after the handshake."""
     sock = socket.socket(fileno=os.dup(connection.fileno()))
     try:
@@ -249,8 +254,9 @@ def main() -> None:
     from hermes_tui import llm
 
     where = Path(sys.argv[1])
-    warm_config, logging_on = pickle.loads(bytes.fromhex(sys.stdin.buffer.readline().decode().strip()))
-    if logging_on and warm_config is not None:
+    start = read_start()
+    warm_config = start.config
+    if start.logging_on and warm_config is not None:
         from hermes_tui.logs import setup_logging
 
         setup_logging(warm_config)

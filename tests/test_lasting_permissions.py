@@ -34,36 +34,36 @@ def bash(command: str) -> Reply:
 
 
 @pytest.mark.parametrize(("command", "program"), [
-    ("pytest", "pytest"),
-    ("pytest -q tests/test_x.py", "pytest"),
-    ("pytest -k 'slow and not db'", "pytest"),
-    ('pytest -k "a or b"', "pytest"),
-    ("pytest; rm -rf ~", None),
-    ("pytest && curl https://x.invalid", None),
-    ("pytest || true", None),
-    ("pytest | sh", None),
-    ("pytest $(curl x)", None),
-    ('pytest "$(curl x)"', None),
-    ("pytest `id`", None),
-    ("pytest > /etc/passwd", None),
-    ("pytest\nrm -rf ~", None),
-    ("pytest & disown", None),
-    ("pytest tests/*.py", None),
-    ("pytest ~/x", None),
-    ("pytest \\; rm", None),
-    ("pytest 'unclosed", None),
-    ("./pytest", None),
-    ("/tmp/pytest", None),
-    ("PYTHONPATH=. pytest", None),
-    ("bash -c pytest", None),
-    ("env pytest", None),
-    ("sudo pytest", None),
+    ("grep", "grep"),
+    ("grep -q tests/test_x.py", "grep"),
+    ("grep -k 'slow and not db'", "grep"),
+    ('grep -k "a or b"', "grep"),
+    ("grep; rm -rf ~", None),
+    ("grep && curl https://x.invalid", None),
+    ("grep || true", None),
+    ("grep | sh", None),
+    ("grep $(curl x)", None),
+    ('grep "$(curl x)"', None),
+    ("grep `id`", None),
+    ("grep > /etc/passwd", None),
+    ("grep\nrm -rf ~", None),
+    ("grep & disown", None),
+    ("grep tests/*.py", None),
+    ("grep ~/x", None),
+    ("grep \\; rm", None),
+    ("grep 'unclosed", None),
+    ("./grep", None),
+    ("/tmp/grep", None),
+    ("PYTHONPATH=. grep", None),
+    ("bash -c grep", None),
+    ("env grep", None),
+    ("sudo grep", None),
     ("xargs rm", None),
     ("python -c 'import os'", None),  # an interpreter runs any code: never a program rule
     ("node -e 1", None),
     ("npx some-package", None),
     ("uv run anything", None),
-    ("pytest \x1b[8m", None),
+    ("grep \x1b[8m", None),
     ("pyt\u0435st", None),  # a Cyrillic ie (U+0435)
     ("", None),
 ])
@@ -79,27 +79,27 @@ def test_rules_live_in_hermes_home_private_per_workspace(tmp_path: Path) -> None
     one.mkdir()
     two.mkdir()
     rules = LastingRules(home, one)
-    rules.add(PROGRAM, "pytest")
+    rules.add(PROGRAM, "grep")
     rules.add(EXACT, "make lint")
     rules.add(EXACT, "make lint")  # once only
     assert rules.path.parent.parent == home and stat.S_IMODE(rules.path.stat().st_mode) == 0o600
     assert stat.S_IMODE(rules.path.parent.stat().st_mode) == 0o700
     assert [p.name for p in rules.path.parent.iterdir()] == [rules.path.name]  # no temporary left
-    assert [(r.kind, r.value) for r in LastingRules(home, one).rules()] == [(PROGRAM, "pytest"), (EXACT, "make lint")]
+    assert [(r.kind, r.value) for r in LastingRules(home, one).rules()] == [(PROGRAM, "grep"), (EXACT, "make lint")]
     assert LastingRules(home, two).rules() == []  # another workspace has its own
     assert not list(one.iterdir())  # nothing in the workspace
     allowed = LastingRules(home, one)
     shell, write = approval_spec("run_bash"), approval_spec("write_file")
-    assert allowed.allowing("run_bash", {"command": "pytest -x"}, shell) is not None
-    assert allowed.allowing("run_bash", {"command": "pytest -x; rm -rf ~"}, shell) is None
+    assert allowed.allowing("run_bash", {"command": "grep -x"}, shell) is not None
+    assert allowed.allowing("run_bash", {"command": "grep -x; rm -rf ~"}, shell) is None
     assert allowed.allowing("run_bash", {"command": "make lint "}, shell) is None  # exact means exact
-    assert allowed.allowing("write_file", {"command": "pytest"}, write) is None
+    assert allowed.allowing("write_file", {"command": "grep"}, write) is None
     assert allowed.revoke(allowed.rules()[0]) and [r.value for r in allowed.rules()] == ["make lint"]
 
 
 @pytest.mark.parametrize("content", [
     "{not json", "[]", '{"rules": "all"}', '{"workspace": "WS", "rules": [{"tool": "run_bash", "kind": "any"}]}',
-    '{"workspace": "WS", "rules": [{"tool": "run_bash", "kind": "program", "value": "bash"}]}',
+    '{"workspace": "WS", "rules": [{"tool": "run_bash", "kind": "program", "value": "./bash"}]}',
     '{"workspace": "/another/folder", "rules": []}',
 ])
 def test_a_malformed_file_is_one_warning_and_no_rules(tmp_path: Path, content: str) -> None:
@@ -176,7 +176,7 @@ def test_a_program_rule_allows_plain_calls_only(server: FakeLLMServer, hermes_ho
 
 
 def test_permissions_lists_and_revokes_every_rule(server: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
-    LastingRules(hermes_home, workspace).add(PROGRAM, "pytest")
+    LastingRules(hermes_home, workspace).add(PROGRAM, "grep")
     server.queue(bash("echo a >> x"), bash("echo b >> x"), Reply(text="done"),
                  bash("echo a >> x"), Reply(text="asked again"))
 
@@ -192,7 +192,7 @@ def test_permissions_lists_and_revokes_every_rule(server: FakeLLMServer, hermes_
         listing = app.screen.query_one(OptionList)
         rows = [str(listing.get_option_at_index(i).prompt) for i in range(listing.option_count)]
         assert rows == ["session      every run_bash call", "session      shell: echo a >> x",
-                        "always here  shell: any plain pytest command"]
+                        "always here  shell: any plain grep command"]
         await pilot.press("x")  # all shell goes
         await pilot.press("x")  # then this command
         await pilot.press("x")  # then the lasting rule
@@ -261,12 +261,12 @@ def test_permissions_command_lists_and_revokes(hermes_home: Path, workspace: Pat
     assert empty.returncode == 0 and "No lasting rules" in empty.stdout
     rules = LastingRules(hermes_home, workspace)
     rules.add(EXACT, "make lint")
-    rules.add(PROGRAM, "pytest")
+    rules.add(PROGRAM, "grep")
     listed = cli("permissions")
     assert listed.returncode == 0
-    assert listed.stdout.splitlines()[1:] == ["  1  shell: make lint", "  2  shell: any plain pytest command"]
+    assert listed.stdout.splitlines()[1:] == ["  1  shell: make lint", "  2  shell: any plain grep command"]
     assert cli("permissions", "revoke", "1").stdout.startswith("Revoked: shell: make lint.")
-    assert [r.value for r in rules.rules()] == ["pytest"]
+    assert [r.value for r in rules.rules()] == ["grep"]
     missing = cli("permissions", "revoke", "5")
     assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1
     rules.path.write_text("garbage")

@@ -24,11 +24,12 @@ from typing import Any
 
 import pytest
 
+from hermes_tui import llm_host, wire
 from hermes_tui.config import Config
 from hermes_tui.events import Notice, TextDelta
 from hermes_tui.llm import LLMClient, StreamResult
 from hermes_tui.llm_errors import LLMError
-from hermes_tui.llm_host import StreamHost
+from hermes_tui.llm_host import StreamHost, StreamRequest
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
 
@@ -236,3 +237,32 @@ def test_the_helper_ignores_the_callers_folder_and_ends_with_it_even_after_kill_
     finally:
         caller.kill()
         caller.wait()
+
+
+class Planted:
+    """A pickle whose unpickling creates a folder."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.mkdir, (str(self.marker),))
+
+
+def test_the_helper_never_unpickles_even_from_a_client_with_the_key(env: FakeLLMServer, host: StreamHost,
+                                                                     tmp_path: Path) -> None:
+    collect(LLMClient(Config.load(), host))  # ready
+    marker = tmp_path / "ran"
+    for attack in ("pickle", "forged"):
+        connection = Client(host._address, family="AF_UNIX", authkey=host._key)
+        if attack == "pickle":
+            connection.send(Planted(marker))
+        else:  # a real request, signed with another key
+            request = StreamRequest(Config.load(), MESSAGES, None)
+            connection.send_bytes(wire.sign(b"not the key", wire.dumps(llm_host.RECORDS, request)))
+        with pytest.raises((EOFError, ConnectionResetError)):
+            connection.recv_bytes()  # refused: hung up, no answer
+        connection.close()
+        assert not marker.exists(), attack
+    env.queue(Reply(text="still serving"))
+    assert summary(collect(LLMClient(Config.load(), host)))[0] == "still serving"

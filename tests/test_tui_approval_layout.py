@@ -70,7 +70,7 @@ def test_line_counts_are_not_off_by_one(tmp_path) -> None:
 def test_every_answer_is_reachable_with_six_buttons(server: FakeLLMServer, size: tuple[int, int]) -> None:
     """A plain command offers all six answers (the lasting ones too); at 80×24 they were cut after
     "All shell · session (a)". Each is wholly drawn, with its key, at the first frame after a resize."""
-    server.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "pytest -q tests/test_some_long_module_name.py"})]),
+    server.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "grep -rn needle tests/test_some_long_module_name.py"})]),
                  Reply(text="done"))
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:

@@ -19,10 +19,11 @@ from collections.abc import Iterator
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from hermes_tui import warm, warm_helper
+from hermes_tui import warm, warm_helper, wire
 from hermes_tui.learning import pending
 from hermes_tui.memory.store import MemoryStore
 from tests.fakes.fixtures import on_wire
@@ -277,3 +278,37 @@ def test_a_request_leaves_no_key_in_the_helper(where: Path, fake_llm_env: FakeLL
     finally:
         helper.stop()
         helper.stopped.wait(30)
+
+
+class Planted:
+    """A pickle whose unpickling creates a folder: what a sandboxed command that read the key sent."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.mkdir, (str(self.marker),))
+
+
+def test_the_helper_never_unpickles_and_refuses_unsigned_messages(where: Path, tmp_path: Path) -> None:
+    """Even a client that knows the key cannot make it run code: the wire is JSON, each message signed."""
+    helper = warm_helper.Helper(where)
+    serving(helper)
+    marker = tmp_path / "ran"
+    key = (where / "key").read_bytes()
+    try:
+        for attack in ("pickle", "forged"):
+            connection = Client(str(where / "socket"), family="AF_UNIX", authkey=key)
+            if attack == "pickle":
+                connection.send(Planted(marker))
+            else:  # a well-formed record, signed with another key
+                payload = wire.dumps(warm.WARM_RECORDS, warm.Identity(warm.identity()))
+                connection.send_bytes(wire.sign(b"not the key", payload))
+            with pytest.raises((EOFError, ConnectionResetError)):
+                connection.recv_bytes()  # refused: hung up, no answer
+            connection.close()
+            assert not marker.exists(), attack
+        assert warm._ask(where, warm.Hello()) == warm.Welcome(os.getpid())  # still serving its owner
+    finally:
+        helper.stop()
+        assert helper.stopped.wait(30)

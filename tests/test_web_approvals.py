@@ -215,3 +215,17 @@ def test_a_lasting_rule_of_a_write_is_honoured_on_the_web(shell_app: Any, llm: F
     events = chat_answering(client, token, "write both", "deny")
     assert [e["arguments"]["path"] for e in events if e["type"] == "approval_needed"] == ["other.md"]
     assert (workspace / "notes.md").read_text() == "kept\n" and not (workspace / "other.md").exists()
+
+
+def test_a_write_through_a_symlinked_folder_is_asked_by_its_real_target(
+        shell_app: Any, llm: FakeLLMServer, workspace: Path) -> None:
+    (workspace / ".github" / "workflows").mkdir(parents=True)
+    (workspace / "docs").symlink_to(Path(".github") / "workflows")
+    client = shell_app.test_client()
+    token = login(client)
+    llm.queue(Reply(tool_calls=[ToolCall("write_file", {"path": "docs/ci.yml", "content": "on: push\n"})]),
+              Reply(text="done"))
+    events = chat_answering(client, token, "add ci", "once")
+    asked = next(e for e in events if e["type"] == "approval_needed")
+    assert asked["target"] == ".github/workflows/ci.yml" and asked["arguments"]["path"] == "docs/ci.yml"
+    assert (workspace / ".github" / "workflows" / "ci.yml").read_text() == "on: push\n"

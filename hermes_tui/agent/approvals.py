@@ -12,6 +12,7 @@ no policy at all, so every call runs).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,9 +61,12 @@ class ApprovalPolicy:
 
     def __init__(self, ask: Ask, lasting: LastingRules | None = None, *, denial: str = DENIED,
                  unasked: Callable[[str], bool] | None = None,
-                 spec_of: Callable[[str], ApprovalSpec] = _spec_of) -> None:
+                 spec_of: Callable[[str], ApprovalSpec] = _spec_of, workspace: Path | None = None) -> None:
         self.ask = ask
         self.lasting = lasting
+        # Where exact keys are resolved (a write's real target): the lasting rules' workspace.
+        self.workspace = workspace if workspace is not None else (
+            Path(lasting.workspace) if lasting is not None else None)
         self.unasked = unasked
         self.denial = denial
         self.spec_of = spec_of
@@ -76,7 +80,7 @@ class ApprovalPolicy:
                       on_warning: Callable[[str], None] | None = None) -> ApprovalPolicy:
         """A policy reading the lasting rules of ``workspace`` kept in ``home`` (none without it)."""
         lasting = LastingRules(home, workspace, on_warning=on_warning) if home is not None else None
-        return cls(ask, lasting, denial=denial, unasked=unasked)
+        return cls(ask, lasting, denial=denial, unasked=unasked, workspace=workspace)
 
     def settled(self, name: str, arguments: dict[str, Any]) -> bool:
         """True when a rule already allows the call, so nobody needs to be asked."""
@@ -84,9 +88,19 @@ class ApprovalPolicy:
             return True
         spec = self.spec_of(name)
         with self._lock:
-            if name in self.allowed or (name, spec.key(arguments)) in self.allowed_calls:
+            if name in self.allowed or (name, spec.key(arguments, self.workspace)) in self.allowed_calls:
                 return True
         return self.lasting is not None and self.lasting.allowing(name, arguments, spec) is not None
+
+    def target(self, name: str, arguments: dict[str, Any]) -> str:
+        """The real target the call's key names (a write's real path) when it differs from the
+        argument given, else "": what a surface shows next to the path it was given."""
+        spec = self.spec_of(name)
+        given = arguments.get(spec.exact) if spec.exact else None
+        if spec.target is None or not isinstance(given, str):
+            return ""
+        real = spec.key(arguments, self.workspace)
+        return "" if real in (given, os.path.normpath(given)) else real
 
     def answers(self, name: str, arguments: dict[str, Any]) -> tuple[str, ...]:
         """The answers a surface may offer for this call (the lasting ones where the tool has them)."""
@@ -122,9 +136,9 @@ class ApprovalPolicy:
             if answer == SESSION:
                 self.allowed.add(call.name)
             elif answer == EXACT:
-                self.allowed_calls.add((call.name, spec.key(call.arguments)))
+                self.allowed_calls.add((call.name, spec.key(call.arguments, self.workspace)))
         if answer in (ALWAYS, PROGRAM) and self.lasting is not None:
-            kind, value = ((permissions.EXACT, spec.key(call.arguments)) if answer == ALWAYS
+            kind, value = ((permissions.EXACT, spec.key(call.arguments, self.workspace)) if answer == ALWAYS
                            else (permissions.PROGRAM, spec.broad(call.arguments)))
             if value:
                 try:

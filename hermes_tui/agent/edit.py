@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_tui.agent.paths import PathError, WriteCancelled, display_path, open_in_workspace, replace_file
+from hermes_tui.agent.paths import (
+    PathError,
+    WriteCancelled,
+    display_path,
+    open_in_workspace,
+    real_target,
+    replace_file,
+)
 from hermes_tui.agent.reading import numbered
 from hermes_tui.agent.toolkit import BOOL, STR, ApprovalSpec, Tool, ToolContext, ToolResult, schema
 
@@ -406,5 +413,6 @@ EDIT_TOOL = Tool(
             "edits": {"type": "array", "items": {"type": "object", "properties": {
                 "old": STR, "new": STR, "replace_all": BOOL}, "required": ["old", "new"]}}}, ["path"]),
     edit_file, cancellable=True, summary_arg="path", family="write", changes_files=True,
-    approval=ApprovalSpec("path", "This file", "All edits", "edit", lasting=True, noun="edits of"),
+    approval=ApprovalSpec("path", "This file", "All edits", "edit", lasting=True, noun="edits of",
+                          target=real_target),
 )

@@ -360,7 +360,7 @@ class AgentLoop:
             if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
                 yield Notice(notice)
             if call.valid and self.tools.asks(call.name, dict(call.arguments)):
-                yield ApprovalNeeded(call.id, call.name, shown)
+                yield ApprovalNeeded(call.id, call.name, shown, self.tools.target(call.name, dict(call.arguments)))
             # Arguments that are no JSON object go as they came: the tool's error names the fault.
             result = self.tools.execute(call.name, dict(call.arguments) if call.valid else call.raw,
                                         cancel=self._cancel, call_id=call.id)

@@ -147,6 +147,15 @@ def resolve_in_workspace(workspace: Path, raw: object, *, home: Path | None = No
     return Path(real)
 
 
+def real_target(workspace: Path, raw: str) -> str | None:
+    """The path ``raw`` names once symlinks are followed, relative to the workspace (what a
+    write to ``raw`` replaces), or None when it leaves the workspace or cannot be resolved."""
+    try:
+        return display_path(workspace, resolve_in_workspace(workspace, raw))
+    except PathError:
+        return None
+
+
 _STARTUP_NAMES = frozenset({"sitecustomize", "usercustomize"})  # imported by every Python start, as files or packages
 _METADATA = (".pth", ".egg-info", ".dist-info")  # .pth lines run at start; entry points load plugins
 

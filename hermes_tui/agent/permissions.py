@@ -11,13 +11,13 @@ A rule belongs to one tool and is keyed the way that tool's record declares (``A
 * ``exact``: this exact call by the record's ``key`` (a command character for character, a file's
   path for ``write_file`` and ``edit_file``).
 * ``program``: the record's wider ``broad_key``. ``run_bash`` declares ``command_program``: any
-  command that runs this program, such as ``pytest`` — but only a plain call:
+  plain call of a program on the allowlist ``PROGRAMS``, with arguments that cannot run code:
   the command is ASCII, printable, free of every shell metacharacter (``; & | < > ( ) $ ` \\
-  * ? [ ] { } ~ ! #`` and newlines), and its first word, as ``shlex`` splits it, is a bare
-  program name (no path, no ``VAR=value``) that is not itself a way to run other commands or any
-  code (``sh``, ``env``, ``sudo``, ``xargs``, ``python``, ``node``, ``npx``…). So ``pytest -q tests`` matches ``pytest``, and
-  ``pytest; rm -rf ~``, ``pytest && curl x`` or ``pytest $(curl x)`` never do. A program rule
-  trusts that program with any arguments (``pytest`` runs the workspace's ``conftest.py``).
+  * ? [ ] { } ~ ! #`` and newlines), its first word, as ``shlex`` splits it, is a bare program
+  name on the list, and no argument is one of that program's code-running options (``rg``: never
+  ``--pre``). Anything else (``git``, ``make``, ``pytest``, ``npm``, ``sed``, ``tar``, interpreters:
+  they run what the workspace or their arguments say) is offered as an exact-command rule only.
+  So ``grep -rn foo src`` matches ``grep``; ``grep; rm -rf ~`` or ``rg --pre=sh x`` never do.
 
 A file that cannot be read as rules (bad JSON, wrong shape, another workspace's) counts as no
 rules and says so once, in one line; adding a rule then moves it aside (``.json.bad``).
@@ -47,17 +47,35 @@ log = logging.getLogger(__name__)
 
 EXACT, PROGRAM = "exact", "program"
 METACHARACTERS = frozenset(";&|<>()$`\\*?[]{}~!#\n\r")
-# Programs whose job is to run another command: a rule for them would allow anything.
-RUNNERS = frozenset({
-    "sh", "bash", "dash", "zsh", "ksh", "fish", "csh", "tcsh", "busybox", "env", "sudo", "doas", "su",
-    "xargs", "exec", "eval", "command", "builtin", "source", "nohup", "timeout", "nice", "ionice",
-    "time", "watch", "setsid", "stdbuf", "chroot", "unshare", "nsenter", "script", "ssh", "parallel",
-    "flock", "strace", "ltrace", "gdb", "bwrap", "systemd-run", "runuser", "pkexec",
-    # Interpreters and package runners: ``python -c``, ``node -e``, ``npx pkg`` run any code at all.
-    "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "perl", "ruby",
-    "php", "lua", "luajit", "tclsh", "wish", "awk", "gawk", "mawk", "nawk", "osascript", "pwsh",
-    "npx", "pnpx", "bunx", "uv", "uvx", "pipx",
-})
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """Which arguments a program rule accepts for its program: any but ``refused``, options that
+    run code, refused as given, with ``=value``, and as any abbreviation GNU tools accept."""
+
+    refused: frozenset[str] = frozenset()
+
+    def allow(self, words: list[str]) -> bool:
+        for word in words:
+            name = word.split("=", 1)[0]
+            if name in self.refused or (name.startswith("--") and len(name) > 2 and any(
+                    option.startswith(name) for option in self.refused if option.startswith("--"))):
+                return False
+        return True
+
+
+_PLAIN = Arguments()
+# The one list of programs a lasting "any <program>" rule may be given for: each reads files or
+# prints, and no argument outside ``refused`` makes it run code. Nothing else is ever offered one.
+# Not git: even its read-only subcommands run what a repository's config says (core.fsmonitor),
+# and with a few writes the workspace folder itself becomes a bare repository git would use.
+PROGRAMS: dict[str, Arguments] = {
+    "ls": _PLAIN, "cat": _PLAIN, "head": _PLAIN, "tail": _PLAIN, "wc": _PLAIN, "pwd": _PLAIN, "echo": _PLAIN,
+    "stat": _PLAIN, "du": _PLAIN, "df": _PLAIN, "cut": _PLAIN, "diff": _PLAIN, "grep": _PLAIN,
+    "touch": _PLAIN, "mkdir": _PLAIN,
+    "rg": Arguments(refused=frozenset({"--pre", "--pre-glob", "--search-zip", "-z"})),
+}
 _PROGRAM_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*\Z")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
 FORMAT = 1
@@ -72,12 +90,14 @@ class Rule:
     added: float = 0.0
     tool: str = "run_bash"  # files written before rules had other tools hold only shell rules
 
-    def allows(self, name: str, arguments: dict[str, Any], spec: ApprovalSpec) -> bool:
-        """Does this rule allow the call? ``spec``: the approval record of tool ``name``."""
+    def allows(self, name: str, arguments: dict[str, Any], spec: ApprovalSpec,
+               workspace: Path | None = None) -> bool:
+        """Does this rule allow the call? ``spec``: the approval record of tool ``name``; exact
+        keys are compared as the record keys a call in ``workspace`` (a write by its real target)."""
         if name != self.tool:
             return False
         if self.kind == EXACT:
-            return spec.lasting and spec.key(arguments) == self.value
+            return spec.lasting and spec.key(arguments, workspace) == self.value
         return self.kind == PROGRAM and spec.broad(arguments) == self.value
 
     @property
@@ -102,14 +122,16 @@ def command_program(arguments: dict[str, Any]) -> str | None:
 
 
 def program_of(command: str) -> str | None:
-    """The program a ``program`` rule may match this command by, or None when it must never match."""
+    """The program a ``program`` rule may match this command by, or None when it must never match
+    (nor be offered): a plain call of a program on ``PROGRAMS`` with arguments it accepts."""
     if not command.isascii() or not command.isprintable() or METACHARACTERS.intersection(command):
         return None
     try:
         words = shlex.split(command)
     except ValueError:  # an unclosed quote
         return None
-    if not words or not _PROGRAM_NAME.match(words[0]) or words[0] in RUNNERS:
+    arguments = PROGRAMS.get(words[0]) if words else None
+    if arguments is None or not arguments.allow(words[1:]):
         return None
     return words[0]
 
@@ -139,7 +161,8 @@ class LastingRules:
         return self._load()[1]
 
     def allowing(self, name: str, arguments: dict[str, Any], spec: ApprovalSpec) -> Rule | None:
-        return next((rule for rule in self.rules() if rule.allows(name, arguments, spec)), None)
+        workspace = Path(self.workspace)
+        return next((rule for rule in self.rules() if rule.allows(name, arguments, spec, workspace)), None)
 
     def add(self, kind: str, value: str, tool: str = "run_bash") -> Rule:
         if kind not in (EXACT, PROGRAM) or not value or not _TOOL_NAME.match(tool):
@@ -209,7 +232,7 @@ def _parse(data: Any, workspace: str) -> list[Rule]:
         value, added = item.get("value"), item.get("added", 0.0)
         if not isinstance(value, str) or not value or not isinstance(added, (int, float)):
             raise ValueError(f"a rule is not understood: {json.dumps(item)[:80]}")
-        if item["kind"] == PROGRAM and not (_PROGRAM_NAME.match(value) and value not in RUNNERS):
-            raise ValueError(f"{value!r} cannot be a program rule")
+        if item["kind"] == PROGRAM and not _PROGRAM_NAME.match(value):
+            raise ValueError(f"{value!r} cannot be a program rule")  # one not on PROGRAMS never matches
         rules.append(Rule(item["kind"], value, float(added), tool))
     return rules

@@ -70,7 +70,9 @@ class ApprovalSpec:
     ``arguments``; ``lasting``: this exact call (its ``key``) may be allowed for good in this
     workspace (``agent/permissions.py``); ``broad_key``: a wider lasting key of a call, such as the
     program of a plain shell command (None: the tool has none, or this call has none), listed as
-    ``broad_label``; ``noun``: how lists of rules name the tool's calls ("shell: make lint").
+    ``broad_label``; ``noun``: how lists of rules name the tool's calls ("shell: make lint");
+    ``target``: for a path, the real path it names in a workspace, relative to it (symlinks
+    followed, as the tool will), so "this file" means the file written, not the name it was given.
     """
 
     exact: str | None = None
@@ -81,11 +83,17 @@ class ApprovalSpec:
     broad_key: Callable[[dict[str, Any]], str | None] | None = None
     broad_label: str = "any {}"
     noun: str | None = None
+    target: Callable[[Path, str], str | None] | None = None
 
-    def key(self, arguments: dict[str, Any]) -> str:
-        """What "this exact call" compares: the ``exact`` argument, else every argument."""
+    def key(self, arguments: dict[str, Any], workspace: Path | None = None) -> str:
+        """What "this exact call" compares: the ``exact`` argument (its real ``target`` in
+        ``workspace`` where the record has one), else every argument."""
         value = arguments.get(self.exact) if self.exact else None
-        return value if isinstance(value, str) else json.dumps(arguments, sort_keys=True, default=str)
+        if not isinstance(value, str):
+            return json.dumps(arguments, sort_keys=True, default=str)
+        if self.target is not None and workspace is not None:
+            return self.target(workspace, value) or value  # None: the tool refuses the path anyway
+        return value
 
     def broad(self, arguments: dict[str, Any]) -> str | None:
         """The wider lasting key of this call (run_bash: its program), or None."""

@@ -21,7 +21,14 @@ from hermes_tui.agent.approvals import ApprovalPolicy, PendingCall
 from hermes_tui.agent.edit import EDIT_TOOL
 from hermes_tui.agent.mcp.names import SUMMARY_ARGS as BRIDGE_SUMMARY_ARGS
 from hermes_tui.agent.memory_tools import MEMORY_TOOLS
-from hermes_tui.agent.paths import PathError, WriteCancelled, display_path, open_in_workspace, replace_file
+from hermes_tui.agent.paths import (
+    PathError,
+    WriteCancelled,
+    display_path,
+    open_in_workspace,
+    real_target,
+    replace_file,
+)
 from hermes_tui.agent.permissions import command_program
 from hermes_tui.agent.reading import READ_CAP, READ_TOOL
 from hermes_tui.agent.sandbox import Sandbox
@@ -147,7 +154,8 @@ FILE_TOOLS: tuple[Tool, ...] = (
         "write_file", "Write a text file inside the workspace (replaces it; creates parent folders).",
         schema({"path": STR, "content": STR}, ["path", "content"]),
         write_file, cancellable=True, summary_arg="path", family="write", changes_files=True,
-        approval=ApprovalSpec("path", "This file", "All writes", "write", lasting=True, noun="writes to"),
+        approval=ApprovalSpec("path", "This file", "All writes", "write", lasting=True, noun="writes to",
+                              target=real_target),
     ),
     EDIT_TOOL,
     *SEARCH_TOOLS,
@@ -239,6 +247,10 @@ class ToolRegistry:
         if tool is None or not self.needs_approval(name) or (tool.check or check_arguments)(tool.parameters, arguments):
             return False  # never asked: no approver, or the arguments fail before the question
         return not (isinstance(self.approver, ApprovalPolicy) and self.approver.settled(name, arguments))
+
+    def target(self, name: str, arguments: dict[str, Any]) -> str:
+        """The real path a write or edit goes to when it is not the one given ("" otherwise)."""
+        return self.approver.target(name, arguments) if isinstance(self.approver, ApprovalPolicy) else ""
 
     def changes_files(self, name: str) -> bool:
         tool = self._current().get(name)  # an MCP server's tool may write files too

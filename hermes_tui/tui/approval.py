@@ -53,6 +53,7 @@ class ApprovalBridge:
         self.workspace = workspace
         self.root = root  # the workspace folder, for write_file's diff
         self.on_answered = on_answered
+        self.home = home  # HERMES_HOME: the dialog never reads what the file tools refuse
         self.policy = ApprovalPolicy.for_workspace(self.ask, home if root is not None else None,
                                                    Path(root or "."))
         self._screen: ApprovalScreen | None = None
@@ -91,7 +92,7 @@ class ApprovalBridge:
 
         self._pending = request
         self._screen = ApprovalScreen(request.name, request.arguments, self.workspace, self.root,
-                                      answers=request.answers)
+                                      answers=request.answers, home=self.home)
         self.app.push_screen(self._screen, answer)
 
     def deny_pending(self) -> None:

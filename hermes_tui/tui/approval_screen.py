@@ -1,18 +1,23 @@
 """The question asked before run_bash / write_file / edit_file. It shows everything that will run or
 be written: the whole command (scrollable both ways, focusable, with its line count), or for a write
 a diff against the file as it is now ("new file, N lines" when there is none), or for an edit the
-numbered diff it would make (or why it will fail). Nothing is cut.
+numbered diff it would make (or why it will fail). Nothing is cut. A write names its real target
+(symlinks followed, as the tool will: "Write .github/ci.yml (via docs/ci.yml)"), and the dialog
+reads for its diff only what the file tools would read: a path they refuse (outside the workspace,
+HERMES_HOME, a secret) is never opened, only said to be refused.
 
 Answers (keys from ``actions.ACTIONS``): once (y); this exact call for the session (c); every
 call of this tool for the session (a); deny (n or Esc). Where the policy offers them
 (``agent/approvals.py``, from the tool's record), lasting answers for this workspace too: this
-exact call (w: the command, the file), and for a plain shell command any call of its program (p).
+exact call (w: the command, the file), and for a plain call of a program on the allowlist
+(``permissions.PROGRAMS``) any such call of it (p).
 At 80×24 every answer stays on screen: the buttons go into a grid when one row is too narrow.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,8 +77,9 @@ def hidden_controls(raw: str) -> str:
 
 
 def describe(name: str, arguments: dict[str, Any], workspace: str, root: str | None = None,
-             shows: str | None = None) -> Approval:
-    """The dialog's text for a call; ``shows``: what to show (default: what the tool's record says)."""
+             shows: str | None = None, home: Path | None = None) -> Approval:
+    """The dialog's text for a call; ``shows``: what to show (default: what the tool's record says);
+    ``home``: HERMES_HOME, which the file tools refuse."""
     if shows is None:
         from hermes_tui.agent.tools import approval_spec
 
@@ -84,7 +90,8 @@ def describe(name: str, arguments: dict[str, Any], workspace: str, root: str | N
         return Approval(f"Run this command in {workspace}?", f"{plural(count, 'line')} · nothing cut: ↑ ↓ PgUp PgDn scroll",
                         Content(printable(command)), hidden_controls(command))
     if shows == "write":
-        return _describe_write(str(arguments.get("path", "?")), str(arguments.get("content", "")), workspace, root)
+        return _describe_write(str(arguments.get("path", "?")), str(arguments.get("content", "")), workspace, root,
+                               home)
     if shows == "edit" and root is not None:
         return _describe_edit(str(arguments.get("path", "?")), arguments, workspace, root)
     listing = "\n".join(f"{key}: {value}" for key, value in arguments.items())
@@ -92,10 +99,14 @@ def describe(name: str, arguments: dict[str, Any], workspace: str, root: str | N
                     hidden_controls(listing))
 
 
-def _describe_write(path: str, content: str, workspace: str, root: str | None) -> Approval:
-    question = f"Write {printable(path)} in {workspace}?"
+def _describe_write(path: str, content: str, workspace: str, root: str | None, home: Path | None) -> Approval:
+    target = _target(path, root)
+    question = f"Write {printable(target)} in {workspace}?"
     warning = hidden_controls(content)
-    current, reason = _current(path, root)
+    current, reason = _current(path, root, home)
+    if reason.startswith("refused"):  # never read: the call itself will be refused by the tool
+        return Approval(question, f"({printable(reason)})",
+                        Content(printable(content)) if content else Content("(empty file)"), warning)
     new_lines = lines_of(printable(content))
     if current is None:
         summary = f"new file, {plural(len(new_lines), 'line')}" + (f" ({reason})" if reason else "")
@@ -122,26 +133,43 @@ def _describe_edit(path: str, arguments: dict[str, Any], workspace: str, root: s
               for key in ("old", "new")]
     warning = next((w for w in map(hidden_controls, texts) if w), "")
     body = Content(printable(shown.problem)) if shown.problem else _diff_content([printable(line) for line in shown.diff])
-    return Approval(f"Edit {printable(path)} in {workspace}?", shown.summary, body, warning)
+    return Approval(f"Edit {printable(_target(path, root))} in {workspace}?", shown.summary, body, warning)
 
 
-def _current(path: str, root: str | None) -> tuple[str | None, str]:
-    """The file's text now (None when it does not exist or must not be shown) and why not."""
+def _target(path: str, root: str | None) -> str:
+    """How the question names the file: its real path, and the given one when they differ."""
+    from hermes_tui.agent.paths import real_target
+
+    real = real_target(Path(root), path) if root is not None else None
+    if real is None or real == os.path.normpath(path):
+        return path
+    return f"{real} (via {path})"
+
+
+def _current(path: str, root: str | None, home: Path | None) -> tuple[str | None, str]:
+    """The file's text now (None when it does not exist or must not be shown) and why not. It
+    is read as ``read_file`` reads (``open_in_workspace``): what the tools refuse is never opened."""
     if root is None:
         return None, ""
-    target = Path(path) if Path(path).is_absolute() else Path(root) / path
+    from hermes_tui.agent.paths import PathError, open_in_workspace, resolve_in_workspace, write_refusal
+
     try:
-        from hermes_tui.agent.paths import check_not_secret
-    except ImportError:  # pragma: no cover - the tools module always ships it
-        check_not_secret = None  # type: ignore[assignment]  # None marks the check as missing
-    if check_not_secret is not None and (refused := check_not_secret(target)):
-        return None, f"the tool will refuse it: {refused}"
+        real = resolve_in_workspace(Path(root), path, home=home)
+    except PathError as exc:
+        return None, f"refused: {exc}"
+    refusal = write_refusal(Path(root), real, shown=path)
+    if refusal is not None:
+        return None, f"refused: {refusal}"
+    if not real.exists():
+        return None, ""
     try:
-        if not target.is_file():
-            return None, ""
-        if target.stat().st_size > DIFF_LIMIT:
-            return None, "an existing file too large to compare"
-        return target.read_text(errors="replace"), ""
+        with open_in_workspace(Path(root), path, "read", home=home) as (fd, _real):
+            if os.fstat(fd).st_size > DIFF_LIMIT:
+                return None, "an existing file too large to compare"
+            with os.fdopen(os.dup(fd), "rb") as file:
+                return file.read().decode(errors="replace"), ""
+    except PathError as exc:
+        return None, f"refused: {exc}"
     except OSError as exc:
         return None, f"the existing file cannot be read: {exc.strerror or exc}"
 
@@ -260,13 +288,13 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
     BINDINGS = actions.bindings("approval")
 
     def __init__(self, name: str, arguments: dict[str, Any], workspace: str, root: str | None = None,
-                 *, answers: tuple[str, ...] = (ONCE, EXACT, SESSION, DENY)) -> None:
+                 *, answers: tuple[str, ...] = (ONCE, EXACT, SESSION, DENY), home: Path | None = None) -> None:
         super().__init__(classes="approval")
         from hermes_tui.agent.tools import approval_spec
 
         self.tool_name = name
         self.spec = approval_spec(name)
-        self.approval = describe(name, arguments, workspace, root, self.spec.shows)
+        self.approval = describe(name, arguments, workspace, root, self.spec.shows, home)
         self.answers = answers  # as the policy offers them: the lasting ones where the tool has them
         self.program = self.spec.broad(arguments) if PROGRAM in answers else None  # "Any pytest"
 

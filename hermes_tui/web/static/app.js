@@ -421,7 +421,9 @@
       details.open = true;
       details.querySelector(".tool-state").textContent = "waiting for your approval";
       const box = el("div", "approval");
-      box.append(el("span", "approval-question", `Allow this ${event.name} call?`));
+      // A write through a symlinked folder: the file it really replaces, which the answer allows.
+      const target = event.target ? ` It writes ${event.target} (via ${event.arguments.path}).` : "";
+      box.append(el("span", "approval-question", `Allow this ${event.name} call?${target}`));
       for (const [decision, label, kind] of APPROVAL_BUTTONS) {
         const button = el("button", kind, label);
         button.type = "button";
