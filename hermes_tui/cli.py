@@ -253,10 +253,11 @@ def facts_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="hermes-tui facts",
         description="What Hermes remembers (HERMES_HOME/memory). Facts the model proposes about you (every "
-                    "workspace) wait for your approval and reach no prompt until then.")
+                    "workspace), and under HERMES_LEARN=review every fact the curator proposes, wait for your "
+                    "approval and reach no prompt until then (`hermes-tui inbox` lists them too).")
     commands = parser.add_subparsers(dest="command")
     commands.add_parser("list", help="every fact, the waiting ones marked")
-    for name, what in (("approve", "let a waiting fact into every session's prompt"),
+    for name, what in (("approve", "let a waiting fact into the prompts (of every session, or of its project)"),
                        ("remove", "take a fact out of use (its line stays under Earlier versions)")):
         commands.add_parser(name, help=what).add_argument("id")
     args = parser.parse_args(argv)

@@ -320,9 +320,9 @@ class Config:
     skill_archive_days: int = setting("HERMES_SKILL_ARCHIVE_DAYS", DAYS, "Days unused before a learned skill moves "
                                       "to HERMES_HOME/skills-archive/ (never deleted).", SKILLS, default=90)
     learn: str = setting("HERMES_LEARN", LEARN, "auto: after a turn that worked (an answer, no unrecovered tool "
-                         "failure) the curator may save a skill, and at a session's end facts; review: they wait in "
-                         "the inbox (`hermes-tui inbox`) and reach no prompt until accepted; off: nothing is "
-                         "learned.", SKILLS, default="auto")
+                         "failure) the curator may save a skill, and at a session's end facts; review: they wait for "
+                         "approval (`hermes-tui inbox`; facts also in `hermes-tui facts`) and reach no prompt "
+                         "until accepted; off: nothing is learned.", SKILLS, default="auto")
     mcp_wait: float = setting("HERMES_MCP_WAIT", SECONDS, "Seconds a -p turn (and `hermes-tui mcp list`) waits for "
                               "the MCP servers to be ready; a server still starting is named and left out.", MCP,
                               default=10.0)

@@ -203,3 +203,58 @@ def test_retry_or_undo_of_the_turn_demotes_the_skill_learned_from_it(env: FakeLL
 def test_corrections_are_told_from_new_requests(text: str, corrects: bool) -> None:
     assert is_correction(text) is corrects
 
+
+
+def fact_id(text: str) -> str:
+    """The id ``hermes-tui facts list`` shows for the fact worded ``text``."""
+    return next(line.split()[0] for line in run("facts", "list").splitlines() if text in line)
+
+
+def test_review_curated_facts_wait_in_the_memory_files(env: FakeLLMServer, hermes_home: Path, workspace: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """One place: the curator's facts of both scopes wait in the files' waiting sections, and
+    ``hermes-tui facts approve`` and ``hermes-tui inbox accept|reject`` settle the same facts."""
+    monkeypatch.setenv("HERMES_LEARN", "review")
+    env.queue(Reply(text="Noted."))
+    session = turn("I use pytest, deploy to staging-7 and indent with tabs")
+    env.queue(Reply(text="Sure."), Reply(text="summary"),
+              Reply(text="USER: The user uses pytest\nPROJECT: The deploy target is staging-7\n"
+                         "USER: The user indents with tabs"))
+    turn("thanks", session)
+    waiting = [line for line in run("facts", "list").splitlines() if "waiting for approval" in line]
+    assert len(waiting) == 3 and "project" in next(li for li in waiting if "staging-7" in li)
+    assert not (hermes_home / "memory" / "inbox.json").exists()
+    user_md = (hermes_home / "memory" / "USER.md").read_text()
+    assert user_md.index("## Waiting for your approval") < user_md.index("The user uses pytest")
+    assert "uses pytest" in run("facts", "approve", fact_id("The user uses pytest"))
+
+    listed = run("inbox", "list")
+    assert "1. fact (user): The user indents with tabs" in listed
+    assert "2. fact (project): The deploy target is staging-7" in listed
+    assert "rejected fact: The user indents with tabs" in run("inbox", "reject", "1")
+    assert "accepted: remembered (project): The deploy target is staging-7" in run("inbox", "accept", "1")
+    assert "The inbox is empty." in run("inbox", "list")
+    assert "tabs" in (hermes_home / "memory" / "USER.md").read_text().split("## Earlier versions")[1]
+
+    env.queue(Reply(text="Hi."))
+    turn("hello")
+    system = env.requests[-1].system or ""
+    assert "The user uses pytest" in system and "staging-7" in system and "tabs" not in system
+
+
+def test_a_former_inbox_file_moves_into_the_waiting_sections_once(env: FakeLLMServer, hermes_home: Path,
+                                                                  workspace: Path) -> None:
+    """An inbox.json written before facts waited in the memory files is adopted, then deleted."""
+    inbox = hermes_home / "memory" / "inbox.json"
+    inbox.parent.mkdir(parents=True, exist_ok=True)
+    inbox.write_text(json.dumps([
+        {"scope": "user", "text": "The user prefers short answers", "workspace": str(workspace),
+         "replaces": None, "session_id": 3},
+        {"scope": "project", "text": "The service listens on port 8080", "workspace": str(workspace),
+         "replaces": None, "session_id": None}]))
+    listed = run("inbox", "list")
+    assert "1. fact (user): The user prefers short answers" in listed
+    assert "2. fact (project): The service listens on port 8080" in listed
+    assert not inbox.exists() and not list(inbox.parent.glob("inbox.json*"))
+    assert "accepted: remembered (project): The service listens on port 8080" in run("inbox", "accept", "2")
+    assert "1. fact (user): The user prefers short answers" in run("inbox", "list")  # moved once, not twice

@@ -39,7 +39,6 @@ from hermes_tui.events import (
     Usage,
 )
 from hermes_tui.learning.curator import propose_memories, propose_skill
-from hermes_tui.learning.inbox import FactInbox
 from hermes_tui.learning.outcome import call_outcomes, failures_note, is_correction, worked
 from hermes_tui.llm import LLMClient, StreamResult
 from hermes_tui.llm_errors import LLMError
@@ -248,9 +247,8 @@ class AgentLoop:
         if left > 1 and not (cancel is not None and cancel.is_set()):  # alongside, within the same budget
             messages = self.memory.get_messages(self.session_id)
             if messages and self.config.learn != "off":
-                review = FactInbox(self.config.home) if self.config.learn == "review" else None
                 propose_memories(self.llm, messages, self.facts, session_id=self.session_id, timeout=left,
-                                 cancel=cancel, inbox=review)
+                                 cancel=cancel, review=self.config.learn == "review")
         return summary
 
     # -- internals ----------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from hermes_tui.agent.prompts import (
 )
 from hermes_tui.conversation import ChatMessage
 from hermes_tui.events import Notice, SkillLearned
-from hermes_tui.learning.inbox import FactInbox, PendingFact
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory.facts import FactError, FactStore, Saved
 from hermes_tui.skills.lifecycle import Provenance
@@ -219,11 +218,11 @@ MEMORY_PROPOSALS = 8  # at most, per session
 
 def propose_memories(llm: Completer, transcript: Sequence[ChatMessage], facts: FactStore, *,
                      session_id: int | None = None, timeout: float = 30.0,
-                     cancel: threading.Event | None = None, inbox: FactInbox | None = None) -> list[Saved]:
+                     cancel: threading.Event | None = None, review: bool = False) -> list[Saved]:
     """At session close: keep what the user stated (preferences, corrections, environment facts,
     decisions) as curated facts; near-duplicates only confirm, a REPLACE keeps the old wording in
-    the fact's history. Lines not in the strict format are dropped. With ``inbox``
-    (HERMES_LEARN=review) the facts wait there, vetted, instead of being saved."""
+    the fact's history. Lines not in the strict format are dropped. With ``review``
+    (HERMES_LEARN=review) every fact waits for the user's approval in ``facts``, whatever its scope."""
     said = "\n".join(f"- {' '.join(m.content.split())}" for m in transcript
                      if m.role == "user" and m.content)[-MEMORY_SAID_CHARS:]
     if not said:
@@ -246,13 +245,10 @@ def propose_memories(llm: Completer, transcript: Sequence[ChatMessage], facts: F
             continue
         scope, fact_id, text = match.groups()
         try:
-            if inbox is not None:
-                inbox.add(PendingFact((scope or "").lower(), facts.vetted(text), str(facts.workspace),
-                                      fact_id.lower() if fact_id else None, session_id))
-            elif fact_id:
-                saved.append(facts.replace(fact_id.lower(), text, session_id=session_id, by="curator"))
+            if fact_id:
+                saved.append(facts.replace(fact_id.lower(), text, session_id=session_id, by="curator", wait=review))
             else:
-                saved.append(facts.save(scope.lower(), text, session_id=session_id, by="curator"))  # type: ignore[arg-type]  # the pattern lets only USER or PROJECT through
+                saved.append(facts.save(scope.lower(), text, session_id=session_id, by="curator", wait=review))  # type: ignore[arg-type]  # the pattern lets only USER or PROJECT through
         except FactError as exc:
             log.info("memory curator: not kept (%s): %r", exc, text[:120])
     return saved

@@ -1,35 +1,33 @@
 """``hermes-tui inbox list|accept N|reject N``: what Hermes learned under HERMES_LEARN=review.
 
 One numbering over both kinds: the learned skills held in the skill index first, then the facts
-waiting in ``FactInbox``. Skills flagged as failing are listed after them (``skills pin`` keeps one).
+waiting for approval in the curated memory (``FactStore.pending``, the one place they wait: the same
+ones ``hermes-tui facts`` lists). Skills flagged as failing are listed after them (``skills pin`` keeps one).
 Every line passes ``printable``: names, descriptions and facts are model-written text.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hermes_tui.config import Config
-from hermes_tui.learning.inbox import FactInbox, PendingFact
-from hermes_tui.memory.facts import FactStore
-from hermes_tui.redaction import Secrets
+from hermes_tui.memory import facts as curated
+from hermes_tui.memory.facts import Fact, FactStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.skills.schema import Skill, SkillError
 from hermes_tui.textsafe import printable
 
 
-def _items(skills: SkillManager, facts: FactInbox) -> list[Skill | PendingFact]:
-    return [*skills.inbox(), *facts.items()]
+def _items(skills: SkillManager, facts: FactStore) -> list[Skill | Fact]:
+    return [*skills.inbox(), *facts.pending()]
 
 
-def _describe(item: Skill | PendingFact) -> str:
+def _describe(item: Skill | Fact) -> str:
     if isinstance(item, Skill):
         return f"skill {item.name}: {item.description}"
     what = f"replaces {item.replaces}" if item.replaces else item.scope
-    return f"fact ({what}): {item.text}"
+    return f"fact ({what}): {item.text} [id {item.id}]"
 
 
-def list_lines(skills: SkillManager, facts: FactInbox) -> list[str]:
+def list_lines(skills: SkillManager, facts: FactStore) -> list[str]:
     """The waiting items, numbered, then the skills flagged as failing."""
     items = _items(skills, facts)
     lines = [f"{n}. {_describe(item)}" for n, item in enumerate(items, 1)]
@@ -48,7 +46,7 @@ def list_lines(skills: SkillManager, facts: FactInbox) -> list[str]:
 
 def run_inbox_command(config: Config, skills: SkillManager, command: str, number: int | None) -> list[str]:
     """Run one command; raises ``SkillError`` or ``FactError`` (one readable line) when it cannot."""
-    facts = FactInbox(config.home)
+    facts = curated.for_config(config)
     if command == "list":
         return [printable(line) for line in list_lines(skills, facts)]
     items = _items(skills, facts)
@@ -61,15 +59,8 @@ def run_inbox_command(config: Config, skills: SkillManager, command: str, number
             return [printable(f"accepted skill {item.name}: it is offered to the model from now on")]
         skills.delete(item.name)
         return [printable(f"rejected skill {item.name}: deleted")]
-    index = number - 1 - len(skills.inbox())
-    if command == "reject":
-        facts.take(index)
-        return [printable(f"rejected fact: {item.text}")]
-    store = FactStore(config.home, Path(item.workspace), scrub=Secrets.from_config(config).scrub)
-    if item.replaces:  # FactError (the fact it replaces is gone): the item stays for a reject
-        saved = store.replace(item.replaces, item.text, session_id=item.session_id, by="curator")
-    else:
-        saved = store.save("project" if item.scope == "project" else "user", item.text,
-                           session_id=item.session_id, by="curator")
-    facts.take(index)
-    return [printable(f"accepted: {saved.receipt}")]
+    if command == "reject":  # the removal that keeps its words under "Earlier versions"
+        gone = facts.remove(item.id)
+        return [printable(f"rejected fact: {gone.text}")]
+    kept = facts.approve(item.id)
+    return [printable(f"accepted: remembered ({kept.scope}): {kept.text}")]

@@ -10,7 +10,9 @@ wording under "Earlier versions" (so a removal never loses what the user wrote).
 A user-scope fact the model or the curator proposes reaches every workspace's prompt, so it waits
 under "Waiting for your approval" (never in a prompt) until the user approves it (``approve``: the
 Memory pane, ``hermes-tui facts``, the web's facts API) or moves the line up by hand. Project facts,
-and facts the user saves (``/remember``), are kept at once.
+and facts the user saves (``/remember``), are kept at once. Under ``HERMES_LEARN=review`` the curator's
+facts of either scope wait the same way, in their own file's waiting section (``wait=True``); this is
+the one place facts wait (``hermes-tui inbox`` lists them too, after the learned skills).
 
 Facts are hostile text on the way in (the model proposes them): they are one line, at most
 ``MAX_CHARS``, free of secrets (checked against every fact already kept too, so a key saved in two
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import calendar
 import hashlib
+import json
+import logging
 import os
 import re
 import threading
@@ -39,6 +43,8 @@ from hermes_tui.skills.guard import verdict
 if TYPE_CHECKING:
     from hermes_tui.config import Config
 
+log = logging.getLogger(__name__)
+
 Scope = Literal["user", "project"]
 SCOPES: tuple[Scope, ...] = ("user", "project")
 MAX_CHARS = 500
@@ -48,6 +54,7 @@ DUPLICATE_SHARE = 0.8  # word overlap at which a new fact is the same as an old 
 FACTS_HEADING = "## Facts"
 PENDING_HEADING = "## Waiting for your approval"
 EARLIER_HEADING = "## Earlier versions"
+LEGACY_INBOX = "inbox.json"  # HERMES_LEARN=review's former separate list of waiting facts, adopted once
 NEEDS_APPROVAL = frozenset({"model", "curator"})  # who proposes user-scope facts that wait for the user
 PROMPT_HEADER = (
     "What you remember about the user and this project — notes saved from earlier sessions (by you, "
@@ -143,8 +150,8 @@ class FactStore:
         return [fact for s in scopes for fact in self._read(s).facts]
 
     def pending(self) -> list[Fact]:
-        """Facts waiting for the user's approval (user scope only), oldest first."""
-        return self._read("user").pending
+        """Facts waiting for the user's approval, user scope first, each oldest first."""
+        return [fact for scope in SCOPES for fact in self._read(scope).pending]
 
     def get(self, fact_id: str) -> Fact | None:
         return next((f for f in self.facts() if f.id == fact_id), None)
@@ -155,8 +162,9 @@ class FactStore:
     # -- writing
 
     def save(self, scope: Scope, text: str, *, session_id: int | None = None, message_id: int | None = None,
-             by: str = "model") -> Saved:
-        """Save a fact; a near-duplicate of a known one only confirms it. Raises ``FactError``."""
+             by: str = "model", wait: bool = False) -> Saved:
+        """Save a fact; a near-duplicate of a known one only confirms it. Raises ``FactError``.
+        ``wait``: it waits for approval whatever its scope (the curator under HERMES_LEARN=review)."""
         if scope not in SCOPES:
             raise FactError(f"scope must be 'user' or 'project', not {scope!r}")
         now = self._clock()
@@ -168,7 +176,7 @@ class FactStore:
                     sheet.facts[index] = replace(known, confirmed=now)
                     self._write(scope, sheet)
                     return Saved(sheet.facts[index], "already known")
-            waits = scope == "user" and by in NEEDS_APPROVAL
+            waits = wait or (scope == "user" and by in NEEDS_APPROVAL)
             if waits and (proposed := next((f for f in sheet.pending if same_fact(f.text, text)), None)):
                 return Saved(proposed, "pending")
             fact = Fact(_new_id(text, now), scope, text, session_id, message_id, now, now, by, pending=waits)
@@ -177,9 +185,10 @@ class FactStore:
         return Saved(fact, "pending" if waits else "saved")
 
     def replace(self, fact_id: str, text: str, *, session_id: int | None = None,
-                message_id: int | None = None, by: str = "model") -> Saved:
+                message_id: int | None = None, by: str = "model", wait: bool = False) -> Saved:
         """A correction: the new wording takes the old fact's place; the old one goes to its history.
-        A user-scope correction by the model or the curator waits for approval like a new fact."""
+        A user-scope correction by the model or the curator, or any with ``wait``, waits for approval
+        like a new fact."""
         now = self._clock()
         with self._lock:
             text = self._checked(text)
@@ -188,7 +197,7 @@ class FactStore:
                 for index, old in enumerate(sheet.facts):
                     if old.id != fact_id:
                         continue
-                    if scope == "user" and by in NEEDS_APPROVAL:
+                    if wait or (scope == "user" and by in NEEDS_APPROVAL):
                         new = Fact(_new_id(text, now), scope, text, session_id, message_id, now, now, by,
                                    replaces=old.id, pending=True)
                         sheet.pending.append(new)
@@ -217,13 +226,14 @@ class FactStore:
         raise FactError(f"there is no fact {fact_id!r} (the memory section of the prompt lists the ids)")
 
     def approve(self, fact_id: str) -> Fact:
-        """The user lets a pending fact into every session's prompt (a correction takes its fact's place)."""
+        """The user lets a pending fact into the prompts of its scope (a correction takes its fact's place)."""
         now = self._clock()
         with self._lock:
-            sheet = self._read("user")
-            fact = next((f for f in sheet.pending if f.id == fact_id), None)
-            if fact is None:
+            found = [(scope, sheet, fact) for scope in SCOPES for sheet in (self._read(scope),)
+                     for fact in sheet.pending if fact.id == fact_id]
+            if not found:
                 raise FactError(f"there is no fact {fact_id!r} waiting for approval")
+            scope, sheet, fact = found[0]
             sheet.pending.remove(fact)
             kept = replace(fact, pending=False, replaces="", confirmed=now)
             old = next((f for f in sheet.facts if f.id == fact.replaces), None) if fact.replaces else None
@@ -233,7 +243,7 @@ class FactStore:
                 sheet.earlier.append(_gone(old, "replaced", now))
             else:
                 sheet.facts.append(kept)
-            self._write("user", sheet)
+            self._write(scope, sheet)
         return kept
 
     # -- the prompt
@@ -263,11 +273,6 @@ class FactStore:
         if left:
             lines.append(f"- ... and {left} more not shown here (search_memory finds them)")
         return "\n\n" + PROMPT_HEADER + "\n" + "\n".join(lines)
-
-    def vetted(self, text: str) -> str:
-        """``text`` as it would be saved (one line, no secret, guard-checked); ``FactError`` otherwise.
-        What waits in the learning inbox passes this first, so a secret never reaches it."""
-        return self._checked(text)
 
     # -- files
 
@@ -319,7 +324,7 @@ class FactStore:
                 sheet.earlier.append(line)
                 continue
             fact = _parsed(scope, match.group("text").strip(), match.group("meta") or "")
-            if section == PENDING_HEADING and scope == "user":
+            if section == PENDING_HEADING:
                 sheet.pending.append(replace(fact, pending=True))
             else:
                 sheet.facts.append(replace(fact, replaces=""))  # moved up by hand: the user approved it
@@ -361,7 +366,55 @@ def for_config(config: Config) -> FactStore:
     """The facts of ``config``'s home and workspace, scrubbed with its secrets (the one way to open them)."""
     from hermes_tui.redaction import Secrets
 
-    return FactStore(config.home, config.workspace, scrub=Secrets.from_config(config).scrub)
+    scrub = Secrets.from_config(config).scrub
+    adopt_legacy_inbox(config.home, scrub)
+    return FactStore(config.home, config.workspace, scrub=scrub)
+
+
+def adopt_legacy_inbox(home: Path, scrub: Callable[[str], str]) -> int:
+    """Move the facts of a former ``memory/inbox.json`` into the waiting sections of the files of
+    the workspaces they were said in, then delete it; returns how many moved. Renaming the file
+    first lets one process alone take it; if some fact cannot move, the renamed file stays (logged)."""
+    path = Path(home) / "memory" / LEGACY_INBOX
+    taken = path.with_name(f"{LEGACY_INBOX}.{os.getpid()}.adopting")
+    try:
+        os.rename(path, taken)
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        log.warning("the former fact inbox %s could not be taken: %s", path, exc)
+        return 0
+    try:
+        items = json.loads(taken.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        log.warning("the former fact inbox is unreadable; it stays as %s: %s", taken, exc)
+        return 0
+    moved = left = 0
+    for item in items if isinstance(items, list) else []:
+        try:
+            _adopt(item, Path(home), scrub)
+            moved += 1
+        except (TypeError, KeyError, FactError, OSError) as exc:
+            log.warning("a fact of the former inbox did not move (%s); it stays in %s", exc, taken)
+            left += 1
+    if not left:
+        taken.unlink(missing_ok=True)
+    return moved
+
+
+def _adopt(item: dict[str, object], home: Path, scrub: Callable[[str], str]) -> None:
+    """One former inbox entry (scope, text, workspace, replaces, session_id) as a waiting fact."""
+    store = FactStore(home, Path(str(item["workspace"])), scrub=scrub)
+    text, replaces, session = str(item["text"]), item.get("replaces"), item.get("session_id")
+    session_id = session if isinstance(session, int) else None
+    if replaces:
+        try:
+            store.replace(str(replaces), text, session_id=session_id, by="curator", wait=True)
+            return
+        except FactError:
+            pass  # the fact it corrected is gone: it waits as a new fact (scope unknown: the user's)
+    scope: Scope = "project" if item.get("scope") == "project" else "user"
+    store.save(scope, text, session_id=session_id, by="curator", wait=True)
 
 
 def same_fact(a: str, b: str) -> bool:

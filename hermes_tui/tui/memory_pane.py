@@ -18,7 +18,6 @@ from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from hermes_tui.learning.inbox import FactInbox
 from hermes_tui.memory import facts
 from hermes_tui.memory.facts import Fact, FactStore
 from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
@@ -90,7 +89,6 @@ class MemoryPane(Widget):
         self._store = memory
         self._hits: list[SearchHit] = []
         self._facts: list[Fact] = []  # shown while the search box is empty
-        self._waiting = 0  # curated facts waiting in the inbox (HERMES_LEARN=review)
         self._query = ""
         self._debounce: Timer | None = None
 
@@ -129,14 +127,14 @@ class MemoryPane(Widget):
 
     def _search(self, query: str) -> None:
         """Search the sessions, or, for an empty query, read the curated facts."""
-        def job() -> tuple[list[SearchHit], list[Fact], int]:
+        def job() -> tuple[list[SearchHit], list[Fact]]:
             if query.strip():
-                return self._store.recall(query, limit=RESULT_LIMIT), [], 0
+                return self._store.recall(query, limit=RESULT_LIMIT), []
             store = self._fact_store()
-            return [], store.facts() + store.pending(), len(FactInbox(self.app.config.home).items())  # type: ignore[attr-defined]  # self.app is the HermesApp
+            return [], store.facts() + store.pending()
 
-        def then(found: tuple[list[SearchHit], list[Fact], int] | None, error: str | None) -> None:
-            hits, facts_found, self._waiting = found or ([], [], 0)
+        def then(found: tuple[list[SearchHit], list[Fact]] | None, error: str | None) -> None:
+            hits, facts_found = found or ([], [])
             self._show(query, hits, error, facts_found)
 
         off_thread(self, job, then, what=f"memory search for {query!r}", group="memory-search", exclusive=True)
@@ -169,12 +167,11 @@ class MemoryPane(Widget):
         if error is not None:
             return Content.assemble(("Search failed: ", "$text-error"), error)
         if not query.strip():
-            waiting = f" {self._waiting} wait in the inbox (`hermes-tui inbox list`)." if self._waiting else ""
             if not self._facts:
-                return Content(f"Nothing remembered yet (/remember TEXT, or ask Hermes).{waiting} " + SEARCH_HELP)
+                return Content("Nothing remembered yet (/remember TEXT, or ask Hermes). " + SEARCH_HELP)
             count = len(self._facts)
             return Content(f"{count} fact{'s' if count != 1 else ''} Hermes remembers "
-                           f"({self._key('edit_fact')} edit, {self._key('delete_fact')} delete).{waiting} {SEARCH_HELP}")
+                           f"({self._key('edit_fact')} edit, {self._key('delete_fact')} delete). {SEARCH_HELP}")
         if not self._hits:
             return Content.assemble("No matches for “", printable(query), "”")
         count = len(self._hits)
