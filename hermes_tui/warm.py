@@ -52,11 +52,13 @@ from hermes_tui.config import Config
 from hermes_tui.llm import LocalHost
 from hermes_tui.llm_host import (
     CompleteRequest,
+    CountManyRequest,
     CountRequest,
     Request,
     StreamRequest,
     WindowRequest,
     answer_count,
+    answer_counts,
     answer_text,
     answer_window,
     relay_stream,
@@ -269,6 +271,12 @@ class WarmHost:
         if connection is None:
             return self._local.count_tokens(config, messages, tools)
         return answer_count(connection, config)
+
+    def count_many(self, config: Config, message_lists: list[list[dict[str, Any]]]) -> list[int]:
+        connection = self._request(CountManyRequest(config, message_lists))
+        if connection is None:
+            return self._local.count_many(config, message_lists)
+        return answer_counts(connection, config, len(message_lists))
 
     def max_input_tokens(self, config: Config) -> int | None:
         connection = self._request(WindowRequest(config))

@@ -1,8 +1,8 @@
 """The app's life after its first frame and at its end, mixed into ``HermesApp`` (``app.py``).
 
 Start-up, in this order: the MCP servers start in the background (``agent/mcp``), the stores open,
-litellm is imported in the background (``llm.warm()``), a resumed session is shown, the setup opens
-if there is no key. Quitting cancels a running turn and waits a bounded grace for the summary.
+the model helper process starts (it imports litellm: the app never does), a resumed session is
+shown, the setup opens if there is no key. Quitting cancels a running turn and waits a bounded grace for the summary.
 """
 
 from __future__ import annotations
@@ -151,18 +151,17 @@ def load_markdown() -> None:
 
 
 def warm_llm(config: Config, background: Background) -> None:
-    """Start the helper process that parses the model's streams (``llm_host``: the TUI surface
-    streams there), import litellm in the background (it takes seconds), then pace the garbage
-    collector (``collector``): litellm brings a huge heap of long-lived objects that collections
-    would otherwise walk again and again.
+    """Start the helper process that makes every model call of the app (``llm_host``: litellm is
+    imported there, never in the app's process), then pace the garbage collector (``collector``)
+    once the app's own start-up heap is built.
     """
-    from hermes_tui import llm, llm_host
+    from hermes_tui import llm_host
 
-    llm_host.shared().start(config)
-    importing = llm.warm(config)  # with the config: its offline first call too (llm.warm)
+    host = llm_host.shared()
+    host.start(config)  # with the config: the helper warms litellm up for its model
 
     def tune() -> None:
-        importing.join()
+        host.wait_ready()
         collector.tune()
 
     background.start("hermes-gc-tune", tune)
