@@ -78,7 +78,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     from hermes_tui.logs import setup_logging
 
     setup_logging(config)
-    host = _warm_host(config)  # the turn's model calls, in the warm helper when it runs
+    host = _warm_host(config)  # the turn's model calls: in the warm helper when one runs
     from hermes_tui.agent.approvals import DENY, ApprovalPolicy, PendingCall
     from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.memory.store import MemoryStore, StoreError
@@ -125,6 +125,10 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         code = _drive(agent, text, out, events)
         if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM):
             _leave_summary(agent, config, host, out, continued=session_id is not None)
+            if host is None and config.helper:  # the answer is out: now warm up the next runs
+                from hermes_tui import warm
+
+                warm.start_detached(config)
         return code
     finally:
         memory.close()
@@ -149,20 +153,14 @@ def _wait_for_mcp(manager: McpManager, out: _Output, seconds: float) -> None:
 
 
 def _warm_host(config: Config) -> WarmHost | None:
-    """The warm helper's host (``hermes_tui.warm``), reached in the background; None when
-    ``HERMES_HELPER=off``. When it cannot be reached, litellm is imported here instead."""
+    """The running warm helper's host (``hermes_tui.warm``); None when ``HERMES_HELPER=off`` or
+    when none runs: then this run imports litellm (in the background, while the rest is set up)
+    and calls the model itself; a helper started now would fight the turn for the cores."""
     from hermes_tui import llm, warm
 
-    if not config.helper:
-        llm.warm(config)  # the turn needs litellm: import it while the rest is set up
-        return None
-    host = warm.WarmHost(config)
-
-    def reach() -> None:
-        if not host.ensure():
-            llm.warm(config)
-
-    threading.Thread(target=reach, name="hermes-warm-reach", daemon=True).start()
+    host = warm.running(config) if config.helper else None
+    if host is None:
+        llm.warm(config)
     return host
 
 

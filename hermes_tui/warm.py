@@ -3,9 +3,12 @@
 This module is the caller's side (reaching, starting, stopping the helper) and what both sides
 share; the helper process itself is ``warm_helper.py``.
 
-``import litellm`` is most of a one-shot turn (seconds, ~200 MB). A ``hermes-tui -p`` run asks this
-helper to do every model call for it (streams parsed there, token counts, one-shot completions),
-so the run itself never imports litellm; the first run starts the helper, later runs find it warm.
+``import litellm`` is most of a one-shot turn (seconds, ~200 MB). A ``hermes-tui -p`` run that finds
+this helper asks it to do every model call for it (streams parsed there, token counts, one-shot
+completions), so the run itself never imports litellm. A run that finds none answers in its own
+process, and only after its answer starts the helper, detached, for the next runs: started during
+the turn, the helper's import would fight the turn for the cores (``start_detached``).
+``hermes-tui helper start`` starts it and waits until it is ready (a login service can run that).
 
 * **Where:** a Unix socket in a private runtime folder (mode 0700, ours, not a symlink):
   ``$XDG_RUNTIME_DIR/hermes``, else ``<tmp>/hermes-<uid>``. The helper answers only its owner: the
@@ -170,8 +173,9 @@ class WarmHost:
     """The ``ModelHost`` of a ``-p`` run: every model call goes to the helper (this process
     serves itself, ``LocalHost``, only when the helper is unavailable)."""
 
-    def __init__(self, spawn_config: Config | None = None) -> None:
+    def __init__(self, spawn_config: Config | None = None, *, spawn: bool = True) -> None:
         self._spawn_config = spawn_config
+        self._spawn = spawn  # False: only a running helper is used (none: this process serves itself)
         self._lock = threading.Lock()
         self._reached = False
         self._fallback = False
@@ -198,26 +202,10 @@ class WarmHost:
             return True
 
     def _reach(self) -> None:
-        where = private_folder()
-        with contextlib.suppress(Unavailable):
-            self.pid = self._hello(where)
-            return
-        with _locked(where / "lock"):  # one starter at a time; the others find its helper
-            with contextlib.suppress(Unavailable):
-                self.pid = self._hello(where)
-                return
-            started = _spawn(where, self._spawn_config)
-            self.pid = self._hello(where)
-            log.info("started the warm helper (pid %s, ready in %.1f s)", self.pid, started)
-
-    def _hello(self, where: Path) -> int:
-        """The running helper's pid; a helper of another version is asked to retire first."""
-        reply = _ask(where, Hello())
-        if isinstance(reply, Stale):
-            log.info("retiring the warm helper of another version (%s, pid %s)", reply.identity, reply.pid)
-            _ask(where, Stop())
-            raise Unavailable("another version's helper was running")
-        return reply.pid
+        if self._spawn:
+            self.pid, _seconds = start(self._spawn_config)
+        else:
+            self.pid = _running_pid(private_folder())
 
     def _open(self, request: Control | Request, *, restart: bool = True) -> Connection:
         """A connection on which ``request`` was accepted; reaches (or restarts) the helper once."""
@@ -303,6 +291,66 @@ class WarmHost:
         return True
 
 
+def running(config: Config) -> WarmHost | None:
+    """The host of the helper running now, or None when none answers: the run then calls the
+    model itself, and starts a helper after its answer (``start_detached``)."""
+    host = WarmHost(config, spawn=False)
+    try:
+        where = private_folder()
+    except Unavailable as exc:  # no helper can ever run here: worth a warning
+        log.warning("parsing in this process: the warm helper is unavailable (%s)", exc)
+        return None
+    try:
+        host.pid = _running_pid(where)
+    except Unavailable as exc:
+        log.info("no warm helper answers (%s): this run calls the model itself", exc)
+        return None
+    host._reached = True
+    return host
+
+
+def start(config: Config | None) -> tuple[int, float | None]:
+    """The running helper's pid, and the seconds it took to start and get ready when this call
+    started it (None: it ran already). Raises ``Unavailable``."""
+    where = private_folder()
+    with contextlib.suppress(Unavailable):
+        return _running_pid(where), None
+    with _locked(where / "lock"):  # one starter at a time; the others find its helper
+        with contextlib.suppress(Unavailable):
+            return _running_pid(where), None
+        seconds = _spawn(where, config)
+        pid = _running_pid(where)
+    log.info("started the warm helper (pid %s, ready in %.1f s)", pid, seconds)
+    return pid, seconds
+
+
+def start_detached(config: Config | None) -> int | None:
+    """Start a helper for the next runs and return at once (it gets ready on its own): what a run
+    that found none does after its answer. Its pid; None when one runs already or none can start."""
+    try:
+        where = private_folder()
+        with _locked(where / "lock"):
+            with contextlib.suppress(Unavailable):
+                _running_pid(where)
+                return None
+            process = _launch(where, config, stdout=subprocess.DEVNULL)
+    except Unavailable as exc:
+        log.info("no warm helper started for the next runs: %s", exc)
+        return None
+    log.info("starting the warm helper for the next runs (pid %s)", process.pid)
+    return process.pid
+
+
+def _running_pid(where: Path) -> int:
+    """The running helper's pid; a helper of another version is asked to retire first."""
+    reply = _ask(where, Hello())
+    if isinstance(reply, Stale):
+        log.info("retiring the warm helper of another version (%s, pid %s)", reply.identity, reply.pid)
+        _ask(where, Stop())
+        raise Unavailable("another version's helper was running")
+    return reply.pid
+
+
 def _open(where: Path, request: Control | Request) -> tuple[Connection, Welcome | Stale]:
     """Connect, send this installation's identity and ``request``, read the helper's answer."""
     try:
@@ -343,9 +391,9 @@ def _helper_env() -> dict[str, str]:
             if name in _ENV_KEEP or name.startswith(_ENV_KEEP_PREFIXES)}
 
 
-def _spawn(where: Path, config: Config | None) -> float:
-    """Start a helper in the background and wait until it is ready; seconds it took."""
-    started = time.monotonic()
+def _launch(where: Path, config: Config | None, *, stdout: int) -> subprocess.Popen[bytes]:
+    """Start a helper process in its own session (it outlives the run); ``stdout``: where its
+    "ready" line goes (a pipe to wait for it, or /dev/null)."""
     # Not ``-m``: the interpreter would look for modules in the current folder first (the user's
     # workspace). It runs in its private folder and finds this package where the caller found it.
     root = str(Path(__file__).resolve().parent.parent)
@@ -355,15 +403,26 @@ def _spawn(where: Path, config: Config | None) -> float:
     try:
         process = subprocess.Popen(
             [sys.executable, "-c", code, str(where)], cwd=where, env=_helper_env(),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.DEVNULL,
             start_new_session=True,  # not in the terminal's process group: ctrl+c is the run's
         )
     except OSError as exc:
         raise Unavailable(f"cannot start it: {exc.strerror}") from exc
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None
     try:
         process.stdin.write(pickle.dumps((warm_config, logging_on)).hex().encode() + b"\n")
-        process.stdin.close()
+        process.stdin.close()  # a pipe's buffer holds the line: no wait for the helper
+    except OSError as exc:
+        log.warning("the warm helper failed to start: %r", exc)
+    return process
+
+
+def _spawn(where: Path, config: Config | None) -> float:
+    """Start a helper in the background and wait until it is ready; seconds it took."""
+    started = time.monotonic()
+    process = _launch(where, config, stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    try:
         line = process.stdout.readline() if fds.readable(process.stdout, START_TIMEOUT) else b""
     except OSError as exc:
         line = b""
