@@ -6,7 +6,8 @@ Measured in one run, runs interleaved round by round:
 * ``hermes-tui -p ... --json`` for a two-call turn (a tool call, then the answer) over the fake
   server's OpenAI wire, three ways (issue 24):
   - *off*: ``HERMES_HELPER=off``, the model layer imported in the run (the baseline);
-  - *cold*: no warm helper running (stopped before the run): the run starts one, which imports litellm;
+  - *cold*: no warm helper running (stopped before the run): the run answers in its own process
+    (litellm imported there) and starts a helper after its answer, for the next runs;
   - *warm*: the helper left running by the cold run: the run imports no litellm at all;
   with the breakdown of each run:
   - *start -> 1st request*: interpreter, Hermes imports, litellm import (off), database, prompt;
@@ -15,8 +16,8 @@ Measured in one run, runs interleaved round by round:
   - *after the turn*: model requests after ``turn_finished`` (curator), if any;
   - *exit*: the last event -> the process is gone;
   - *peak RSS* of the ``hermes-tui`` process itself (``wait4``; a helper it starts is not its child).
-  Between helper runs the script waits until the helper has written the session's summary, as
-  it does while idle between a script's runs, so summaries never overlap a measured run.
+  After a warm run the script waits until the helper has written the pending summaries, as it
+  does while idle between a script's runs, so summaries never overlap a measured run.
 
 * with ``--peer PATH`` (hermes-agent's ``hermes`` in its own venv, ``pip install hermes-agent``):
   its one-shot turn ``hermes -z ...`` against the same fake server, in the same rounds. Its
@@ -140,8 +141,8 @@ def hermes_run(server: FakeLLMServer, timeline: Timeline, env: dict[str, str], s
     return run
 
 
-def peer_run(server: FakeLLMServer, peer: str, home: Path) -> tuple[float, float]:
-    """hermes-agent's one-shot turn (one call, a plain answer): wall seconds and peak RSS in MB."""
+def peer_run(server: FakeLLMServer, peer: str, home: Path) -> tuple[float, float, float]:
+    """hermes-agent's one-shot turn (one call, a plain answer): wall seconds, peak RSS in MB, CPU seconds."""
     server.queue(Reply(text="The workspace holds one file, notes.txt.", usage=(950, 10)))
     env = {**os.environ, "HOME": str(home), "HERMES_HOME": str(home)}
     out, err = home / "out.txt", home / "err.txt"
@@ -153,7 +154,7 @@ def peer_run(server: FakeLLMServer, peer: str, home: Path) -> tuple[float, float
     wall = time.monotonic() - started
     if os.waitstatus_to_exitcode(status) != 0 or "notes.txt" not in out.read_text():
         raise SystemExit(f"hermes-agent -z failed ({status}): {err.read_text()[-500:]}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def peer_home(root: Path, server: FakeLLMServer) -> Path:
@@ -197,6 +198,10 @@ def import_run(env: dict[str, str]) -> float:
     return time.monotonic() - started
 
 
+def loadavg() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
 def fmt(values: list[float]) -> str:
     ms = [v * 1000 for v in values]
     return f"median {statistics.median(ms):7.0f} ms  p90 {percentile(ms, 90):7.0f} ms  max {max(ms):7.0f} ms"
@@ -228,7 +233,7 @@ def main() -> None:
         db = root / "home" / "memory.sqlite3"
         hermes_run(server, timeline, envs["off"], root / "state")  # warm-up: disk caches, .pyc files
         import_run(env)
-        peers: list[tuple[float, float]] = []
+        peers: list[tuple[float, float, float]] = []
         if args.peer:
             home = peer_home(root, server)
             peer_run(server, args.peer, home)  # its warm-up
@@ -236,14 +241,17 @@ def main() -> None:
         imports: list[float] = []
         helper_rss: list[float] = []
         try:
-            for _ in range(args.runs):
+            for n in range(args.runs):
+                print(f"round {n + 1}: load averages {loadavg()}", flush=True)
                 imports.append(import_run(env))
                 for mode in MODES:
                     if mode == "cold":
                         helper(env, "stop")
                     runs[mode].append(hermes_run(server, timeline, envs[mode], root / "state"))
-                    if mode != "off":
-                        wait_for_summaries(db)
+                    if mode == "cold":
+                        helper(env, "status")  # answers once the helper the cold run left is ready
+                    if mode == "warm":  # the helper writes the rounds' summaries (the cold run leaves
+                        wait_for_summaries(db)  # its own pending: it hands nothing to a helper not ready)
                 helper_rss.append(helper_rss_mb(env))
                 if args.peer:
                     peers.append(peer_run(server, args.peer, home))
@@ -252,6 +260,7 @@ def main() -> None:
 
     off = runs["off"]
     print(f"headless turn (2 model calls, 1 tool), {args.runs} interleaved rounds, fake server over the OpenAI wire")
+    print(f"  load averages at the end: {loadavg()} (2 cores shared: compare ratios within this run)")
     print(f"  python -c 'import litellm'      {fmt(imports)}")
     for mode in MODES:
         walls = [r.wall for r in runs[mode]]
@@ -284,9 +293,13 @@ def main() -> None:
     cold_wall = statistics.median([r.wall for r in runs["cold"]])
     peer_cold, source = PEER_COLD, "issue 24's figure"
     if peers:
-        peer_cold, source = statistics.median([w for w, _ in peers]), "measured in this run"
-        print(f"  hermes-agent -z (1 model call)  {fmt([w for w, _ in peers])}")
-        print(f"    its peak RSS                  {fmt_mb([m for _, m in peers])}")
+        peer_cold, source = statistics.median([w for w, _, _ in peers]), "measured in this run"
+        print(f"  hermes-agent -z (1 model call)  {fmt([w for w, _, _ in peers])}")
+        print(f"    its CPU (user+sys)            {fmt([c for _, _, c in peers])}")
+        print(f"    its peak RSS                  {fmt_mb([m for _, m, _ in peers])}")
+        for mode in ("off", "cold", "warm"):
+            print(f"  hermes-tui -p {mode:<5} / hermes-agent -z: wall {statistics.median([r.wall for r in runs[mode]]) / peer_cold:.2f}x,"
+                  f" CPU {statistics.median([r.cpu for r in runs[mode]]) / statistics.median([c for _, _, c in peers]):.2f}x")
     print(f"  warm: wall median {warm_wall * 1000:.0f} ms, budget <= {BUDGET_WARM * 1000:.0f} ms: "
           f"{'within' if warm_wall <= BUDGET_WARM else 'OVER'}; RSS median {warm_rss:.1f} MB, budget <= "
           f"{BUDGET_WARM_RSS_MB:.0f} MB: {'within' if warm_rss <= BUDGET_WARM_RSS_MB else 'OVER'}")

@@ -109,7 +109,8 @@ def main() -> None:
             for kind in ("bare", "hermes"):
                 times[kind].append(measure(kind, env))
 
-    print(f"Time from process start to first frame (headless, {SIZE[0]}x{SIZE[1]}):")
+    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    print(f"Time from process start to first frame (headless, {SIZE[0]}x{SIZE[1]}; load averages {load}):")
     for kind, values in times.items():
         print("  " + summary(kind, values))
     ratio = statistics.median(times["hermes"]) / statistics.median(times["bare"])

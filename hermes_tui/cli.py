@@ -27,7 +27,8 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("checkpoints list|restore N", "this workspace's file checkpoints; put the files back as before a turn"),
     ("mcp list|approve|enable|disable", "the MCP servers: status, tools, approval, on and off"),
     ("permissions list|revoke N", "the shell commands allowed always in this workspace; revoke one"),
-    ("helper stop|status", "the background helper that keeps the model layer warm for -p runs"),
+    ("helper start|stop|status", "the background helper that keeps the model layer warm for -p runs"),
+    ("helper unit systemd|launchd", "print a login service that starts the helper"),
     ("eval TASKS", "A/B-run a task file: cold (no skills) against warm (the skills it learned)"),
 )
 
@@ -148,13 +149,25 @@ def _tell_pending(config: Config) -> None:
 
 
 def helper_main(argv: Sequence[str]) -> int:
-    """``hermes-tui helper stop|status``: the warm helper of ``-p`` runs (hermes_tui/warm.py)."""
+    """``hermes-tui helper start|stop|status|unit KIND``: the warm helper of ``-p`` runs (hermes_tui/warm.py)."""
+    from hermes_tui import helper_units
+
     parser = argparse.ArgumentParser(prog="hermes-tui helper",
                                      description="The background helper that keeps the model layer warm for -p.")
-    parser.add_argument("command", choices=("stop", "status"))
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("start", help="start it unless it runs, and wait until it is ready")
+    commands.add_parser("stop", help="stop it")
+    commands.add_parser("status", help="its pid, version and socket")
+    unit = commands.add_parser("unit", help="print a login service (systemd user unit, launchd agent) that starts it")
+    unit.add_argument("kind", choices=tuple(helper_units.UNITS))
     args = parser.parse_args(argv)
     from hermes_tui import warm
 
+    if args.command == "unit":
+        print(helper_units.UNITS[args.kind](helper_units.program()), end="")
+        return EXIT_OK
+    if args.command == "start":
+        return _helper_start()
     if args.command == "stop":
         pid = warm.stop()
         print(f"stopped the helper (pid {pid})" if pid is not None else "no helper is running")
@@ -165,6 +178,23 @@ def helper_main(argv: Sequence[str]) -> int:
     else:
         pid, version = found
         print(f"helper running: pid {pid}, version {version}, socket {warm.folder() / 'socket'}")
+    return EXIT_OK
+
+
+def _helper_start() -> int:
+    from hermes_tui import warm
+
+    try:
+        config: Config | None = Config.load()
+    except ConfigError:  # the helper needs none of it: it warms up without a model then
+        config = None
+    try:
+        pid, seconds = warm.start(config)
+    except warm.Unavailable as exc:
+        print(f"hermes: the helper could not start: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"helper running: pid {pid}" + (f", started and ready in {seconds:.1f} s" if seconds is not None
+                                           else " (it was running already)"))
     return EXIT_OK
 
 

@@ -153,6 +153,11 @@ class ModelHost(Protocol):
         """Tokens of a request as litellm counts them for the model."""
         ...
 
+    def count_many(self, config: Config, message_lists: list[list[dict[str, Any]]]) -> list[int]:
+        """``count_tokens`` of each list (no tools), in one call: the context meter counts
+        message by message, and a helper answers them all in one round trip."""
+        ...
+
     def max_input_tokens(self, config: Config) -> int | None:
         """The model's input window in litellm's model table, or None when unknown."""
         ...
@@ -205,6 +210,10 @@ class LLMClient:
     def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Tokens of a request as litellm counts them for this model (its tokenizer, or tiktoken)."""
         return self.host.count_tokens(self.config, messages, tools)
+
+    def count_many(self, message_lists: list[list[dict[str, Any]]]) -> list[int]:
+        """``count_tokens`` of each list, in one call to the host."""
+        return self.host.count_many(self.config, message_lists) if message_lists else []
 
     def max_input_tokens(self) -> int | None:
         """The model's input window according to litellm's model table, or None when unknown."""
@@ -337,6 +346,9 @@ class LocalHost:
     def count_tokens(self, config: Config, messages: list[dict[str, Any]],
                      tools: list[dict[str, Any]] | None) -> int:
         return int(_lib().token_counter(model=litellm_model(config), messages=messages, tools=tools or None))
+
+    def count_many(self, config: Config, message_lists: list[list[dict[str, Any]]]) -> list[int]:
+        return [self.count_tokens(config, messages, None) for messages in message_lists]
 
     def max_input_tokens(self, config: Config) -> int | None:
         try:

@@ -82,20 +82,28 @@ class CountRequest:
 
 
 @dataclass(frozen=True)
+class CountManyRequest:
+    """``ModelHost.count_many``: one answer, a count per list."""
+
+    config: Config
+    message_lists: list[list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
 class WindowRequest:
     """``ModelHost.max_input_tokens``."""
 
     config: Config
 
 
-Request = StreamRequest | CompleteRequest | CountRequest | WindowRequest
+Request = StreamRequest | CompleteRequest | CountRequest | CountManyRequest | WindowRequest
 
 
 @dataclass(frozen=True)
 class Answer:
     """The one reply to a request other than a stream."""
 
-    value: str | int | None
+    value: str | int | list[int] | None
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,8 @@ class Start:
 
 
 RECORDS: Records = {
-    "stream": StreamRequest, "complete": CompleteRequest, "count": CountRequest, "window": WindowRequest,
+    "stream": StreamRequest, "complete": CompleteRequest, "count": CountRequest,
+    "count_many": CountManyRequest, "window": WindowRequest,
     "text": TextDelta, "notice": Notice, "result": StreamResult, "answer": Answer, "error": Failure,
     "cancel": Cancel,
 }
@@ -133,9 +142,10 @@ class Unavailable(Exception):
 
 
 class StreamHost:
-    """The TUI's ``ModelHost``: starts the helper and relays one stream per connection. Counts and
-    whole answers run in the caller (``LocalHost``): counts are many and small, a round trip
-    each would cost more than it saves."""
+    """The TUI's ``ModelHost``: starts the helper and sends it every model call, one per
+    connection, so the TUI's process never imports litellm (~200 MB, seconds of CPU). The context
+    meter's many small counts go as one ``CountManyRequest``. When no helper can start, this
+    process serves itself (``LocalHost``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -188,6 +198,13 @@ class StreamHost:
         assert process.stdout is not None
         process.stdout.readline()  # "ready", or nothing when the helper died first
         ready.set()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Until the helper started by ``start()`` has litellm loaded (or died); False on timeout
+        or when none was started."""
+        with self._lock:
+            process, ready = self._process, self._ready
+        return process is not None and ready.wait(timeout)
 
     def stop(self) -> None:
         with self._lock:
@@ -270,7 +287,7 @@ class StreamHost:
             raise _went_away(exc, "") from exc
         return connection
 
-    # -- ModelHost: streams are parsed in the helper; the rest is quick and runs here
+    # -- ModelHost: every call runs in the helper (here only when it is unavailable)
 
     def stream(self, config: Config, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                cancel: threading.Event) -> Iterator[StreamItem]:
@@ -287,14 +304,40 @@ class StreamHost:
 
     def complete(self, config: Config, messages: list[dict[str, Any]], *, timeout: float,
                  cancel: threading.Event) -> str:
-        return self._local.complete(config, messages, timeout=timeout, cancel=cancel)
+        """Cancelled as a stream is: the helper closes the provider's connection."""
+        try:
+            connection = self._send(CompleteRequest(config, messages, timeout), cancel)
+        except Unavailable:
+            return self._local.complete(config, messages, timeout=timeout, cancel=cancel)
+        if connection is None:
+            raise LLMError(f"{config.provider} ({config.model}): the request was abandoned.")
+        return answer_text(connection, cancel, config)
 
     def count_tokens(self, config: Config, messages: list[dict[str, Any]],
                      tools: list[dict[str, Any]] | None) -> int:
-        return self._local.count_tokens(config, messages, tools)
+        connection = self._send_uncancelled(CountRequest(config, messages, tools))
+        if connection is None:
+            return self._local.count_tokens(config, messages, tools)
+        return answer_count(connection, config)
+
+    def count_many(self, config: Config, message_lists: list[list[dict[str, Any]]]) -> list[int]:
+        connection = self._send_uncancelled(CountManyRequest(config, message_lists))
+        if connection is None:
+            return self._local.count_many(config, message_lists)
+        return answer_counts(connection, config, len(message_lists))
 
     def max_input_tokens(self, config: Config) -> int | None:
-        return self._local.max_input_tokens(config)
+        connection = self._send_uncancelled(WindowRequest(config))
+        if connection is None:
+            return self._local.max_input_tokens(config)
+        return answer_window(connection, config)
+
+    def _send_uncancelled(self, request: Request) -> Channel | None:
+        """``_send`` for a request nobody cancels; None: serve it here (no helper)."""
+        try:
+            return self._send(request, threading.Event())
+        except Unavailable:
+            return None
 
 
 def _relay(connection: Channel, cancel: threading.Event) -> Iterator[StreamItem | Answer]:
@@ -336,7 +379,7 @@ def relay_stream(connection: Channel, cancel: threading.Event) -> Iterator[Strea
         yield item
 
 
-def _answer(connection: Channel, cancel: threading.Event, config: Config) -> str | int | None:
+def _answer(connection: Channel, cancel: threading.Event, config: Config) -> str | int | list[int] | None:
     """The value of the ``Answer`` a helper serves on ``connection``; a request abandoned
     (``cancel``) is an ``LLMError``, as in ``LocalHost``."""
     for item in _relay(connection, cancel):
@@ -359,6 +402,14 @@ def answer_count(connection: Channel, config: Config) -> int:
     """The answer to a ``CountRequest``."""
     value = _answer(connection, threading.Event(), config)
     if not isinstance(value, int):
+        raise _out_of_turn()
+    return value
+
+
+def answer_counts(connection: Channel, config: Config, expected: int) -> list[int]:
+    """The answer to a ``CountManyRequest`` of ``expected`` lists."""
+    value = _answer(connection, threading.Event(), config)
+    if not isinstance(value, list) or len(value) != expected or not all(isinstance(v, int) for v in value):
         raise _out_of_turn()
     return value
 
@@ -414,12 +465,16 @@ def _count(request: CountRequest, cancel: threading.Event) -> Iterator[StreamIte
     yield Answer(_LOCAL.count_tokens(request.config, request.messages, request.tools))
 
 
+def _count_many(request: CountManyRequest, cancel: threading.Event) -> Iterator[StreamItem | Answer]:
+    yield Answer(_LOCAL.count_many(request.config, request.message_lists))
+
+
 def _window(request: WindowRequest, cancel: threading.Event) -> Iterator[StreamItem | Answer]:
     yield Answer(_LOCAL.max_input_tokens(request.config))
 
 
 SERVED: dict[type, Served] = {StreamRequest: _stream, CompleteRequest: _complete, CountRequest: _count,
-                              WindowRequest: _window}
+                              CountManyRequest: _count_many, WindowRequest: _window}
 
 
 def _serve(connection: Channel) -> None:

@@ -3,9 +3,12 @@
 This module is the caller's side (reaching, starting, stopping the helper) and what both sides
 share; the helper process itself is ``warm_helper.py``.
 
-``import litellm`` is most of a one-shot turn (seconds, ~200 MB). A ``hermes-tui -p`` run asks this
-helper to do every model call for it (streams parsed there, token counts, one-shot completions),
-so the run itself never imports litellm; the first run starts the helper, later runs find it warm.
+``import litellm`` is most of a one-shot turn (seconds, ~200 MB). A ``hermes-tui -p`` run that finds
+this helper asks it to do every model call for it (streams parsed there, token counts, one-shot
+completions), so the run itself never imports litellm. A run that finds none starts it at once
+and sets up its turn meanwhile (on two cores that measured faster than answering in-process and
+starting the helper after the answer: bench/headless_turn.py). ``hermes-tui helper start`` starts
+it and waits until it is ready (a login service can run that: ``helper_units``).
 
 * **Where:** a Unix socket in a private runtime folder (mode 0700, ours, not a symlink):
   ``$XDG_RUNTIME_DIR/hermes``, else ``<tmp>/hermes-<uid>``. The helper answers only its owner: the
@@ -53,12 +56,14 @@ from hermes_tui.llm import LocalHost
 from hermes_tui.llm_host import (
     RECORDS,
     CompleteRequest,
+    CountManyRequest,
     CountRequest,
     Request,
     Start,
     StreamRequest,
     WindowRequest,
     answer_count,
+    answer_counts,
     answer_text,
     answer_window,
     relay_stream,
@@ -210,26 +215,7 @@ class WarmHost:
             return True
 
     def _reach(self) -> None:
-        where = private_folder()
-        with contextlib.suppress(Unavailable):
-            self.pid = self._hello(where)
-            return
-        with _locked(where / "lock"):  # one starter at a time; the others find its helper
-            with contextlib.suppress(Unavailable):
-                self.pid = self._hello(where)
-                return
-            started = _spawn(where, self._spawn_config)
-            self.pid = self._hello(where)
-            log.info("started the warm helper (pid %s, ready in %.1f s)", self.pid, started)
-
-    def _hello(self, where: Path) -> int:
-        """The running helper's pid; a helper of another version is asked to retire first."""
-        reply = _ask(where, Hello())
-        if isinstance(reply, Stale):
-            log.info("retiring the warm helper of another version (%s, pid %s)", reply.identity, reply.pid)
-            _ask(where, Stop())
-            raise Unavailable("another version's helper was running")
-        return reply.pid
+        self.pid, _seconds = start(self._spawn_config)
 
     def _open(self, request: Control | Request, *, restart: bool = True) -> Channel:
         """A connection on which ``request`` was accepted; reaches (or restarts) the helper once."""
@@ -284,6 +270,12 @@ class WarmHost:
             return self._local.count_tokens(config, messages, tools)
         return answer_count(connection, config)
 
+    def count_many(self, config: Config, message_lists: list[list[dict[str, Any]]]) -> list[int]:
+        connection = self._request(CountManyRequest(config, message_lists))
+        if connection is None:
+            return self._local.count_many(config, message_lists)
+        return answer_counts(connection, config, len(message_lists))
+
     def max_input_tokens(self, config: Config) -> int | None:
         connection = self._request(WindowRequest(config))
         if connection is None:
@@ -307,6 +299,31 @@ class WarmHost:
             return False
         connection.close()
         return True
+
+
+def start(config: Config | None) -> tuple[int, float | None]:
+    """The running helper's pid, and the seconds it took to start and get ready when this call
+    started it (None: it ran already). Raises ``Unavailable``."""
+    where = private_folder()
+    with contextlib.suppress(Unavailable):
+        return _running_pid(where), None
+    with _locked(where / "lock"):  # one starter at a time; the others find its helper
+        with contextlib.suppress(Unavailable):
+            return _running_pid(where), None
+        seconds = _spawn(where, config)
+        pid = _running_pid(where)
+    log.info("started the warm helper (pid %s, ready in %.1f s)", pid, seconds)
+    return pid, seconds
+
+
+def _running_pid(where: Path) -> int:
+    """The running helper's pid; a helper of another version is asked to retire first."""
+    reply = _ask(where, Hello())
+    if isinstance(reply, Stale):
+        log.info("retiring the warm helper of another version (%s, pid %s)", reply.identity, reply.pid)
+        _ask(where, Stop())
+        raise Unavailable("another version's helper was running")
+    return reply.pid
 
 
 def _open(where: Path, request: Control | Request) -> tuple[Channel, Welcome | Stale]:

@@ -1,7 +1,8 @@
 """``hermes-tui -p`` with the warm helper on, as shipped (HERMES_HELPER unset), and off.
 
-The helper-on runs are the installed entry point in a subprocess (``run_cli``): the run itself
-never imports litellm, the one helper of the module does, once. The helper-off runs are the same
+The helper-on runs are the installed entry point in a subprocess (``run_cli``): the module's first
+run answers in its own process and leaves a helper, which imports litellm once and serves the
+later runs. The helper-off runs are the same
 ``tui_main`` in this process (``cli``): a new interpreter would only add its seconds of
 ``import litellm``. What the whole-answer calls do (the skill curator, compaction's summary, a
 continued session's summary and memory curator) must not depend on where they run.
@@ -24,7 +25,7 @@ from hermes_tui.skills.manager import SkillManager
 from tests.engine_harness import three_tool_script
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Item, RecordedRequest, Reply, ToolCall
-from tests.helpers import cli, run_cli
+from tests.helpers import cli, run_cli, wait_until
 
 pytestmark = pytest.mark.timeout(900)  # the helper's first start imports litellm: a minute loaded
 
@@ -59,7 +60,7 @@ def run(request: pytest.FixtureRequest, runtime: Path, monkeypatch: pytest.Monke
 
     def on(*args: str) -> subprocess.CompletedProcess[str]:
         result = run_cli(*args, timeout=600)
-        assert warm.status() is not None  # the helper served it
+        assert wait_until(lambda: warm.status() is not None)  # the helper served it, or runs for the next
         return result
 
     return on

@@ -70,10 +70,9 @@ def _forbid_litellm_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(llm, "_lib", forbidden)
 
 
-# What each helper runs in its own process; the rest it runs in the caller's. The TUI's helper
-# takes the streams only: counts are many and small, and a round trip each would cost more.
-REMOTE = {"local": frozenset(), "stream-helper": frozenset({"stream"}),
-          "warm-helper": frozenset({"stream", "complete", "count_tokens", "max_input_tokens"})}
+# What each helper runs in its own process: every call (the TUI's process never imports litellm).
+EVERY = frozenset({"stream", "complete", "count_tokens", "count_many", "max_input_tokens"})
+REMOTE = {"local": frozenset(), "stream-helper": EVERY, "warm-helper": EVERY}
 
 Host = Callable[..., ModelHost]
 
@@ -156,6 +155,17 @@ def test_token_counts_and_the_window_are_the_ones_this_process_would_find(host: 
         assert isinstance(found[2], int) and found[2] > 0
 
 
+def test_many_counts_are_one_call_with_the_counts_this_process_would_find(host: Host) -> None:
+    config = Config.load()
+    lists = [MESSAGES[:1], MESSAGES[1:], MESSAGES, [{"role": "tool", "tool_call_id": "c1", "content": "x " * 300}]]
+    here = LocalHost()
+    expected = [here.count_tokens(config, messages, None) for messages in lists]
+    client = LLMClient(config, host("count_many"))
+    assert client.count_many(lists) == expected
+    assert expected[3] > expected[2] > expected[1] > 0
+    assert client.count_many([]) == []
+
+
 def test_a_provider_error_is_the_same_one_line_everywhere(fake_llm_env: FakeLLMServer,
                                                           host: Host) -> None:
     client = LLMClient(Config.load(), host("stream", "complete"))
@@ -171,7 +181,7 @@ def test_a_provider_error_is_the_same_one_line_everywhere(fake_llm_env: FakeLLMS
 # -- the shape of the contract -------------------------------------------------------------------
 
 
-METHODS = ("stream", "complete", "count_tokens", "max_input_tokens")
+METHODS = ("stream", "complete", "count_tokens", "count_many", "max_input_tokens")
 
 
 def test_every_host_has_each_method_of_the_protocol_with_its_signature() -> None:

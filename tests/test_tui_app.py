@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
 import signal
 import stat
@@ -221,7 +222,7 @@ def test_while_a_turn_streams_only_the_youngest_objects_are_collected(server: Fa
     server.queue(Reply(text=LONG_TEXT, chunk_size=5, chunk_delay=0.005))
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        await wait_for(pilot, lambda: collector._tuned)  # after litellm's import
+        await wait_for(pilot, lambda: collector._tuned)  # once the model helper is ready
         assert gc.get_threshold() == collector.IDLE
         await send(app, pilot, "write a lot")
         await wait_for(pilot, lambda: conversation(app, AnswerText))
@@ -245,7 +246,7 @@ def test_the_collection_after_a_turn_waits_until_the_user_stops_typing(server: F
 
     async def main() -> None:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: collector._tuned)  # after litellm's import
+            await wait_for(pilot, lambda: collector._tuned)  # once the model helper is ready
             before = collector.after_turns
             await pilot.press("x")  # typed at 100.0 on the app's clock
             await send_and_wait(app, pilot, "write a lot")  # Enter at 100.0 too
@@ -781,6 +782,60 @@ def test_no_tui_module_imports_litellm() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+_APP_WITHOUT_LITELLM = """
+import asyncio, json, re, sys
+from hermes_tui.config import Config
+from hermes_tui.tui.app import build_app
+from hermes_tui.tui import collector
+from tests.tui_harness import SIZE, notices, send, send_and_wait, text_of, wait_for
+
+app = build_app(Config.load())
+seen = {}
+
+async def main():
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: collector._tuned, 300)  # the model layer is loaded (somewhere)
+        (Config.load().workspace / "big.txt").write_text("a line of text for the window\\n" * 600)
+        await send_and_wait(app, pilot, sys.argv[1])
+        await send_and_wait(app, pilot, "Turn 2: read big.txt again.")
+        before = text_of(app.query_one("#usage"))
+        await send(app, pilot, "/compact the deploy target")
+        await wait_for(pilot, lambda: any(n.startswith("ℹ Compacted") for n in notices(app)))
+        await wait_for(pilot, lambda: text_of(app.query_one("#usage")) != before)
+        seen["share"] = [int(re.search(r"context (\\d+)%", t).group(1))
+                         for t in (before, text_of(app.query_one("#usage")))]
+        seen["notices"] = notices(app)
+
+asyncio.run(main())
+app.memory.close()
+seen["litellm"] = sorted(name for name in sys.modules if name.split(".")[0] == "litellm")[:5]
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.timeout(600)
+def test_the_app_answers_counts_and_compacts_without_importing_litellm(
+        server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real app in a process of its own: two answered turns (counted for the context meter),
+    then /compact (a summary written by the model): every model call ran in its helper process,
+    and litellm (~200 MB, seconds of CPU) was never imported in the app's."""
+    from tests.test_context import FIRST, fake_model
+
+    monkeypatch.setenv("HERMES_CONTEXT_TOKENS", "20000")
+    server.responder = fake_model
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, "-c", _APP_WITHOUT_LITELLM, FIRST], capture_output=True, text=True,
+                            timeout=540, env=env, cwd=root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["litellm"] == []
+    before, after = seen["share"]
+    assert before > 20 and after < before  # counted, then compacted by the model's summary
+    assert any("Conversation to summarize:" in str(r.messages) for r in server.requests)  # the compaction
+    assert sum("read big.txt" in str(r.messages[-1]) for r in server.requests) >= 2  # both turns answered
 
 
 def test_the_markdown_widgets_and_highlighters_load_after_the_first_frame(server: FakeLLMServer) -> None:

@@ -9,6 +9,7 @@ uses the real ``Helper`` on a real socket.
 from __future__ import annotations
 
 import os
+import plistlib
 import shutil
 import signal
 import subprocess
@@ -78,8 +79,35 @@ def log_text(tmp_path: Path) -> str:
 # -- runs ------------------------------------------------------------------------------------------
 
 
+def imported(result: subprocess.CompletedProcess[str]) -> list[str]:
+    """The modules a run imported (PYTHONPROFILEIMPORTTIME's lines on its stderr)."""
+    return [line for line in result.stderr.splitlines() if line.startswith("import time:")]
+
+
+def test_a_cold_run_starts_the_helper_and_leaves_it_for_the_next_run(
+        env: FakeLLMServer, hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No helper runs: the run starts one at once and sets its turn up meanwhile; the helper
+    makes the model calls (the run imports no litellm) and stays for the next runs."""
+    warm.stop()
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")  # every module the run imports, on stderr
+    first = run_cli("-p", "first question", timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "Answered: first question\n"
+    assert not [line for line in imported(first) if "litellm" in line]  # the helper made the calls
+    assert wait_until(lambda: warm.status() is not None)  # it stays for the next runs
+    running = warm.status()
+    assert running is not None and running[1] == warm.identity()
+
+    second = run_cli("-p", "second question", timeout=600)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "Answered: second question\n"
+    assert not [line for line in imported(second) if "litellm" in line]  # the helper did the model's work
+    assert warm.status() == running
+
+
 def test_a_warm_run_reuses_the_helper_never_imports_litellm_and_its_summary_is_written_later(
         env: FakeLLMServer, hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert warm.start(None)[0] > 0  # hermes-tui helper start
     first = run_cli("-p", "first question", timeout=600)
     assert first.returncode == 0, first.stderr
     assert first.stdout == "Answered: first question\n"
@@ -105,6 +133,21 @@ def test_a_warm_run_reuses_the_helper_never_imports_litellm_and_its_summary_is_w
         assert len(sessions) == 2 and {s.summary for s in sessions} == {SUMMARY}
     # Two at least: one started between the runs gave way to the second run and was asked again.
     assert sum("note to your future self" in str(r.messages) for r in env.requests) >= 2
+
+
+def test_helper_start_starts_it_once_and_a_login_unit_runs_that(on: Path) -> None:
+    warm.stop()
+    first = run_cli("helper", "start", timeout=600)
+    assert first.returncode == 0, first.stderr
+    running = warm.status()
+    assert running is not None and first.stdout.startswith(f"helper running: pid {running[0]}, started")
+    again = run_cli("helper", "start", timeout=600)
+    assert again.returncode == 0 and "(it was running already)" in again.stdout
+    assert warm.status() == running
+    systemd = run_cli("helper", "unit", "systemd").stdout
+    assert f'ExecStart="{HERMES_TUI}" helper start' in systemd and "Type=forking" in systemd
+    agent = plistlib.loads(run_cli("helper", "unit", "launchd").stdout.encode())
+    assert agent["ProgramArguments"] == [HERMES_TUI, "helper", "start"] and agent["RunAtLoad"] is True
 
 
 @on_wire("anthropic")
@@ -157,7 +200,7 @@ def test_a_helper_killed_mid_turn_costs_one_line_and_loses_nothing(env: FakeLLMS
     env.responder = answer
     again = run_cli("-p", "after the crash", timeout=600)  # a new helper starts
     assert again.returncode == 0 and again.stdout == "Answered: after the crash\n", again.stderr
-    assert warm.status() not in (None, running)
+    assert wait_until(lambda: warm.status() not in (None, running))  # it left a new one for the next runs
 
 
 OLD_HELPER = f"""
@@ -182,6 +225,7 @@ def test_a_helper_of_another_version_is_replaced(env: FakeLLMServer) -> None:
         result = run_cli("-p", "after the upgrade", timeout=600)
         assert result.returncode == 0 and result.stdout == "Answered: after the upgrade\n", result.stderr
         assert old.wait(timeout=60) == 0  # asked to retire, it left
+        assert wait_until(lambda: warm.status() is not None)  # a new one, for the next runs
         new = warm.status()
         assert new is not None and new[0] != old.pid and new[1] == warm.identity()
     finally:

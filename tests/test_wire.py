@@ -25,6 +25,7 @@ from hermes_tui.llm_host import (
     STARTUP,
     Answer,
     CompleteRequest,
+    CountManyRequest,
     CountRequest,
     Start,
     StreamRequest,
@@ -42,7 +43,8 @@ TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "
 EXAMPLES: list[Any] = [
     StreamRequest(CONFIG, MESSAGES, TOOLS), StreamRequest(CONFIG, MESSAGES, None),
     CompleteRequest(CONFIG, MESSAGES, 2.5), CountRequest(CONFIG, MESSAGES, TOOLS), WindowRequest(CONFIG),
-    TextDelta("déjà"), Notice("retrying"), Answer("text"), Answer(12), Answer(None), wire.Cancel(),
+    CountManyRequest(CONFIG, [MESSAGES, []]),
+    TextDelta("déjà"), Notice("retrying"), Answer("text"), Answer(12), Answer([3, 0]), Answer(None), wire.Cancel(),
     StreamResult("t", [ToolCall("c1", "read_file", {"path": "a"}, '{"path":"a"}')],
                  Usage(3, 4, 0.5, context_limit=100), False),
     StreamResult(cancelled=True),

@@ -256,8 +256,22 @@ class ContextWindow:
         self._counts[key] = (message, value)
         return value
 
+    def _count_messages(self, wanted: list[tuple[ChatMessage, bool]]) -> None:
+        """Count the messages of ``wanted`` not counted yet, all in one call (a helper process
+        answers them in one round trip, not one each)."""
+        missing: dict[tuple[int, bool], tuple[ChatMessage, bool]] = {}
+        for message, trim in wanted:
+            cached = self._counts.get((id(message), trim))
+            if cached is None or cached[0] is not message:
+                missing[(id(message), trim)] = (message, trim)
+        counts = self.llm.count_many([[_wire(message, trim)] for message, trim in missing.values()])
+        for key, (message, _trim), value in zip(missing, missing.values(), counts, strict=True):
+            self._counts[key] = (message, value)
+
     def _suffix_tokens(self, history: list[ChatMessage], trim_before: int) -> list[int]:
         """``suffix[i]``: tokens of ``history[i:]`` as sent with tool results below ``trim_before`` trimmed."""
+        self._count_messages([(history[i], i < trim_before and history[i].role == "tool")
+                              for i in range(self.start, len(history))])
         suffix = [0] * (len(history) + 1)
         for i in range(len(history) - 1, self.start - 1, -1):
             message = history[i]

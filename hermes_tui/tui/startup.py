@@ -101,18 +101,17 @@ def load_markdown() -> None:
 
 
 def warm_llm(config: Config, background: Background) -> None:
-    """Start the helper process that parses the model's streams (``llm_host``: the TUI surface
-    streams there), import litellm in the background (it takes seconds), then pace the garbage
-    collector (``collector``): litellm brings a huge heap of long-lived objects that collections
-    would otherwise walk again and again.
+    """Start the helper process that makes every model call of the app (``llm_host``: litellm is
+    imported there, never in the app's process), then pace the garbage collector (``collector``)
+    once the app's own start-up heap is built.
     """
-    from hermes_tui import llm, llm_host
+    from hermes_tui import llm_host
 
-    llm_host.shared().start(config)
-    importing = llm.warm(config)  # with the config: its offline first call too (llm.warm)
+    host = llm_host.shared()
+    host.start(config)  # with the config: the helper warms litellm up for its model
 
     def tune() -> None:
-        importing.join()
+        host.wait_ready()
         collector.tune()
 
     background.start("hermes-gc-tune", tune)
