@@ -13,9 +13,12 @@ import functools
 import gc
 import logging
 import os
+import sys
 import threading
 import time
+import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes_tui import lazy_imports
@@ -71,6 +74,7 @@ def _lib() -> ModuleType:
             # a column of repeated table cells is a legitimate answer, so allow far more.
             litellm.REPEATED_STREAMING_CHUNK_LIMIT = 10_000  # type: ignore[misc]  # Final there; raising it is the point
             _quiet_loggers()
+            _defer_default_encoding(litellm.__file__)
             _litellm = litellm
             log.info("litellm imported in %.3f s", time.perf_counter() - started)  # bench/headless_turn.py
         return _litellm
@@ -97,11 +101,58 @@ def _quiet_loggers() -> None:
         logger.propagate = True
 
 
+_DEFAULT_ENCODING_MODULE = "litellm.litellm_core_utils.default_encoding"
+
+
+class _DeferredEncoding:
+    """litellm's default encoding (cl100k_base), loaded by tiktoken on its first use.
+
+    litellm's module ``default_encoding`` loads cl100k_base (44 MB) when first imported, and
+    every count imports it: picking the tokenizer of an OpenAI-family model fetches it for a type
+    tag, and the encoding lookup imports it before loading the model's own one. So a gpt-4o
+    request (litellm counts its prompt for a cost estimate) held cl100k_base *and* o200k_base
+    (79 MB). Standing in for the module, this object answers its ``name`` without loading and
+    loads the encoding the first time anything reads it (a cl100k model, litellm.encoding).
+    """
+
+    name = "cl100k_base"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._encoding: Any = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        with self._lock:
+            if self._encoding is None:
+                import tiktoken  # litellm's dependency: loaded with it
+
+                self._encoding = tiktoken.get_encoding(self.name)
+        return getattr(self._encoding, attribute)
+
+
+def _defer_default_encoding(litellm_file: str) -> None:
+    """Put a stand-in for litellm's ``default_encoding`` module in ``sys.modules`` (once).
+
+    The module also points tiktoken at the encodings litellm ships (so no count downloads one),
+    which the stand-in does the same way: ``CUSTOM_TIKTOKEN_CACHE_DIR`` if set, else litellm's copy.
+    """
+    if _DEFAULT_ENCODING_MODULE in sys.modules:
+        return
+    cache_dir = os.getenv("CUSTOM_TIKTOKEN_CACHE_DIR")
+    if cache_dir:
+        os.makedirs(cache_dir, exist_ok=True)
+    os.environ["TIKTOKEN_CACHE_DIR"] = cache_dir or str(Path(litellm_file).parent / "litellm_core_utils" / "tokenizers")
+    module = types.ModuleType(_DEFAULT_ENCODING_MODULE, _DeferredEncoding.__doc__)
+    module.__dict__["encoding"] = _DeferredEncoding()  # the one name litellm imports from it
+    sys.modules[_DEFAULT_ENCODING_MODULE] = module
+
+
 def warm(config: Config | None = None) -> threading.Thread:
     """Import litellm in a daemon thread so the first request does not pay for it.
 
     With ``config``, also run one offline call (litellm's ``mock_response``: no network) for its
-    model: litellm defers a second of imports and tokenizer loading to the first completion.
+    model: litellm defers a second of imports and loading the model's tokenizer (it counts each
+    prompt) to the first completion.
     """
 
     def run() -> None:
