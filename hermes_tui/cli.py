@@ -51,6 +51,8 @@ def tui_parser() -> argparse.ArgumentParser:
     parser.add_argument("--provider", help="override HERMES_PROVIDER")
     parser.add_argument("--model", help="override HERMES_MODEL")
     parser.add_argument("--yes", action="store_true", help="with -p: allow run_bash, write_file and MCP tools without asking")
+    parser.add_argument("--plan", action="store_true",
+                        help="with -p: plan mode, read-only tools only; the answer is a plan, nothing is changed")
     parser.add_argument("--version", action="version", version=f"hermes-tui {__version__}")
     return parser
 
@@ -106,7 +108,8 @@ def _needs_headless(args: argparse.Namespace) -> str | None:
     Flags that only mean something for one headless turn need -p; and the app draws on a
     terminal, so on a pipe it refuses at once instead of spinning unseen.
     """
-    if flags := [flag for flag, on in (("--json", args.json), ("--yes", args.yes)) if on]:
+    if flags := [flag for flag, on in (("--json", args.json), ("--yes", args.yes),
+                                                          ("--plan", args.plan)) if on]:
         return f"{' and '.join(flags)} only work with -p; add -p \"TEXT\" to run one headless turn."
     if not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
         return "the full-screen app needs a terminal; use -p \"TEXT\" (or -p - to read stdin) to run one turn."

@@ -119,6 +119,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     except ValueError as exc:
         memory.close()
         return fail(str(exc))
+    agent.plan = args.plan
     try:
         if mcp is not None:
             _wait_for_mcp(mcp, out, config.mcp_wait)

@@ -18,7 +18,7 @@ from typing import Any
 from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
-from hermes_tui.agent.prompts import relevant_skills_note
+from hermes_tui.agent.prompts import PLAN_NOTE, relevant_skills_note
 from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.toolkit import CANCELLED, FAMILIES, Tool, ToolResult
 from hermes_tui.agent.tools import Approver, ToolRegistry
@@ -120,6 +120,16 @@ class AgentLoop:
         """Stop the running turn: closes the stream and kills a running run_bash group."""
         self._cancel.set()
 
+    @property
+    def plan(self) -> bool:
+        """Plan mode: the model gets read-only tools only (``ToolRegistry.plan``) and answers with a
+        plan. The session's own state; surfaces only toggle it, between turns."""
+        return self.tools.plan
+
+    @plan.setter
+    def plan(self, on: bool) -> None:
+        self.tools.plan = on
+
     def set_model(self, provider: str | None = None, model: str | None = None) -> Config:
         """Switch provider/model for the next call (``/model``); raises ``ConfigError``."""
         self.config = self.config.switched_to(provider=provider, model=model)
@@ -153,7 +163,7 @@ class AgentLoop:
             self.skills.correct_turn(previous)  # "no, that's wrong": the turn before did not work
         message_id = self.memory.add_message(self.session_id, "user", text)
         self.tools.message_id = message_id
-        note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS))
+        note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS)) + (PLAN_NOTE if self.plan else "")
         self.history.append(ChatMessage(message_id, self.session_id, "user", text + note))
         self.checkpoints.start_turn(self.session_id, message_id, text)
 

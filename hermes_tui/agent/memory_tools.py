@@ -51,6 +51,6 @@ MEMORY_TOOLS: tuple[Tool, ...] = (
                 "scope": STR | {"enum": ["user", "project"]},
                 "id": STR | {"description": "the fact's id from the memory section (replace, remove)"}},
                ["action"]),
-        memory, summary_arg="text",
+        memory, summary_arg="text", keeps=True,
     ),
 )

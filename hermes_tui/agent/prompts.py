@@ -168,6 +168,17 @@ def relevant_skills_note(skills: Sequence[Skill]) -> str:
             + "\n".join(lines) + "]")
 
 
+PLAN_NOTE = ("\n\n[Plan mode: you have read-only tools only; nothing can be written or run. Investigate "
+             "as needed, then answer with a concrete step-by-step plan. Do not claim to have changed "
+             "anything; the user decides whether to carry the plan out.]")
+"""Appended to a plan-mode turn's user message as sent (never stored): the system prompt stays
+byte-identical for the whole session, so the provider's cached prefix still holds after the mode
+changes, and the note stays with the turns it applied to."""
+
+CARRY_OUT = "Carry out the plan."
+"""What a surface sends when the user accepts a plan (plan mode is left first)."""
+
+
 def _quoted(text: str, limit: int) -> str:
     text = " ".join(text.split())
     text = text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -79,7 +79,7 @@ SKILL_TOOLS: tuple[Tool, ...] = (
         "phrases a user would type (synonyms, abbreviations) and a markdown body of steps.",
         schema({"name": STR, "description": STR, "triggers": STR_LIST, "body": STR},
                ["name", "description", "body"]),
-        create_skill, summary_arg="name",
+        create_skill, summary_arg="name", keeps=True,
     ),
 )
 

@@ -55,6 +55,10 @@ class ToolContext:
 FAMILIES = frozenset({"shell", "write"})
 """The tool families a surface may switch off (``Surface.enabled``); a tool in none is always on."""
 
+PLAN_REFUSAL = ("{name} is not available in plan mode: only read-only tools run. Nothing was run. "
+                "Write the plan as your answer; the user decides whether to carry it out.")
+"""The result of a call to a tool plan mode does not offer (nothing ran)."""
+
 DENIED = "The user denied this {name} call. Do not retry it; ask the user how to proceed."
 CANCELLED = "Cancelled by the user before it ran."
 """The two results of a call that never ran (the one copy of each)."""
@@ -115,7 +119,7 @@ class Tool:
     ``check``: how the arguments are validated, ``check(parameters, arguments) -> problem or None``;
     None means ``check_arguments`` (our own small schemas; MCP tools bring full JSON Schemas).
     ``changes_files``: it may change files in the workspace, so a checkpoint is taken before its
-    first call in a turn.
+    first call in a turn. ``keeps``: it saves something later sessions read (a fact, a skill).
     """
 
     name: str
@@ -128,10 +132,17 @@ class Tool:
     family: str | None = None
     changes_files: bool = False
     check: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None
+    keeps: bool = False
 
     @property
     def needs_approval(self) -> bool:
         return self.approval is not None
+
+    @property
+    def read_only(self) -> bool:
+        """It changes nothing: no file, no command, nothing kept for later; all plan mode offers.
+        The one place this is decided (an MCP tool: ``changes_files`` from its server's readOnlyHint)."""
+        return not self.changes_files and self.family is None and not self.keeps
 
     def spec(self) -> dict[str, Any]:
         return {

@@ -41,6 +41,7 @@ from hermes_tui.agent.toolkit import (
     DENIED,
     FAMILIES,
     INT,
+    PLAN_REFUSAL,
     STR,
     ApprovalSpec,
     Tool,
@@ -194,7 +195,10 @@ def summary_argument(name: str, arguments: Mapping[str, Any]) -> str | None:
 
 
 class ToolRegistry:
-    """Owns the tool set of one surface; a family not in ``families`` is removed entirely."""
+    """Owns the tool set of one surface; a family not in ``families`` is removed entirely.
+
+    ``plan``: plan mode; only read-only tools (``Tool.read_only``) are offered, and a call to any
+    other is refused before anything runs, even when the model names it anyway."""
 
     def __init__(
         self,
@@ -222,12 +226,18 @@ class ToolRegistry:
         self.message_id: int | None = None  # the turn's user message, set by the agent
         self._tools = {t.name: t for t in tools if t.family is None or t.family in families}
         self._extra = extra_tools  # asked at each use: e.g. the MCP servers' tools as they come and go
+        self.plan = False
 
-    def _current(self) -> dict[str, Tool]:
+    def _all(self) -> dict[str, Tool]:
         """The declared tools plus the extra source's (which never replace a declared one)."""
         if self._extra is None:
             return self._tools
         return {**{t.name: t for t in self._extra()}, **self._tools}
+
+    def _current(self) -> dict[str, Tool]:
+        """The tools offered now: in plan mode, the read-only ones only."""
+        tools = self._all()
+        return {name: t for name, t in tools.items() if t.read_only} if self.plan else tools
 
     @property
     def names(self) -> list[str]:
@@ -277,6 +287,8 @@ class ToolRegistry:
                  call_id: str) -> ToolResult:
         current = self._current()
         tool = current.get(name)
+        if tool is None and self.plan and name in self._all():
+            return ToolResult(False, PLAN_REFUSAL.format(name=name), refusal=Status.DENIED)
         if tool is None:
             return ToolResult(False, f"Unknown tool {name!r}. Available tools: {', '.join(current)}.")
         args = self.parse_arguments(arguments)

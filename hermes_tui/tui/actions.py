@@ -22,7 +22,7 @@ from hermes_tui.tui.panes import PANES
 class Action:
     scope: str  # who binds it: "app", "chat" (the chat pane), "prompt", a pane ("skills", "memory",
     # "sessions"), a dialog ("approval", "confirm", "setup", "restore"), a list ("mcp", "permissions",
-    # "rewind"), "transcript", "help" (the F1 card)
+    # "rewind"), "transcript", "help" (the F1 card), "plan" (what to do with a plan)
     action: str  # the Textual action string
     keys: tuple[str, ...]  # Textual key names; the first is the main one
     label: str  # the footer's word
@@ -142,6 +142,11 @@ ACTIONS: tuple[Action, ...] = (
     Action("restore", "choose('')", ("n", "escape"), "Cancel", "/rewind, /undo: change nothing"),
     Action("permissions", "revoke", ("x", "delete"), "Revoke", "/permissions: revoke the selected rule"),
     Action("permissions", "close", ("escape",), "Close", "/permissions: close the list"),
+    Action("plan", "choose('carry')", ("y",), "Carry out",
+           "after a plan-mode answer: leave plan mode and carry the plan out"),
+    Action("plan", "choose('keep')", ("k", "escape"), "Keep planning",
+           "after a plan-mode answer: stay in plan mode (type what to change)"),
+    Action("plan", "choose('discard')", ("d",), "Discard", "after a plan-mode answer: leave plan mode; nothing is carried out"),
 )
 
 
@@ -156,15 +161,15 @@ def in_scope(scope: str) -> list[Action]:
 
 def main_key(scope: str, action: str) -> str:
     """The first key of one action as people write it (``F8``), for text that names the key."""
-    return _display(_find(scope, action).keys[0])
+    return _display(find(scope, action).keys[0])
 
 
 def all_keys(scope: str, action: str) -> str:
     """Every key of one action, compactly (``n/Esc``), for a button that names them."""
-    return "/".join(_display(key) for key in _find(scope, action).keys)
+    return "/".join(_display(key) for key in find(scope, action).keys)
 
 
-def _find(scope: str, action: str) -> Action:
+def find(scope: str, action: str) -> Action:
     return next(a for a in ACTIONS if a.scope == scope and a.action == action)
 
 

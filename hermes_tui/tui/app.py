@@ -161,7 +161,10 @@ class HermesApp(App[int]):
         return self.query_one("#status", StatusLine)
 
     def show_header(self) -> None:
+        """The header's session line and the status line's mode (both follow the session)."""
         self.query_one("#header", HeaderBar).show(self.config, self.session.session_id)
+        for status in self.query(StatusLine):  # none while the app shuts down
+            status.set_mode(self.session.plan)
 
     def switch_model(self, spec: str) -> Config:
         """``/model [provider:]model``: the session's model and the app's config follow; raises
@@ -245,8 +248,27 @@ class HermesApp(App[int]):
 
     async def on_chat_pane_turn_ended(self, message: ChatPane.TurnEnded) -> None:
         chat = message.control
-        if chat.is_attached and not chat.busy and not self._quitting and (text := chat.next_queued()) is not None:
-            await self.send(text)
+        if not chat.is_attached or chat.busy or self._quitting:
+            return
+        if (text := chat.next_queued()) is not None:
+            await self.send(text)  # typed while the plan was written: the user has moved on
+        elif message.planned and self.session.plan:
+            from hermes_tui.tui.plan_screen import PlanScreen
+
+            self.push_screen(PlanScreen(), self._plan_chosen)
+
+    async def _plan_chosen(self, choice: str | None) -> None:
+        """Carry the plan out (plan mode ends first), keep planning, or discard it."""
+        if choice in (None, "keep"):
+            return
+        self.session.plan = False
+        self.show_header()
+        if choice == "carry":
+            from hermes_tui.agent.prompts import CARRY_OUT
+
+            await self.send(CARRY_OUT)
+        else:
+            await self.chat.add_notice("Plan discarded; plan mode is off.")
 
     # -- long work on worker threads (progress_bar.py)
 

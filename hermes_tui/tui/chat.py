@@ -95,11 +95,13 @@ class ChatPane(Widget):
         """A skill was created or refined."""
 
     class TurnEnded(Message):
-        """The turn is over: the app sends the next queued message, if any."""
+        """The turn is over: the app sends the next queued message, if any. ``planned``: a plan-mode
+        turn answered (the app offers to carry the plan out)."""
 
-        def __init__(self, chat: ChatPane) -> None:
+        def __init__(self, chat: ChatPane, *, planned: bool = False) -> None:
             super().__init__()
             self.chat = chat
+            self.planned = planned
 
         @property
         def control(self) -> ChatPane:
@@ -361,6 +363,7 @@ class ChatPane(Widget):
                 await view.finish("Cancelled.", False)
         if event.stopped_reason == "cancelled":
             await self.add_notice("Cancelled. The conversation is intact; send the next message.", "cancelled")
+        planned = event.stopped_reason == "done" and self._turn_loop is not None and self._turn_loop.plan
         self.busy = False
         self._turn_loop = None
         self.conversation.fold_soon()  # the block that streamed is no longer kept out (and again once laid out)
@@ -368,7 +371,7 @@ class ChatPane(Widget):
         self.call_after_refresh(self._collect_when_quiet)
         self._set_activity(None)  # the prompt takes the next message; a curator may still run
         self.refresh_bindings()
-        self.post_message(self.TurnEnded(self))
+        self.post_message(self.TurnEnded(self, planned=planned))
 
     def _collect_when_quiet(self) -> None:
         """Collect what the turn left (its last words are on screen), once the user is quiet."""

@@ -113,6 +113,19 @@ class CommandRunner:
         await self.app.chat.add_notice("Looking for a skill in the last turn…")
         self.app.chat.run_in_background(loop.learn_now(), "hermes-learn", loop.cancel)
 
+    async def _plan(self, argument: str) -> None:
+        """Toggle the session's plan mode (the agent owns it; the status line shows it)."""
+        if await self.refuse_while_busy("/plan"):
+            return
+        session = self.app.session
+        session.plan = not session.plan
+        self.app.show_header()
+        if session.plan:
+            await self.app.chat.add_notice("Plan mode: Hermes gets read-only tools only and answers with a plan; "
+                                           "then you choose to carry it out, keep planning or discard it. /plan again leaves.")
+        else:
+            await self.app.chat.add_notice("Plan mode off: every tool is offered again.")
+
     async def _compact(self, argument: str) -> None:
         if await self.refuse_while_busy("/compact"):
             return
@@ -285,6 +298,7 @@ HANDLERS: dict[str, Callable[[CommandRunner, str], Awaitable[None]]] = {
     "memory": CommandRunner._memory,
     "sessions": CommandRunner._sessions,
     "learn": CommandRunner._learn,
+    "plan": CommandRunner._plan,
     "compact": CommandRunner._compact,
     "resume": CommandRunner._resume,
     "retry": CommandRunner._retry,

@@ -14,6 +14,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("memory", "<query>", "search every past message in the Memory pane"),
     SlashCommand("remember", "[project:] <fact>", "keep a fact about you (or, with project:, this workspace) for future sessions"),
     SlashCommand("learn", "", "distil the last turn into a skill now"),
+    SlashCommand("plan", "", "plan mode on/off: read-only tools only, the answer is a plan; then carry it out, keep planning or discard"),
     SlashCommand("compact", "[focus]", "summarise older turns to free the context window (optional focus)"),
     SlashCommand("sessions", "", "open the Sessions pane"),
     SlashCommand("resume", "<id>", "continue an earlier session in the chat"),

@@ -55,25 +55,41 @@ class ChatSession:
         self.approver = approver
         self.mcp = mcp
         self.loop: AgentLoop | None = None
+        self._plan_first = False  # /plan before the first message: the new session starts in plan mode
 
     @property
     def session_id(self) -> int | None:
         return self.loop.session_id if self.loop else None
 
-    def _make(self, session_id: int | None) -> AgentLoop:
+    @property
+    def plan(self) -> bool:
+        """The session's plan mode (``AgentLoop.plan``); a new or resumed session starts without it."""
+        return self.loop.plan if self.loop is not None else self._plan_first
+
+    @plan.setter
+    def plan(self, on: bool) -> None:
+        if self.loop is not None:
+            self.loop.plan = on
+        else:
+            self._plan_first = on
+
+    def _make(self, session_id: int | None, *, plan: bool = False) -> AgentLoop:
         from hermes_tui.agent.runtime import build_agent, tui_surface
 
-        return build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver, self.mcp),
+        loop = build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver, self.mcp),
                            session_id=session_id)
+        loop.plan, self._plan_first = plan, False
+        return loop
 
     def ensure_loop(self) -> AgentLoop:
         if self.loop is None:
-            self.loop = self._make(None)
+            self.loop = self._make(None, plan=self._plan_first)
         return self.loop
 
     def detach(self) -> AgentLoop | None:
         """Forget the current loop (the caller closes it); the next message starts a new session."""
         loop, self.loop = self.loop, None
+        self._plan_first = False
         return loop
 
     def resume(self, session_id: int) -> AgentLoop:
@@ -113,7 +129,7 @@ class ChatSession:
         """Adopt a new configuration (after the setup saved a key); keeps the session going."""
         self.config = config
         if self.loop is not None:
-            self.loop = self._make(self.loop.session_id)
+            self.loop = self._make(self.loop.session_id, plan=self.loop.plan)
 
     def set_model(self, spec: str) -> Config:
         """Switch model (and maybe provider) for the next call; raises ConfigError."""

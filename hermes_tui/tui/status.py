@@ -1,4 +1,4 @@
-"""The header (provider:model, workspace, session) and the status line (activity, tokens, cost)."""
+"""The header (provider:model, workspace, session) and the status line (mode, activity, tokens, cost)."""
 
 from __future__ import annotations
 
@@ -54,8 +54,15 @@ class StatusLine(Horizontal):
         self.since: float | None = None
 
     def compose(self) -> ComposeResult:
+        yield Static(id="mode")
         yield Static(id="activity")
         yield Static(id="usage")
+
+    def set_mode(self, plan: bool) -> None:
+        """The session's mode: plan mode is shown (read-only tools); the normal mode is not."""
+        mode = self.query_one("#mode", Static)
+        mode.update(Content.styled("plan mode · read-only", "bold $warning") if plan else "")
+        mode.display = plan
 
     def on_mount(self) -> None:
         self._ticker = self.set_interval(0.1, self._render_activity, pause=True)

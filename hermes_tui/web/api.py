@@ -149,6 +149,9 @@ def chat() -> Response:
         abort(400, 'send JSON {"message": "..."} with some text')
     if len(text) > MAX_MESSAGE_CHARS:
         abort(413, f"the message is longer than {MAX_MESSAGE_CHARS:,} characters")
+    plan = body.get("plan") if isinstance(body, dict) else None  # plan mode for this turn and the session's next ones; absent: unchanged
+    if plan is not None and not isinstance(plan, bool):
+        abort(400, '"plan" must be true or false')
     refusal = unknown_command(text)
     if refusal:  # a slash word is never sent to the model
         abort(400, refusal)
@@ -160,6 +163,8 @@ def chat() -> Response:
         abort(409, "a turn is already running in this session; wait for it or stop it")
     except Saturated:
         raise ServiceUnavailable("too many chat streams are open; try again shortly", retry_after=5) from None
+    if plan is not None:
+        turn.loop.plan = plan
     response = Response(TurnStream(turn, text, ctx.keepalive_seconds, ctx.state.mcp.follow),
                         mimetype="application/x-ndjson")
     response.headers["X-Accel-Buffering"] = "no"  # proxies must pass lines through as they come
