@@ -273,9 +273,9 @@ def _key_doc(variable: str) -> str:
     return f"The API key for {' and '.join(users)}; only the one for HERMES_PROVIDER is needed."
 
 
-MODEL, KEYS, PLACES, APPROVALS, SANDBOX, SKILLS, MCP, HELPER, WEB = (
-    "Model", "Keys", "Where things live", "Approvals", "Shell sandbox (Linux, bubblewrap)", "Skills", "MCP servers",
-    "The warm helper of -p runs", "Web dashboard (hermes-web) only")
+MODEL, KEYS, PLACES, APPROVALS, SANDBOX, FETCH, SKILLS, MCP, HELPER, WEB = (
+    "Model", "Keys", "Where things live", "Approvals", "Shell sandbox (Linux, bubblewrap)", "The web_fetch tool",
+    "Skills", "MCP servers", "The warm helper of -p runs", "Web dashboard (hermes-web) only")
 
 
 @dataclass(frozen=True)
@@ -315,6 +315,10 @@ class Config:
         "HERMES_SANDBOX_NETWORK", FLAG, "Commands in the sandbox share the machine's network (default false: what a "
         "command reads cannot be sent anywhere; pip install, git fetch, curl fail).", SANDBOX, default=False,
         privileged=True)
+    fetch_allow_private: bool = setting(
+        "HERMES_FETCH_ALLOW_PRIVATE", FLAG, "web_fetch may fetch private, loopback and link-local addresses (a "
+        "local server; default false: a page or a redirect cannot reach your router, cloud metadata or localhost).",
+        FETCH, default=False, privileged=True)
     skill_stale_days: int = setting("HERMES_SKILL_STALE_DAYS", DAYS, "Days unused before a learned skill leaves the "
                                     "prompt's skill index (pinned and guest skills never age).", SKILLS, default=30)
     skill_archive_days: int = setting("HERMES_SKILL_ARCHIVE_DAYS", DAYS, "Days unused before a learned skill moves "

@@ -89,6 +89,7 @@ PRIVILEGED_LINES = {
     "HERMES_WEB_PASSWORD": "written-by-the-agent", "FLASK_SECRET_KEY": "k" * 40,
     "HERMES_WEB_ALLOWED_HOSTS": "evil.example", "RAILWAY_PUBLIC_DOMAIN": "evil.example",
     "HERMES_SANDBOX": "off", "HERMES_SANDBOX_NETWORK": "on", "HERMES_WEB_ENABLE_MCP": "true",
+    "HERMES_FETCH_ALLOW_PRIVATE": "true",
 }
 
 
@@ -104,7 +105,7 @@ def test_privileged_settings_are_never_read_from_cwd_env(tmp_path: Path, hermes_
     assert config.web_trusted_proxies == 0 and config.api_base is None and config.approval == "ask"
     assert config.web_password is None and config.flask_secret_key is None
     assert config.web_allowed_hosts == () and config.railway_public_domain is None
-    assert config.sandbox and not config.sandbox_network
+    assert config.sandbox and not config.sandbox_network and not config.fetch_allow_private
     assert config.home == hermes_home.resolve() and config.workspace == tmp_path.resolve()
     assert set(PRIVILEGED) <= set(lines)  # every declared privileged variable was tried
     assert config.provider == "anthropic" and config.model == DEFAULT_MODELS["anthropic"] and config.api_keys == {}
@@ -237,6 +238,7 @@ SAMPLES: dict[str, tuple[str, Callable[[Config], Any], Any]] = {
     "HERMES_LEARN": ("review", lambda c: c.learn, "review"),
     "HERMES_SANDBOX": ("off", lambda c: c.sandbox, False),
     "HERMES_SANDBOX_NETWORK": ("on", lambda c: c.sandbox_network, True),
+    "HERMES_FETCH_ALLOW_PRIVATE": ("1", lambda c: c.fetch_allow_private, True),
     "HERMES_SKILL_STALE_DAYS": ("7", lambda c: c.skill_stale_days, 7),
     "HERMES_SKILL_ARCHIVE_DAYS": ("14", lambda c: c.skill_archive_days, 14),
     "HERMES_MCP_WAIT": ("2.5", lambda c: c.mcp_wait, 2.5),

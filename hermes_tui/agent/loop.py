@@ -81,6 +81,7 @@ class AgentLoop:
             config.workspace, memory, skills, families=families,
             approver=None if config.approval == "always" else approver,
             home=config.home, secrets=Secrets.from_config(config), sandbox=Sandbox.from_config(config),
+            fetch_private=config.fetch_allow_private,
             extra_tools=(lambda: extra_tools(self.context.limit())) if extra_tools is not None else None,
         )
         self.checkpoints = TurnCheckpoints(config.home, config.workspace)

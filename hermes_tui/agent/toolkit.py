@@ -49,10 +49,11 @@ class ToolContext:
     session_id: int | None = None  # the session the call belongs to (provenance)
     message_id: int | None = None  # the user message of the turn (provenance)
     sandbox: Sandbox | None = None  # how run_bash confines commands (None: the default, sandboxed)
+    fetch_private: bool = False  # web_fetch may reach private addresses (HERMES_FETCH_ALLOW_PRIVATE)
     cancel: threading.Event = field(default_factory=threading.Event)
 
 
-FAMILIES = frozenset({"shell", "write"})
+FAMILIES = frozenset({"shell", "write", "web"})
 """The tool families a surface may switch off (``Surface.enabled``); a tool in none is always on."""
 
 PLAN_REFUSAL = ("{name} is not available in plan mode: only read-only tools run. Nothing was run. "
@@ -74,7 +75,7 @@ class ApprovalSpec:
     ``arguments``; ``lasting``: this exact call (its ``key``) may be allowed for good in this
     workspace (``agent/permissions.py``); ``broad_key``: a wider lasting key of a call, such as the
     program of a plain shell command (None: the tool has none, or this call has none), listed as
-    ``broad_label``; ``noun``: how lists of rules name the tool's calls ("shell: make lint");
+    ``broad_label`` (and in the dialog's answer as ``broad_answer``: "Any pytest"); ``noun``: how lists of rules name the tool's calls ("shell: make lint");
     ``target``: for a path, the real path it names in a workspace, relative to it (symlinks
     followed, as the tool will), so "this file" means the file written, not the name it was given.
     """
@@ -86,6 +87,7 @@ class ApprovalSpec:
     lasting: bool = False
     broad_key: Callable[[dict[str, Any]], str | None] | None = None
     broad_label: str = "any {}"
+    broad_answer: str = "Any {}"
     noun: str | None = None
     target: Callable[[Path, str], str | None] | None = None
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_tui.agent.approvals import ApprovalPolicy, PendingCall
 from hermes_tui.agent.edit import EDIT_TOOL
+from hermes_tui.agent.fetch import FETCH_TOOL
 from hermes_tui.agent.mcp.names import SUMMARY_ARGS as BRIDGE_SUMMARY_ARGS
 from hermes_tui.agent.memory_tools import MEMORY_TOOLS
 from hermes_tui.agent.paths import (
@@ -160,6 +161,7 @@ FILE_TOOLS: tuple[Tool, ...] = (
     ),
     EDIT_TOOL,
     *SEARCH_TOOLS,
+    FETCH_TOOL,
     Tool(
         "list_dir", "List a folder inside the workspace: names, kinds and sizes.",
         schema({"path": STR | {"description": "relative to the workspace; default ."}}, []),
@@ -209,6 +211,7 @@ class ToolRegistry:
         home: Path | None = None,
         secrets: Secrets | None = None,
         sandbox: Sandbox | None = None,
+        fetch_private: bool = False,
         families: frozenset[str] = FAMILIES,
         approver: Approver | None = None,
         tools: Sequence[Tool] = TOOLS,
@@ -221,6 +224,7 @@ class ToolRegistry:
         self.secrets = secrets if secrets is not None else Secrets()
         self.sandbox = sandbox if sandbox is not None else Sandbox()
         self.approver = approver
+        self.fetch_private = fetch_private  # web_fetch may reach private addresses
         self.facts: FactStore | None = None  # set by the agent: curated memory of its workspace
         self.session_id: int | None = None
         self.message_id: int | None = None  # the turn's user message, set by the agent
@@ -312,7 +316,7 @@ class ToolRegistry:
                           cancel=cancel if tool.cancellable else threading.Event(),
                           environment=self.secrets.clean_environment(os.environ),
                           facts=self.facts, session_id=self.session_id, message_id=self.message_id,
-                          sandbox=self.sandbox)
+                          sandbox=self.sandbox, fetch_private=self.fetch_private)
         try:
             return tool.run(ctx, **args)
         except PathError as exc:

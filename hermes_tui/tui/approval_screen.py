@@ -317,7 +317,8 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
                 if ALWAYS in self.answers:
                     yield Button(Content(f"{self.spec.exact_label} · always here ({_keys(ALWAYS)})"), id=ALWAYS)
                 if self.program is not None:
-                    yield Button(Content(f"Any {self.program} · always here ({_keys(PROGRAM)})"), id=PROGRAM)
+                    yield Button(Content(f"{self.spec.broad_answer.format(self.program)} · always here "
+                                         f"({_keys(PROGRAM)})"), id=PROGRAM)
                 yield Button(Content(f"Deny ({_keys(DENY)})"), id=DENY, variant="error")
         yield Footer()
 
