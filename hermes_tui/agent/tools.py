@@ -189,24 +189,23 @@ FILE_TOOLS: tuple[Tool, ...] = (
         "run_bash",
         "Run a bash command in the workspace folder. Returns the exit code and the combined "
         f"stdout+stderr (long output keeps its head and tail). Default timeout {BASH_DEFAULT_TIMEOUT} s, "
-        f"at most {BASH_MAX_TIMEOUT} s. background: true starts it as a job (a server, a watcher) and returns "
-        "its id at once: no timeout; read it with job_output, end it with job_stop; it ends with the session.",
-        schema({"command": STR, "timeout": INT | {"description": "seconds"},
-                "background": BOOL | {"description": "start as a background job"}}, ["command"]),
+        f"at most {BASH_MAX_TIMEOUT} s. background: true starts a job (a server, a watcher) and returns its id "
+        "at once: no timeout; job_output reads it, job_stop ends it, the session's end too.",
+        schema({"command": STR, "timeout": INT | {"description": "seconds"}, "background": BOOL}, ["command"]),
         run_bash, cancellable=True, summary_arg="command", family="shell", changes_files=True,
         approval=ApprovalSpec("command", "This command", "All shell", "command", lasting=True,
                               broad_key=command_program, broad_label="any plain {} command", noun="shell"),
     ),
     Tool(
         "job_output",
-        "The output of a background job (run_bash background: true) since the last read, and whether it "
-        "is still running or its exit code. Long output keeps its head and tail and says how much was skipped.",
-        schema({"id": INT | {"description": "the job's id"}}, ["id"]),
+        "A background job's output since the last read (long output: head and tail, the bytes skipped "
+        "counted), and whether it still runs or its exit code.",
+        schema({"id": INT}, ["id"]),
         job_output, family="shell",
     ),
     Tool(
-        "job_stop", f"Stop a background job: SIGTERM to its processes, SIGKILL after {GRACE:g} s.",
-        schema({"id": INT | {"description": "the job's id"}}, ["id"]),
+        "job_stop", f"Stop a background job (SIGTERM, SIGKILL after {GRACE:g} s).",
+        schema({"id": INT}, ["id"]),
         job_stop, family="shell",
     ),
     READ_TOOL,
