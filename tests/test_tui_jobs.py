@@ -24,8 +24,10 @@ def _status(app: HermesApp) -> str:
 def test_jobs_are_counted_listed_shown_stopped_and_end_with_the_app(
         server: FakeLLMServer, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_APPROVAL", "always")
+    key = "sk-test-jobs-9f8e7d6c5b4a3f2e"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
     marker = _marker()
-    first = f"echo hello-from-job; touch started; {_wait_for('go')}; echo bye"
+    first = f"echo hello-from-job {key}; touch started; {_wait_for('go')}; echo bye"
     server.queue(
         Reply(tool_calls=[ToolCall("run_bash", {"command": first, "background": True})]), Reply(text="Started."),
         Reply(tool_calls=[ToolCall("run_bash", {"command": f"sleep {marker}", "background": True})]),
@@ -42,8 +44,10 @@ def test_jobs_are_counted_listed_shown_stopped_and_end_with_the_app(
         await send(app, pilot, "/jobs 1")
         card = await help_card(app, pilot)
         assert "Job 1** · running" in card.source and "hello-from-job" in card.source
+        assert key not in card.source and "[redacted: OPENAI_API_KEY]" in card.source  # as every tool's output
         (workspace / "go").touch()
         await wait_for(pilot, lambda: any("Background job 1 exited (exit code 0)" in n for n in notices(app)))
+        assert not any(key in n for n in notices(app))
         await wait_for(pilot, lambda: "job" not in _status(app))
         await send_and_wait(app, pilot, "two more")
         await wait_for(pilot, lambda: "2 jobs running" in _status(app))

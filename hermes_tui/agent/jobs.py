@@ -217,7 +217,8 @@ def _below(root: int, depth: int) -> list[int]:
 class Jobs:
     """The background jobs of one session, numbered from 1."""
 
-    def __init__(self) -> None:
+    def __init__(self, scrub: Callable[[str], str] = str) -> None:
+        self._scrub = scrub  # the session's secret scrubber: a notice names the command
         self._jobs: dict[int, Job] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -286,7 +287,7 @@ class Jobs:
 
     def _ended(self, job: Job) -> None:
         short = job.command if len(job.command) <= 60 else job.command[:57] + "..."
-        self._tell(f"Background job {job.number} {job.state()}: {short}")
+        self._tell(self._scrub(f"Background job {job.number} {job.state()}: {short}"))
 
     def _tell(self, line: str | None) -> None:
         listener = self.listener

@@ -285,7 +285,7 @@ class ToolRegistry:
         self.facts: FactStore | None = None  # set by the agent: curated memory of its workspace
         self.session_id: int | None = None
         self.message_id: int | None = None  # the turn's user message, set by the agent
-        self.jobs = Jobs()  # run_bash's background jobs: they end with the session (``AgentLoop.end_jobs``)
+        self.jobs = Jobs(self.secrets.scrub)  # run_bash's background jobs: they end with the session (``AgentLoop.end_jobs``)
         self._tools = {t.name: t for t in tools if t.family is None or t.family in families}
         self._extra = extra_tools  # asked at each use: e.g. the MCP servers' tools as they come and go
         self.plan = False

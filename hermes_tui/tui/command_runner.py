@@ -281,14 +281,17 @@ class CommandRunner:
         if jobs is None or not jobs.all():
             await self.app.chat.add_notice("No background jobs in this session (run_bash starts them with background: true).")
             return
+        assert loop is not None  # it has jobs
+        scrub = loop.tools.secrets.scrub  # as every tool's output
         if not words:
-            await self.app.chat.add_help(jobs_markdown(jobs.all()))
+            await self.app.chat.add_help(scrub(jobs_markdown(jobs.all())))
             return
         job = jobs.get(int(number))
         if job is None:
             await self.app.chat.add_notice(f"{jobs.unknown(int(number)).capitalize()}.", "error")
         elif words[0] != "stop":
-            await self.app.chat.add_help(job_markdown(job, await in_thread(self.app, job.recent)))
+            recent = await in_thread(self.app, job.recent)
+            await self.app.chat.add_help(scrub(job_markdown(job, recent)))
         elif not job.running:
             await self.app.chat.add_notice(f"Job {job.number} has already {job.state()}.")
         else:
