@@ -120,17 +120,28 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         memory.close()
         return fail(str(exc))
     agent.plan = args.plan
+    agent.tools.jobs.listener = lambda line: _job_ended(events, line)
     try:
         if mcp is not None:
             _wait_for_mcp(mcp, out, config.mcp_wait)
         code = _drive(agent, text, out, events)
+        if running := len(agent.tools.jobs.running()):  # nothing a run started outlives it
+            agent.end_jobs()
+            out.notice(f"hermes: stopped {running} background job(s) at the end of the run")
         if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM):
             _leave_summary(agent, config, host, out, continued=session_id is not None)
         return code
     finally:
+        agent.end_jobs()
         memory.close()
         if mcp is not None:
             mcp.close(timeout=3.0)
+
+
+def _job_ended(events: EventQueue, line: str | None) -> None:
+    """A background job that ends during the turn says so on stderr."""
+    if line:
+        events.put(Notice(line))
 
 
 def _start_mcp(config: Config, out: _Output) -> McpManager | None:

@@ -246,11 +246,17 @@ class AgentLoop:
         """The store id of the last user message still in the conversation (the turn a correction names)."""
         return next((m.id for m in reversed(self.history) if m.role == "user"), None)
 
+    def end_jobs(self) -> None:
+        """The session ends: its background jobs are stopped (SIGTERM, SIGKILL after a grace)."""
+        self.tools.jobs.stop_all()
+
     def close(self, timeout: float = 15.0, cancel: threading.Event | None = None) -> str | None:
-        """End the session: store and return its summary (None when empty, unreachable or abandoned:
-        at ``timeout`` or ``cancel`` the request's connection is closed). One that does not finish
-        stays pending and is written later (pending.py)."""
+        """End the session: stop its jobs, store and return its summary (None when empty, unreachable
+        or abandoned: at ``timeout`` or ``cancel`` the request's connection is closed). One that does
+        not finish stays pending and is written later (pending.py)."""
         from hermes_tui.learning import pending
+
+        self.end_jobs()
 
         deadline = time.monotonic() + timeout
         summary = pending.close_session(self.memory, self.llm, self.session_id, timeout, cancel=cancel)

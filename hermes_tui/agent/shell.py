@@ -34,7 +34,7 @@ OUTPUT_CAP = 20_000  # characters of output handed back to the model
 _READ = 16 * 1024
 _POLL = 0.05
 _DRAIN = 1.0  # seconds to collect what is left in the pipe once the group is dead
-_REAP = 10.0  # seconds the reaper may take to end everything before Hermes kills it and its group
+REAP = 10.0  # seconds the reaper may take to end everything before Hermes kills it and its group
 _REAPER = str(Path(__file__).with_name("reaper.py"))
 NO_NETWORK_HINT = "(run_bash has no network in its sandbox: HERMES_SANDBOX_NETWORK=on allows it)"
 _NETWORK_FAILURE = re.compile(r"name resolution|resolve host|could not resolve|network is unreachable|getaddrinfo"
@@ -92,27 +92,50 @@ def run_command(command: str, cwd: Path, timeout: float, cancel: threading.Event
     """
     sandbox = sandbox if sandbox is not None else Sandbox()
     env = sandbox.environment(os.environ if environment is None else environment)
+    launch = prepare(command, cwd, sandbox, home, readable)
+    outcome = _run(launch.argv, cwd, env, timeout, cancel, launch.watch)
+    if launch.repositories is None:
+        return outcome
+    return CommandOutcome(outcome.status, outcome.returncode,
+                          finish(outcome.text, outcome.returncode, cwd, launch.repositories, sandbox))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one command: its ``argv``; ``watch``, the reaper's pipe (read end, write end)
+    when there is no sandbox; ``repositories``, the workspace's git repositories before it ran
+    (``gitguard``) when there is one."""
+
+    argv: list[str]
+    watch: tuple[int, int] | None
+    repositories: set[str] | None
+
+
+def prepare(command: str, cwd: Path, sandbox: Sandbox, home: Path | None, readable: Sequence[Path]) -> Launch:
+    """The sandboxed (or reaped) argv of ``command``; the one recipe for a foreground command and a job."""
     if sandbox.active:
         before = gitguard.repositories(cwd)
-        outcome = _run(sandbox.wrap(["bash", "-c", command], cwd, home, readable, before), cwd, env, timeout,
-                       cancel, None)
-        removed = gitguard.disarm_new(cwd, before)
-        if removed:
-            outcome = CommandOutcome(outcome.status, outcome.returncode, f"{outcome.text}\n{gitguard.notice(removed)}")
-        if not sandbox.network and outcome.returncode and _NETWORK_FAILURE.search(outcome.text):
-            return CommandOutcome(outcome.status, outcome.returncode, f"{outcome.text}\n{NO_NETWORK_HINT}")
-        return outcome
+        return Launch(sandbox.wrap(["bash", "-c", command], cwd, home, readable, before), None, before)
     read_end, write_end = os.pipe()  # the reaper's pipe: Hermes holds the only write end
-    argv = [sys.executable, "-I", "-S", _REAPER, str(read_end), "bash", "-c", command]
-    return _run(argv, cwd, env, timeout, cancel, (read_end, write_end))
+    return Launch([sys.executable, "-I", "-S", _REAPER, str(read_end), "bash", "-c", command],
+                  (read_end, write_end), None)
 
 
-def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, cancel: threading.Event,
-         watch: tuple[int, int] | None) -> CommandOutcome:
-    """Start ``argv`` in a session of its own and pump its output. ``watch``: the reaper's pipe
-    (read end, write end), both closed here."""
+def finish(text: str, returncode: int | None, cwd: Path, before: set[str], sandbox: Sandbox) -> str:
+    """The output of a sandboxed command once it ended: what ``gitguard`` removed, a network hint."""
+    removed = gitguard.disarm_new(cwd, before)
+    if removed:
+        text = f"{text}\n{gitguard.notice(removed)}"
+    if not sandbox.network and returncode and _NETWORK_FAILURE.search(text):
+        return f"{text}\n{NO_NETWORK_HINT}"
+    return text
+
+
+def spawn(argv: list[str], cwd: Path, env: dict[str, str], watch: tuple[int, int] | None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a session of its own, output on a pipe; the watch's read end is closed here
+    (and its write end too when the start fails)."""
     try:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(watch[0],) if watch else (),
         )
@@ -123,6 +146,13 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, cancel
     finally:
         if watch:
             os.close(watch[0])
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, cancel: threading.Event,
+         watch: tuple[int, int] | None) -> CommandOutcome:
+    """Start ``argv`` in a session of its own and pump its output. ``watch``: the reaper's pipe
+    (read end, write end), both closed here."""
+    proc = spawn(argv, cwd, env, watch)
     output = BoundedOutput(OUTPUT_CAP)
     assert proc.stdout is not None
     pipe = proc.stdout.fileno()
@@ -132,7 +162,7 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, cancel
         if watch:  # the reaper ends the command and all it started, then exits
             os.close(watch[1])
             try:
-                proc.wait(timeout=_REAP)
+                proc.wait(timeout=REAP)
             except subprocess.TimeoutExpired:
                 pass
         kill_group(proc.pid)  # bwrap: its namespace ends with it; the reaper: a last resort

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from hermes_tui.conversation import Status
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.jobs import Jobs
     from hermes_tui.agent.sandbox import Sandbox
     from hermes_tui.memory.facts import FactStore
     from hermes_tui.memory.store import MemoryStore
@@ -50,6 +51,7 @@ class ToolContext:
     message_id: int | None = None  # the user message of the turn (provenance)
     sandbox: Sandbox | None = None  # how run_bash confines commands (None: the default, sandboxed)
     fetch_private: bool = False  # web_fetch may reach private addresses (HERMES_FETCH_ALLOW_PRIVATE)
+    jobs: Jobs | None = None  # the session's background jobs (run_bash background, job_output, job_stop)
     cancel: threading.Event = field(default_factory=threading.Event)
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_tui.agent.approvals import ApprovalPolicy, PendingCall
 from hermes_tui.agent.edit import EDIT_TOOL
 from hermes_tui.agent.fetch import FETCH_TOOL
+from hermes_tui.agent.jobs import GRACE, Job, Jobs
 from hermes_tui.agent.mcp.names import SUMMARY_ARGS as BRIDGE_SUMMARY_ARGS
 from hermes_tui.agent.memory_tools import MEMORY_TOOLS
 from hermes_tui.agent.paths import (
@@ -38,6 +39,7 @@ from hermes_tui.agent.shell import BASH_DEFAULT_TIMEOUT, BASH_MAX_TIMEOUT, OUTPU
 from hermes_tui.agent.skill_tools import SKILL_TOOLS
 from hermes_tui.agent.toolkit import (
     ASK,
+    BOOL,
     CANCELLED,
     DENIED,
     FAMILIES,
@@ -87,9 +89,11 @@ __all__ = [
 # -- handlers: run(ctx, **arguments) -> ToolResult ---------------------------------------------
 
 
-def run_bash(ctx: ToolContext, command: str, timeout: int = BASH_DEFAULT_TIMEOUT) -> ToolResult:
+def run_bash(ctx: ToolContext, command: str, timeout: int = BASH_DEFAULT_TIMEOUT, background: bool = False) -> ToolResult:
     if not command.strip():
         return ToolResult(False, "run_bash: command is empty")
+    if background:
+        return _start_job(ctx, command)
     timeout = max(1, min(int(timeout), BASH_MAX_TIMEOUT))
     outcome = run_command(command, ctx.workspace, timeout, ctx.cancel, ctx.environment, sandbox=ctx.sandbox,
                           home=ctx.home, readable=(ctx.skills.skills_dir,))
@@ -99,6 +103,46 @@ def run_bash(ctx: ToolContext, command: str, timeout: int = BASH_DEFAULT_TIMEOUT
         return ToolResult(False, f"Cancelled by the user; the command was killed.\n{outcome.text}")
     code = outcome.returncode
     return ToolResult(code == 0, f"exit code {code}\n{outcome.text}" if outcome.text else f"exit code {code}")
+
+
+def _start_job(ctx: ToolContext, command: str) -> ToolResult:
+    if ctx.jobs is None:
+        return ToolResult(False, "run_bash: background jobs are not available here")
+    job = ctx.jobs.start(command, ctx.workspace, os.environ if ctx.environment is None else ctx.environment,
+                         sandbox=ctx.sandbox or Sandbox(), home=ctx.home, readable=(ctx.skills.skills_dir,))
+    if isinstance(job, str):
+        return ToolResult(False, f"run_bash: {job}")
+    return ToolResult(True, f"started background job {job.number}; read its output with job_output "
+                            f"(id {job.number}), end it with job_stop. It ends with this session at the latest.")
+
+
+def _job(ctx: ToolContext, name: str, number: int) -> Job | ToolResult:
+    job = ctx.jobs.get(int(number)) if ctx.jobs is not None else None
+    if job is None:
+        known = ctx.jobs.unknown(int(number)) if ctx.jobs is not None else f"there is no job {int(number)}"
+        return ToolResult(False, f"{name}: {known}")
+    return job
+
+
+def job_output(ctx: ToolContext, id: int) -> ToolResult:
+    job = _job(ctx, "job_output", id)
+    if isinstance(job, ToolResult):
+        return job
+    running = job.running  # read before the output: a job seen running may still print after
+    text = job.read_new()
+    state = "still running" if running else job.state()
+    return ToolResult(True, f"job {job.number} {state}\n{text}" if text else f"job {job.number} {state}; no new output")
+
+
+def job_stop(ctx: ToolContext, id: int) -> ToolResult:
+    job = _job(ctx, "job_stop", id)
+    if isinstance(job, ToolResult):
+        return job
+    if not job.running:
+        return ToolResult(True, f"job {job.number} had already {job.state()}")
+    assert ctx.jobs is not None
+    ctx.jobs.stop(job)
+    return ToolResult(True, f"job {job.number} {job.state()}; job_output still returns what it printed last")
 
 
 def write_file(ctx: ToolContext, path: str, content: str) -> ToolResult:
@@ -145,11 +189,24 @@ FILE_TOOLS: tuple[Tool, ...] = (
         "run_bash",
         "Run a bash command in the workspace folder. Returns the exit code and the combined "
         f"stdout+stderr (long output keeps its head and tail). Default timeout {BASH_DEFAULT_TIMEOUT} s, "
-        f"at most {BASH_MAX_TIMEOUT} s.",
-        schema({"command": STR, "timeout": INT | {"description": "seconds"}}, ["command"]),
+        f"at most {BASH_MAX_TIMEOUT} s. background: true starts a job (a server, a watcher) and returns its id "
+        "at once: no timeout; job_output reads it, job_stop ends it, the session's end too.",
+        schema({"command": STR, "timeout": INT | {"description": "seconds"}, "background": BOOL}, ["command"]),
         run_bash, cancellable=True, summary_arg="command", family="shell", changes_files=True,
         approval=ApprovalSpec("command", "This command", "All shell", "command", lasting=True,
                               broad_key=command_program, broad_label="any plain {} command", noun="shell"),
+    ),
+    Tool(
+        "job_output",
+        "A background job's output since the last read (long output: head and tail, the bytes skipped "
+        "counted), and whether it still runs or its exit code.",
+        schema({"id": INT}, ["id"]),
+        job_output, family="shell",
+    ),
+    Tool(
+        "job_stop", f"Stop a background job (SIGTERM, SIGKILL after {GRACE:g} s).",
+        schema({"id": INT}, ["id"]),
+        job_stop, family="shell",
     ),
     READ_TOOL,
     Tool(
@@ -228,6 +285,7 @@ class ToolRegistry:
         self.facts: FactStore | None = None  # set by the agent: curated memory of its workspace
         self.session_id: int | None = None
         self.message_id: int | None = None  # the turn's user message, set by the agent
+        self.jobs = Jobs(self.secrets.scrub)  # run_bash's background jobs: they end with the session (``AgentLoop.end_jobs``)
         self._tools = {t.name: t for t in tools if t.family is None or t.family in families}
         self._extra = extra_tools  # asked at each use: e.g. the MCP servers' tools as they come and go
         self.plan = False
@@ -316,7 +374,7 @@ class ToolRegistry:
                           cancel=cancel if tool.cancellable else threading.Event(),
                           environment=self.secrets.clean_environment(os.environ),
                           facts=self.facts, session_id=self.session_id, message_id=self.message_id,
-                          sandbox=self.sandbox, fetch_private=self.fetch_private)
+                          sandbox=self.sandbox, fetch_private=self.fetch_private, jobs=self.jobs)
         try:
             return tool.run(ctx, **args)
         except PathError as exc:

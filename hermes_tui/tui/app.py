@@ -32,7 +32,7 @@ from hermes_tui.tui.approval import ApprovalBridge, ApprovalRequest
 from hermes_tui.tui.chat import ChatPane
 from hermes_tui.tui.format import short_path
 from hermes_tui.tui.history import HISTORY_FILE, PromptHistory
-from hermes_tui.tui.messages import McpLine
+from hermes_tui.tui.messages import JobsChanged, McpLine
 from hermes_tui.tui.panes import BROWSING_PANES, PANES, make_pane
 from hermes_tui.tui.prompt import PromptArea
 from hermes_tui.tui.session import ChatSession
@@ -84,6 +84,7 @@ class HermesApp(App[int]):
                                         on_answered=self._approval_answered, home=config.home)
         self._mcp: McpManager | None = None
         self.session = ChatSession(config, stores, self.approvals.policy)
+        self.session.on_jobs = self._jobs_changed
         self.sessions = SessionController(self)
         self._command_runner: CommandRunner | None = None
         self.startup = Startup(resume=session_id, continue_last=continue_last)
@@ -314,6 +315,19 @@ class HermesApp(App[int]):
 
         if self.query("#chat-pane"):
             await self.chat.add_notice(printable(message.line), "error")
+
+    def _jobs_changed(self, line: str | None) -> None:
+        self.post_message(JobsChanged(line))  # from a job's thread (post_message is thread-safe)
+
+    async def on_jobs_changed(self, message: JobsChanged) -> None:
+        """The status line counts the session's running jobs; one that ends says so in the chat."""
+        from hermes_tui.textsafe import printable
+
+        loop = self.session.loop
+        for status in self.query(StatusLine):  # none while the app shuts down
+            status.set_jobs(len(loop.tools.jobs.running()) if loop is not None else 0)
+        if message.line is not None and self.query("#chat-pane"):
+            await self.chat.add_notice(printable(message.line))
 
     # -- slash commands: typed, from the palette (ctrl+p), F1 for help
 

@@ -268,6 +268,35 @@ class CommandRunner:
 
         self.app.push_screen(McpScreen(self.app.mcp))
 
+    async def _jobs(self, argument: str) -> None:
+        from hermes_tui.tui.session_tools import job_markdown, jobs_markdown
+
+        loop = self.app.session.loop
+        jobs = loop.tools.jobs if loop is not None else None
+        words = argument.split()
+        number = words[-1] if words else ""
+        if len(words) > 2 or (words and (not number.isdigit() or (len(words) == 2 and words[0] != "stop"))):
+            await self.app.chat.add_notice("Usage: /jobs, /jobs N (its latest output), or /jobs stop N.", "error")
+            return
+        if jobs is None or not jobs.all():
+            await self.app.chat.add_notice("No background jobs in this session (run_bash starts them with background: true).")
+            return
+        assert loop is not None  # it has jobs
+        scrub = loop.tools.secrets.scrub  # as every tool's output
+        if not words:
+            await self.app.chat.add_help(scrub(jobs_markdown(jobs.all())))
+            return
+        job = jobs.get(int(number))
+        if job is None:
+            await self.app.chat.add_notice(f"{jobs.unknown(int(number)).capitalize()}.", "error")
+        elif words[0] != "stop":
+            recent = await in_thread(self.app, job.recent)
+            await self.app.chat.add_help(scrub(job_markdown(job, recent)))
+        elif not job.running:
+            await self.app.chat.add_notice(f"Job {job.number} has already {job.state()}.")
+        else:
+            await in_thread(self.app, jobs.stop, job)  # its end is told as every job's (JobsChanged)
+
     async def _permissions(self, argument: str) -> None:
         from hermes_tui.tui.permissions_screen import PermissionsScreen
 
@@ -311,6 +340,7 @@ HANDLERS: dict[str, Callable[[CommandRunner, str], Awaitable[None]]] = {
     "export": CommandRunner._export,
     "setup": CommandRunner._setup,
     "mcp": CommandRunner._mcp,
+    "jobs": CommandRunner._jobs,
     "permissions": CommandRunner._permissions,
     "forget": CommandRunner._forget,
     "exit": CommandRunner._exit,

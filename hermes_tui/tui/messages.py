@@ -63,3 +63,11 @@ class McpLine(Message):
     def __init__(self, line: str) -> None:
         super().__init__()
         self.line = line
+
+
+class JobsChanged(Message):
+    """A background job started (``line`` None) or ended (its one-line notice); posted from its thread."""
+
+    def __init__(self, line: str | None) -> None:
+        super().__init__()
+        self.line = line

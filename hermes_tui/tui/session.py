@@ -15,6 +15,7 @@ from hermes_tui.providers import PROVIDERS
 from hermes_tui.tui.stores import Stores
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.jobs import Listener
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.tools import Approver
@@ -56,6 +57,7 @@ class ChatSession:
         self.mcp = mcp
         self.loop: AgentLoop | None = None
         self._plan_first = False  # /plan before the first message: the new session starts in plan mode
+        self.on_jobs: Listener | None = None  # told when a session's background jobs change
 
     @property
     def session_id(self) -> int | None:
@@ -79,6 +81,7 @@ class ChatSession:
         loop = build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver, self.mcp),
                            session_id=session_id)
         loop.plan, self._plan_first = plan, False
+        loop.tools.jobs.listener = self.on_jobs
         return loop
 
     def ensure_loop(self) -> AgentLoop:

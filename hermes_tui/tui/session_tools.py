@@ -1,13 +1,19 @@
-"""What /copy, /export and /cost compute: plain functions over stored messages (no Textual)."""
+"""What /copy, /export, /cost and /jobs compute: plain functions over stored messages and the
+session's jobs (no Textual)."""
 
 from __future__ import annotations
 
 import re
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from hermes_tui.conversation import ChatMessage, Status
 from hermes_tui.memory.usage import ModelUsage, totals
+from hermes_tui.textsafe import printable
+
+if TYPE_CHECKING:
+    from hermes_tui.agent.jobs import Job
 
 _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S)
 ROLE_TITLES = {"user": "You", "assistant": "Hermes"}
@@ -120,3 +126,24 @@ def window_line(tokens: int, source: str, assumed: bool) -> str:
         return (f"Context window: {tokens:,} tokens, assumed (the server does not say): set HERMES_CONTEXT_TOKENS "
                 "to the window your server was started with.")
     return f"Context window: {tokens:,} tokens, from {source}."
+
+
+def jobs_markdown(jobs: list[Job]) -> str:
+    """/jobs: one line per job of the session, the running ones first."""
+    lines = ["**Background jobs** (`/jobs N` shows one's latest output, `/jobs stop N` stops it)", ""]
+    for job in sorted(jobs, key=lambda j: (not j.running, j.number)):
+        lines.append(f"- {job.number} · {job.state()} · {_inline(job.command)}")
+    return "\n".join(lines)
+
+
+def job_markdown(job: Job, recent: str) -> str:
+    """/jobs N: the job and its latest output (the model's reading of it is not affected)."""
+    head = f"**Job {job.number}** · {job.state()} · {_inline(job.command)}"
+    return f"{head}\n\n{_fenced(printable(recent))}" if recent else f"{head}\n\nNo output yet."
+
+
+def _inline(text: str) -> str:
+    """A command as inline code on one line, whatever backticks it holds."""
+    one_line = " ".join(printable(text).split())
+    ticks = "`" * (max((len(run) for run in re.findall(r"`+", one_line)), default=0) + 1)
+    return f"{ticks} {one_line} {ticks}"

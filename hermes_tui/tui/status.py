@@ -52,6 +52,7 @@ class StatusLine(Horizontal):
         self.clock = clock
         self.label: str | None = None
         self.since: float | None = None
+        self.jobs = 0  # background jobs running
 
     def compose(self) -> ComposeResult:
         yield Static(id="mode")
@@ -78,6 +79,10 @@ class StatusLine(Horizontal):
             self._ticker.resume()
         self._render_activity()
 
+    def set_jobs(self, count: int) -> None:
+        self.jobs = count
+        self._render_activity()
+
     def set_usage(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None,
                   context: tuple[int, int] | None = None, *, estimated: bool = False, assumed: bool = False) -> None:
         self.query_one("#usage", Static).update(usage_text(prompt_tokens, completion_tokens, cost_usd, context,
@@ -90,6 +95,9 @@ class StatusLine(Horizontal):
             now = self.clock()
             timing = "" if self.since is None else f" · {elapsed(now - self.since)}"
             content = Content.assemble((spinner_frame(now), "$accent"), f" {self.label}{timing}")
+        if self.jobs:
+            content = Content.assemble(content, (f" · {self.jobs} job{'s' if self.jobs > 1 else ''} running (/jobs)",
+                                                 "$text-muted"))
         # layout=False: one line of fixed size; a re-layout of the screen 10x a second would cost
         # more than everything else while an answer streams.
         self.query_one("#activity", Static).update(content, layout=False)

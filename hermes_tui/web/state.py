@@ -258,7 +258,9 @@ class AppState:
         written at the next start), one already summarizing ends before the store closes."""
         self._stop.set()
         with self._lock:
-            self._slots = OrderedDict()
+            slots, self._slots = list(self._slots.values()), OrderedDict()
+        for slot in slots:  # SIGTERM at once; whatever is left gets SIGKILL after the grace
+            self.runner.start(f"hermes-web-jobs-{slot.loop.session_id}", slot.loop.end_jobs, keep=True)
         self.runner.shutdown(self.runner.clock() + CLOSE_GRACE)
         with self._summarizing:  # a summary under way: its turn was cancelled, then ``summary_timeout``
             pass
@@ -290,6 +292,9 @@ class AppState:
 
     def _retire(self, slot: _Slot) -> None:
         from hermes_tui.learning import pending
+
+        # Its background jobs end now, not after a summary that may never come (shutting down).
+        self.runner.start(f"hermes-web-jobs-{slot.loop.session_id}", slot.loop.end_jobs, keep=True)
 
         try:  # pending until written: a summary still queued at shutdown is written next start
             pending.mark(self.memory, slot.loop.session_id, told=True)
