@@ -293,7 +293,7 @@ def test_approval_modal_allows_or_denies(server: FakeLLMServer, workspace: Path,
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "write it")
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and bool(app.screen.query("#approval-buttons Button")))
         assert "echo hi > out.txt" in text_of(app.screen.query_one("#approval-text"))
         # The dialog comes by the approver's message, the label by the turn's event stream: either may be first.
         await wait_for(pilot, lambda: app.status.label == "waiting for your approval of run_bash")
@@ -314,7 +314,7 @@ def test_allow_for_this_session_asks_once(server: FakeLLMServer, workspace: Path
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "write two files")
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and bool(app.screen.query("#approval-buttons Button")))
         details = text_of(app.screen.query_one("#approval-text"))
         assert "first line" in details and "a.txt" in text_of(app.screen.query_one("#approval-question"))
         await pilot.press("a")
@@ -345,7 +345,7 @@ def test_quitting_with_an_open_approval_denies_and_exits(server: FakeLLMServer, 
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "do it")
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and bool(app.screen.query("#approval-buttons Button")))
         assert await quit_past_the_grace(app, pilot, server, clock) < 8  # bounded, whatever the provider does
 
     run(scenario, clock=clock)
@@ -710,7 +710,7 @@ def no_key(hermes_home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_without_a_key_the_panes_still_work(no_key: Path) -> None:
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and bool(app.screen.query("#setup-error")))
         await pilot.press("escape")
         for key, pane in [("f3", "skills"), ("f4", "memory"), ("f5", "sessions")]:
             await pilot.press(key)
@@ -733,7 +733,7 @@ def test_setup_saves_the_key_masked_with_mode_0600(no_key: Path, monkeypatch: py
         secret = "sk-live-1234567890abcdef"
 
         async def scenario(app: HermesApp, pilot: Pilot) -> None:
-            await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
+            await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and bool(app.screen.query("#setup-error")))
             await pilot.pause()  # the screen focuses the provider list first
             app.screen.query_one("#setup-provider").highlighted = 1  # openai
             app.screen.query_one("#setup-key").focus()
@@ -763,7 +763,7 @@ def test_setup_saves_the_key_masked_with_mode_0600(no_key: Path, monkeypatch: py
 
 def test_setup_asks_for_the_key_before_saving(no_key: Path) -> None:
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
-        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and bool(app.screen.query("#setup-error")))
         await app.screen.run_action("save")
         await wait_for(pilot, lambda: "Paste the OPENAI_API_KEY" in text_of(app.screen.query_one("#setup-error")))
         assert not (no_key / ".env").exists()

@@ -95,7 +95,7 @@ def test_ctrl_c_during_an_approval_cancels_the_turn(server: FakeLLMServer, works
 
     async def scenario(app: HermesApp, pilot: Pilot) -> None:
         await send(app, pilot, "make it")
-        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and bool(app.screen.query("#approval-buttons Button")))
         type_bytes(app, "\x03")
         await wait_for(pilot, lambda: not app.chat.busy and not isinstance(app.screen, ApprovalScreen))
         assert not (workspace / "never.txt").exists() and app.return_code is None

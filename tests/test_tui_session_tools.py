@@ -185,7 +185,7 @@ def test_setup_reopens_any_time_and_needs_a_scheme(server: FakeLLMServer) -> Non
         await send_and_wait(app, pilot, "hello")  # the key is rejected
         assert any("rejected the API key" in n for n in notices(app))
         await send(app, pilot, "/setup")
-        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and bool(app.screen.query("#setup-error")))
         await pilot.pause()
         app.screen.query_one("#setup-base").value = "localhost:8000/v1"
         app.screen.action_save()
@@ -208,7 +208,7 @@ def test_setup_and_model_show_the_current_model_and_endpoint(server: FakeLLMServ
         await send(app, pilot, "/model")
         assert f"Model: openai:{app.config.model} at {server.openai_base}. " in notices(app)[-1]
         await send(app, pilot, "/setup")
-        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, SetupScreen) and bool(app.screen.query("#setup-error")))
         await pilot.pause()
         model, base = (app.screen.query_one(f"#setup-{name}", Input) for name in ("model", "base"))
         assert (model.value, base.value) == (app.config.model, server.openai_base)

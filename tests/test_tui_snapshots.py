@@ -105,7 +105,7 @@ def test_approval_modal(snap_compare, server: FakeLLMServer) -> None:
 
     async def run_before(pilot: Pilot) -> None:
         await send(app, pilot, "rebuild the dist folder")
-        await until(lambda: isinstance(app.screen, ApprovalScreen))
+        await until(lambda: isinstance(app.screen, ApprovalScreen) and bool(app.screen.query("#approval-buttons Button")))
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -118,7 +118,7 @@ def test_approval_of_a_long_command(snap_compare, server: FakeLLMServer) -> None
 
     async def run_before(pilot: Pilot) -> None:
         await send(app, pilot, "log 42 steps")
-        await until(lambda: isinstance(app.screen, ApprovalScreen))
+        await until(lambda: isinstance(app.screen, ApprovalScreen) and bool(app.screen.query("#approval-buttons Button")))
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -132,7 +132,7 @@ def test_approval_of_a_write_shows_the_diff(snap_compare, server: FakeLLMServer,
 
     async def run_before(pilot: Pilot) -> None:
         await send(app, pilot, "print to stderr")
-        await until(lambda: isinstance(app.screen, ApprovalScreen))
+        await until(lambda: isinstance(app.screen, ApprovalScreen) and bool(app.screen.query("#approval-buttons Button")))
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -143,7 +143,7 @@ def test_setup_screen(snap_compare, stable_home: Path, monkeypatch: pytest.Monke
     app = build_app(Config.load(), clock=fixed_clock)
 
     async def run_before(pilot: Pilot) -> None:
-        await until(lambda: isinstance(app.screen, SetupScreen))
+        await until(lambda: isinstance(app.screen, SetupScreen) and bool(app.screen.query("#setup-error")))
         await pilot.pause()  # the screen focuses the provider list first
         for box in app.screen.query(Input):
             box.cursor_blink = False

@@ -178,7 +178,7 @@ def run_with_clock(scenario: Callable[[HermesApp, Pilot, list[float]], Awaitable
 
 
 async def dialog(app: HermesApp, pilot: Pilot) -> ApprovalScreen:
-    await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+    await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and bool(app.screen.query("#approval-buttons Button")))
     await pilot.pause()
     return app.screen
 

@@ -215,6 +215,10 @@ class CommandView(ScrollableContainer, can_focus=True):
 class ApprovalScreen(DismissOnce, ModalScreen[str]):
     """Dismisses with "once", "exact", "session" or "deny" (Esc denies)."""
 
+    # The text has the focus: arrows and PgUp/PgDn read it all; a stray Enter runs nothing.
+    # Textual focuses it once the screen is composed (an on_mount query once ran too early).
+    AUTO_FOCUS = "#approval-details"
+
     # Here rather than in hermes.tcss: parsed when first shown, not at start-up.
     DEFAULT_CSS = """
     ApprovalScreen {
@@ -322,16 +326,14 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
                 yield Button(Content(f"Deny ({_keys(DENY)})"), id=DENY, variant="error")
         yield Footer()
 
-    def on_mount(self) -> None:
-        # The text has the focus: arrows and PgUp/PgDn read it all; a stray Enter runs nothing.
-        self.query_one("#approval-details").focus()
-
     def on_resize(self) -> None:
         """Lay out for this size by arithmetic, not by measuring after a refresh (a measurement
         taken before the buttons were placed left them on one row, cut at 80 columns)."""
         width, height = self.size
         inner = min(DIALOG_WIDTH, width * 96 // 100) - DIALOG_SIDES
         buttons = list(self.query(Button))
+        if not buttons:  # a resize can come before the composed widgets are mounted
+            return
         labels = [cell_len(str(button.label)) for button in buttons]
         one_row = sum(max(label + BUTTON_SIDES, 10) + 1 for label in labels)
         stacked = one_row > inner
