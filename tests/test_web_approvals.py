@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from hermes_tui.agent.permissions import EXACT, LastingRules
 from hermes_tui.web.approvals import WebQuestions
 from hermes_tui.web.context import EXTENSION
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+from tests.helpers import wait_until
 from tests.web_harness import (
     Served,
     app,
@@ -164,14 +164,15 @@ def _events_until(response: Any, kind: str) -> list[dict[str, Any]]:
 def _stored_result(served: Served, cookie: str, session_id: int, call_id: str) -> dict[str, Any]:
     """The call's stored result, once the turn has written it (the server notices the closed
     connection at its next keep-alive); a bounded wait for that event, not a measurement."""
-    deadline = time.monotonic() + 60
-    while True:
+    found: list[dict[str, Any]] = []
+
+    def stored() -> bool:
         listing = served.request("GET", f"/api/sessions/{session_id}", headers={"Cookie": cookie}, timeout=30)
-        found = [m for m in json.loads(listing.read())["messages"] if m.get("tool_call_id") == call_id]
-        if found:
-            return found[0]
-        assert time.monotonic() < deadline, "the waiting call was never denied"
-        time.sleep(0.1)
+        found[:] = [m for m in json.loads(listing.read())["messages"] if m.get("tool_call_id") == call_id]
+        return bool(found)
+
+    assert wait_until(stored), "the waiting call was never denied"
+    return found[0]
 
 
 @pytest.fixture

@@ -6,48 +6,22 @@ for the default 30 s, and every wait is for an event (the server closing a socke
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.server import FakeLLMServer
-from tests.web_harness import Served, free_port, llm, web_env
+from tests.web_harness import Served, llm, serving, web_env
 
 __all__ = ["llm", "web_env"]
 
 
 @pytest.fixture
 def served_quick(llm: FakeLLMServer, web_env: Path, workspace: Path, tmp_path: Path) -> Iterator[Served]:
-    port = free_port()
-    home = tmp_path / "served-home"
-    env = {**{k: v for k, v in os.environ.items() if k.startswith(("HERMES_", "OPENAI_", "FLASK_"))},
-           "PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(Path(__file__).parents[1])}
-    with open(tmp_path / "served.err", "wb") as stderr:
-        process = subprocess.Popen([str(Path(sys.executable).with_name("hermes-web")), "--port", str(port),
-                                    "--header-timeout", "1"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                   stderr=stderr)
-        server = Served(process, port, web_env, home / ".local" / "state" / "hermes" / "log")
-        try:
-            deadline = time.monotonic() + 90
-            while True:
-                assert process.poll() is None, (tmp_path / "served.err").read_text()
-                try:
-                    if server.request("GET", "/login", timeout=2).status == 200:
-                        break
-                except OSError:
-                    pass
-                assert time.monotonic() < deadline, "hermes-web did not answer within 90 s"
-                time.sleep(0.1)
-            yield server
-        finally:
-            process.kill()
-            process.wait()
+    with serving(web_env, tmp_path, "--header-timeout", "1") as server:
+        yield server
 
 
 def _until_closed(sock: socket.socket) -> bytes:

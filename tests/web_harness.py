@@ -9,8 +9,8 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -26,6 +26,7 @@ from hermes_tui.web.context import EXTENSION
 from hermes_tui.web.render import TOKEN_CLASSES
 from tests.fakes.fixtures import wire_env
 from tests.fakes.server import FakeLLMServer
+from tests.helpers import wait_until
 
 PASSWORD = "papaya orbit lantern 42"
 SECRET = "test-secret-key-0123456789abcdef"
@@ -221,33 +222,38 @@ def chat_answering(client: FlaskClient, token: str, text: str, decision: str = "
     return events
 
 
-@pytest.fixture
-def served(llm: FakeLLMServer, web_env: Path, workspace: Path, tmp_path: Path) -> Iterator[Served]:
+@contextmanager
+def serving(web_env: Path, tmp_path: Path, *args: str) -> Iterator[Served]:
+    """A real ``hermes-web`` (gunicorn) on a free port with ``args``, once it answers its login page."""
     port = free_port()
     home = tmp_path / "served-home"
     env = {**{k: v for k, v in os.environ.items() if k.startswith(("HERMES_", "OPENAI_", "FLASK_"))},
            "PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(Path(__file__).parents[1])}
-    stderr = open(tmp_path / "served.err", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen([str(Path(sys.executable).with_name("hermes-web")), "--port", str(port)],
-                               env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr)
-    server = Served(process, port, web_env, home / ".local" / "state" / "hermes" / "log")
-    try:
-        deadline = time.monotonic() + 60
-        while True:
+    with open(tmp_path / "served.err", "wb") as stderr:
+        process = subprocess.Popen([str(Path(sys.executable).with_name("hermes-web")), "--port", str(port), *args],
+                                   env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr)
+        server = Served(process, port, web_env, home / ".local" / "state" / "hermes" / "log")
+
+        def answers() -> bool:
             assert process.poll() is None, (tmp_path / "served.err").read_text()
             try:
-                if server.request("GET", "/login", timeout=2).status == 200:
-                    break
+                return server.request("GET", "/login", timeout=2).status == 200
             except OSError:
-                pass
-            assert time.monotonic() < deadline, "hermes-web did not answer within 60 s"
-            time.sleep(0.1)
+                return False
+
+        try:
+            assert wait_until(answers, 90), "hermes-web did not answer within 90 s"
+            yield server
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def served(llm: FakeLLMServer, web_env: Path, workspace: Path, tmp_path: Path) -> Iterator[Served]:
+    with serving(web_env, tmp_path) as server:
         yield server
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        stderr.close()
 
 
 def served_login(served: Served) -> tuple[str, str]:
