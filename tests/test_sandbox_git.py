@@ -114,3 +114,17 @@ def test_the_walk_lists_again_only_what_changed_and_misses_no_new_repository(tmp
     (ws / "f" / ".git").write_text("gitdir: ../d/e/new\n")
     assert gitguard.repositories(ws) == {str(ws / "a" / "b" / ".git"), str(ws / "d" / "e" / "new"),
                                          str(ws / "f" / ".git")}
+
+
+def test_a_command_that_hides_a_repository_among_too_many_folders_is_told(
+        registry: ToolRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the walk's bound a new repository may go unseen: the result says so instead of nothing."""
+    from hermes_tui.agent import gitguard
+
+    monkeypatch.setattr(gitguard, "MAX_ENTRIES", 50)  # the bound, scaled down from 200,000 folders
+    marker = tmp_path / "git-ran-the-models-program"
+    command = (f"mkdir -p $(seq -f 'pad/d%g' 1 80) && git init -q zz/hidden && "
+               f"git -C zz/hidden config core.fsmonitor 'touch {marker}'; echo end")
+    result = registry.execute("run_bash", {"command": command})
+    assert "end" in result.output
+    assert "could not check every git repository" in result.output

@@ -26,6 +26,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 MAX_ENTRIES = 200_000  # folders looked at per walk; a larger workspace is walked in part
+UNCHECKED = (f"The workspace has over {MAX_ENTRIES:,} folders, so Hermes could not check every git repository "
+             "this command may have created: do not run git in folders it made until you have looked")
 
 # Keys a new repository's config may keep: none of them makes git run a program. Anything else
 # (core.fsmonitor, core.hooksPath, core.sshCommand, core.pager, filter.*, diff.*.textconv,
@@ -84,6 +86,11 @@ def _list(folder: str, root: str) -> _Listing | None:
 def repositories(workspace: Path) -> set[str]:
     """Real paths of every repository in the workspace: ``.git`` folders and files, and bare
     repositories (git runs a bare repository's config when the user works in it)."""
+    return _walk(workspace)[0]
+
+
+def _walk(workspace: Path) -> tuple[set[str], bool]:
+    """``repositories``, and whether the walk saw the whole workspace (False past ``MAX_ENTRIES``)."""
     root = os.path.realpath(workspace)
     started = time.time_ns()
     with _lock:
@@ -106,11 +113,12 @@ def repositories(workspace: Path) -> set[str]:
             kept[folder] = listing
         found.update(listing.repositories)
         stack.extend(listing.subfolders)
-    if seen >= MAX_ENTRIES:
+    complete = not stack
+    if not complete:
         log.warning("the workspace has over %d folders: repositories below were not all found", MAX_ENTRIES)
     with _lock:
         _listings[root] = kept
-    return found
+    return found, complete
 
 
 def _store(path: str) -> str | None:
@@ -205,7 +213,10 @@ def disarm_new(workspace: Path, before: set[str]) -> list[str]:
     root = os.path.realpath(workspace)
     lines: list[str] = []
     stores: set[str] = set()
-    for entry in sorted(repositories(workspace) - before):
+    found, complete = _walk(workspace)
+    if not complete:  # a command can make folders by the hundred thousand to hide a repository
+        lines.append(UNCHECKED)
+    for entry in sorted(found - before):
         store = _store(entry)
         if store is None or not os.path.isdir(store) or store in stores:
             continue
@@ -221,5 +232,8 @@ def disarm_new(workspace: Path, before: set[str]) -> list[str]:
 
 def notice(lines: list[str]) -> str:
     """What the tool result says when ``disarm_new`` removed something."""
-    return ("[Hermes removed from a git repository this command created what would make git run a program "
-            "outside the sandbox when you use it later: " + "; ".join(lines) + "]")
+    removed = [line for line in lines if line != UNCHECKED]
+    said = ([("Hermes removed from a git repository this command created what would make git run a program "
+              "outside the sandbox when you use it later: " + "; ".join(removed))] if removed else [])
+    said += [UNCHECKED] if UNCHECKED in lines else []
+    return "[" + ". ".join(said) + "]"
