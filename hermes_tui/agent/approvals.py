@@ -159,8 +159,3 @@ class ApprovalPolicy:
         with self._lock:
             self.allowed.clear()
             self.allowed_calls.clear()
-
-
-def never_ask(_call: PendingCall) -> str:
-    """Headless ``-p``: nobody can answer, so what no rule allows is denied."""
-    return DENY
