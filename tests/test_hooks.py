@@ -95,3 +95,167 @@ def test_user_prompt_submit_stdout_reaches_the_request_framed(env: FakeLLMServer
     assert user.startswith("what branch?")
     assert "[Output of the user's UserPromptSubmit hook" in user
     assert "branch: main; prompt was what branch?" in user
+
+
+def project_hook(workspace: Path, marker: str = "hook-ran") -> Path:
+    """A project's .claude/settings.json whose UserPromptSubmit hook runs a script of the repository."""
+    script(workspace / ".claude" / "hooks", "mark.sh", f'touch "$CLAUDE_PROJECT_DIR/{marker}"\n')
+    return settings(workspace / ".claude" / "settings.json",
+                    {"UserPromptSubmit": [command_hook('"$CLAUDE_PROJECT_DIR"/.claude/hooks/mark.sh')]})
+
+
+@on_wire("anthropic")
+def test_a_project_hook_runs_only_after_approval_of_its_exact_file_and_script(
+        env: FakeLLMServer, workspace: Path) -> None:
+    project_hook(workspace)
+    env.queue(*[Reply(text="ok")] * 4)
+    marker = workspace / "hook-ran"
+
+    first = cli("-p", "hello", "--yes")
+    assert first.returncode == 0, first.stderr
+    assert not marker.exists(), "an unapproved project hook never runs"
+    assert "1 project hook(s) in .claude/settings.json wait for your approval" in first.stderr
+
+    listed = cli("hooks", "list")
+    assert ".claude/settings.json" in listed.stdout and "not approved: waits" in listed.stdout
+    assert "UserPromptSubmit" in listed.stdout and "mark.sh" in listed.stdout
+    refused = cli("hooks", "approve", stdin="n\n")
+    assert refused.returncode == 1 and "Not approved." in refused.stdout
+    approved = cli("hooks", "approve", "--yes")
+    assert approved.returncode == 0 and "Approved .claude/settings.json" in approved.stdout
+
+    second = cli("-p", "hello again", "--yes")
+    assert second.returncode == 0, second.stderr
+    assert marker.exists() and "wait for your approval" not in second.stderr
+
+    marker.unlink()  # a sandboxed command may rewrite the script the approval covered
+    script(workspace / ".claude" / "hooks", "mark.sh", 'touch "$CLAUDE_PROJECT_DIR/hook-ran"\n# changed\n')
+    third = cli("-p", "and again", "--yes")
+    assert not marker.exists() and "(changed since approved)" in third.stderr
+    assert "changed since you approved it: waits" in cli("hooks", "list").stdout
+
+    cli("hooks", "approve", ".claude/settings.json", "--yes")
+    project_hook(workspace, marker="other")  # the settings file itself changes: waits again
+    fourth = cli("-p", "last", "--yes")
+    assert not (workspace / "other").exists() and "wait for your approval" in fourth.stderr
+
+
+@on_wire("openai")
+def test_no_secret_reaches_a_hooks_environment(env: FakeLLMServer, hermes_home: Path, workspace: Path,
+                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_API_KEY", "ghp_h00kS3cretValue1234567890")
+    seen = tmp_path / "env.txt"
+    settings(hermes_home / "settings.json", {"UserPromptSubmit": [command_hook(f"env > {seen}")]})
+    env.queue(Reply(text="ok"))
+
+    result = cli("-p", "hi", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    text = seen.read_text()
+    assert "ghp_h00kS3cretValue" not in text and "sk-test" not in text and "_API_KEY=" not in text
+    assert f"CLAUDE_PROJECT_DIR={workspace.resolve()}" in text
+    assert "HOME=" in text  # the rest of the environment is there: a hook may need PATH, HOME...
+
+
+@on_wire("anthropic")
+def test_a_hook_past_its_timeout_is_stopped_with_one_line(env: FakeLLMServer, hermes_home: Path,
+                                                          tmp_path: Path) -> None:
+    settings(hermes_home / "settings.json", {"UserPromptSubmit": [command_hook("sleep 60", timeout=1)]})
+    env.queue(Reply(text="answered"))
+
+    result = cli("-p", "hi", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answered\n"
+    warnings = [line for line in result.stderr.splitlines() if "timed out" in line]
+    assert warnings == ["UserPromptSubmit hook `sleep 60` (HERMES_HOME/settings.json) timed out after 1 s and was "
+                        "stopped; Hermes went on without it"]
+
+
+@on_wire("openai")
+def test_a_failing_hook_is_a_one_line_warning_and_the_turn_goes_on(env: FakeLLMServer, hermes_home: Path,
+                                                                   workspace: Path) -> None:
+    settings(hermes_home / "settings.json", {"PreToolUse": [command_hook("echo oops >&2; exit 1", "Bash")]})
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch made-it"})]), Reply(text="Done."))
+
+    result = cli("-p", "make a file", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert (workspace / "made-it").exists(), "exit 1 does not block (Claude Code's meaning)"
+    assert "failed with exit code 1: oops" in result.stderr
+
+
+@on_wire("anthropic")
+def test_json_permission_decision_deny_stops_the_call(env: FakeLLMServer, hermes_home: Path,
+                                                      workspace: Path) -> None:
+    answer = json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                                "permissionDecisionReason": "writes go through review"}})
+    settings(hermes_home / "settings.json", {"PreToolUse": [command_hook(f"echo '{answer}'", "Write")]})
+    env.queue(Reply(tool_calls=[ToolCall("write_file", {"path": "a.txt", "content": "x"})]), Reply(text="OK."))
+
+    result = cli("-p", "write a.txt", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert not (workspace / "a.txt").exists()
+    assert tool_results(env, 1) == ["Blocked by the user's PreToolUse hook: writes go through review"]
+
+
+@on_wire("openai")
+def test_permission_decisions_allow_and_ask_go_through_the_approval_policy(
+        env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
+    """Headless without --yes denies what it would ask about: "allow" runs a shell command
+    without the question, "ask" puts even a read (never asked about) to it."""
+    def decide(what: str) -> str:
+        return "echo " + json.dumps(json.dumps({"hookSpecificOutput": {"permissionDecision": what}}))
+    settings(hermes_home / "settings.json", {"PreToolUse": [command_hook(decide("allow"), "Bash"),
+                                                            command_hook(decide("ask"), "Read")]})
+    (workspace / "notes.txt").write_text("secret plans\n")
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch made-it"}),
+                                ToolCall("read_file", {"path": "notes.txt"})]), Reply(text="OK."))
+
+    result = cli("-p", "go")
+
+    assert result.returncode == 0, result.stderr
+    assert (workspace / "made-it").exists()
+    ran, read = tool_results(env, 1)
+    assert ran.startswith("exit code 0")
+    assert "rerun with --yes" in read and "secret plans" not in read
+    assert "read_file denied" in result.stderr
+
+
+@on_wire("anthropic")
+def test_user_prompt_submit_exit_2_keeps_the_prompt_from_the_model_not_from_the_user(
+        env: FakeLLMServer, hermes_home: Path) -> None:
+    settings(hermes_home / "settings.json",
+             {"UserPromptSubmit": [command_hook("echo 'the prompt holds a customer email' >&2; exit 2")]})
+
+    result = cli("-p", "mail bob@example.com the report", "--json")
+
+    assert result.returncode == 1
+    assert env.requests == []
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    error = next(e for e in events if e["type"] == "error")
+    assert error["message"].endswith("it was not sent: the prompt holds a customer email")
+    assert {"type": "unsent", "text": "mail bob@example.com the report"} in events
+    assert events[-1]["type"] == "turn_finished" and events[-1]["stopped_reason"] == "blocked"
+
+
+@on_wire("openai")
+def test_a_stop_hook_sends_the_model_back_a_bounded_number_of_times(env: FakeLLMServer, hermes_home: Path,
+                                                                    tmp_path: Path) -> None:
+    from hermes_tui.agent.hooks.events import STOP_LIMIT
+
+    seen = tmp_path / "stops.jsonl"
+    settings(hermes_home / "settings.json",
+             {"Stop": [command_hook(f"cat >> {seen}; echo >> {seen}; echo 'run the tests first' >&2; exit 2")]})
+    env.queue(*[Reply(text=f"done {n}") for n in range(STOP_LIMIT + 2)])
+
+    result = cli("-p", "fix it", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert len(env.requests) == STOP_LIMIT + 1, "a hook that always blocks cannot loop forever"
+    last_user = [m["content"] for m in env.requests[1].messages if m["role"] == "user"][-1]
+    assert "[Output of the user's Stop hook" in last_user and "run the tests first" in last_user
+    active = [json.loads(line)["stop_hook_active"] for line in seen.read_text().splitlines() if line.strip()]
+    assert active == [False] + [True] * STOP_LIMIT
+    assert f"the turn ends here (at most {STOP_LIMIT})" in result.stderr
