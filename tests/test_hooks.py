@@ -259,3 +259,49 @@ def test_a_stop_hook_sends_the_model_back_a_bounded_number_of_times(env: FakeLLM
     active = [json.loads(line)["stop_hook_active"] for line in seen.read_text().splitlines() if line.strip()]
     assert active == [False] + [True] * STOP_LIMIT
     assert f"the turn ends here (at most {STOP_LIMIT})" in result.stderr
+
+
+@on_wire("anthropic")
+def test_every_declared_event_fires_with_claude_codes_fields(env: FakeLLMServer, hermes_home: Path,
+                                                             workspace: Path, tmp_path: Path) -> None:
+    """One hook per event of ``EVENTS`` logs what it was given; a session that starts, calls a
+    tool, compacts and ends fires each. SessionStart's stdout and PostToolUse's additionalContext
+    reach the model; a hook reads the session through ``transcript_path``."""
+    from hermes_tui.agent.hooks.events import EVENTS
+    from hermes_tui.agent.runtime import build_agent, headless_surface
+    from hermes_tui.config import Config
+    from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.skills.manager import SkillManager
+
+    log = tmp_path / "events.jsonl"
+    logger = script(tmp_path / "hooks", "log.sh", f'line=$(cat); echo "$line" >> {log}\n'
+                    'case "$line" in\n'
+                    '  *\'"SessionStart"\'*) echo "today is release day";;\n'
+                    '  *\'"PostToolUse"\'*) echo \'{"hookSpecificOutput": {"additionalContext": "lint is clean"}}\';;\n'
+                    '  *\'"Stop"\'*) cp "$(python3 -c \'import json,sys; print(json.loads(sys.argv[1])["transcript_path"])\' '
+                    f'"$line")" {tmp_path}/transcript.jsonl;;\n'
+                    'esac\n')
+    settings(hermes_home / "settings.json", {event.name: [command_hook(str(logger))] for event in EVENTS})
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "echo hi"})]), Reply(text="Done."),
+              *[Reply(text="summary")] * 3)
+
+    config = Config.load()
+    with MemoryStore(config.db_path) as memory:
+        agent = build_agent(config, memory, SkillManager(config.skills_dir), headless_surface(None))
+        list(agent.run_turn("say hi"))
+        list(agent.compact())
+        agent.end_jobs()
+
+    fired = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {e["hook_event_name"] for e in fired} == {event.name for event in EVENTS}
+    by_event = {e["hook_event_name"]: e for e in fired}
+    assert by_event["SessionStart"]["source"] == "startup"
+    assert by_event["UserPromptSubmit"]["prompt"] == "say hi"
+    assert by_event["PostToolUse"]["tool_response"]["stdout"].startswith("exit code 0\nhi")
+    assert by_event["PreCompact"]["trigger"] == "manual" and by_event["SessionEnd"]["reason"] == "other"
+    first_user = [m["content"] for m in env.requests[0].messages if m["role"] == "user"][-1]
+    assert "[Output of the user's SessionStart hook" in first_user and "today is release day" in first_user
+    assert "lint is clean" in tool_results(env, 1)[0]
+    lines = [json.loads(line) for line in (tmp_path / "transcript.jsonl").read_text().splitlines()]
+    assert lines[0] == {"type": "user", "message": {"role": "user", "content": "say hi"}}
+    assert [line["type"] for line in lines] == ["user", "assistant", "tool", "assistant"]

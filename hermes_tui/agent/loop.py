@@ -18,7 +18,7 @@ from typing import Any
 from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
-from hermes_tui.agent.hooks import Hooks, Verdict, framed, tool_fields
+from hermes_tui.agent.hooks import TRANSCRIPTS, Hooks, Verdict, framed, tool_fields, transcript
 from hermes_tui.agent.hooks.events import (
     POST_TOOL_USE,
     PRE_COMPACT,
@@ -436,8 +436,23 @@ class AgentLoop:
 
     def _hook_base(self) -> dict[str, Any]:
         """What every hook is told, as Claude Code tells it."""
-        return {"session_id": str(self.session_id), "transcript_path": "",
+        return {"session_id": str(self.session_id), "transcript_path": self._transcript(),
                 "permission_mode": "plan" if self.plan else "default"}
+
+    def _transcript(self) -> str:
+        """The session as JSONL for a hook that reads ``transcript_path`` (written before each
+        hook runs; recorded as the session's, so forgetting the session deletes it)."""
+        from hermes_tui.memory import exports
+
+        path = self.config.home / TRANSCRIPTS / f"{self.session_id}.jsonl"
+        try:
+            if self.memory.get_session(self.session_id) is None:  # forgotten: nothing is written from it
+                return ""
+            text = transcript(self.memory.get_messages(self.session_id))
+            return str(exports.write(self.config.db_path, self.session_id, path, text))
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("hook transcript not written: %s", exc)
+            return ""
 
     def _fire(self, event: str, **fields: Any) -> Generator[Event, None, Verdict]:
         """Run one event's hooks; their warnings are notices."""

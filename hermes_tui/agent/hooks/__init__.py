@@ -9,9 +9,10 @@ is scrubbed of secrets, framed as coming from a hook, and withheld when the guar
 
 from __future__ import annotations
 
+import json
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from hermes_tui.agent.hooks import run as runner
 from hermes_tui.agent.hooks.config import Declared, declared
 from hermes_tui.agent.hooks.events import BY_NAME, CLAUDE_TOOL_NAMES
 from hermes_tui.agent.mcp.names import CALL
+from hermes_tui.conversation import ChatMessage
 from hermes_tui.redaction import Secrets, process_environment
 from hermes_tui.skills import guard
 
@@ -114,3 +116,12 @@ def tool_fields(name: str, arguments: Mapping[str, Any], workspace: Path) -> dic
             if ours in arguments:
                 shown[theirs] = arguments[ours]
     return {"tool_name": CLAUDE_TOOL_NAMES.get(name, name), "hermes_tool_name": name, "tool_input": shown}
+
+
+TRANSCRIPTS = "transcripts"  # in HERMES_HOME: the sessions as hooks read them (``transcript_path``)
+
+
+def transcript(messages: Sequence[ChatMessage]) -> str:
+    """A session as JSONL, one stored message a line in the shape Claude Code's transcripts use
+    (``{"type": role, "message": {...}}``)."""
+    return "".join(json.dumps({"type": m.role, "message": m.to_llm()}, ensure_ascii=False) + "\n" for m in messages)
