@@ -13,7 +13,7 @@ import pytest
 
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
-from tests.helpers import cli
+from tests.helpers import cli, run_cli
 
 
 @pytest.fixture
@@ -146,15 +146,18 @@ def test_no_secret_reaches_a_hooks_environment(env: FakeLLMServer, hermes_home: 
     monkeypatch.setenv("GITHUB_API_KEY", "ghp_h00kS3cretValue1234567890")
     seen = tmp_path / "env.txt"
     settings(hermes_home / "settings.json", {"UserPromptSubmit": [command_hook(f"env > {seen}")]})
-    env.queue(Reply(text="ok"))
+    env.queue(Reply(text="ok"), Reply(text="ok"))
 
-    result = cli("-p", "hi", "--yes")
-
-    assert result.returncode == 0, result.stderr
-    text = seen.read_text()
-    assert "ghp_h00kS3cretValue" not in text and "sk-test" not in text and "_API_KEY=" not in text
-    assert f"CLAUDE_PROJECT_DIR={workspace.resolve()}" in text
-    assert "HOME=" in text  # the rest of the environment is there: a hook may need PATH, HOME...
+    # In this process (the keys in os.environ: Hermes takes them out), then as the program users
+    # start (the keys withheld from os.environ at start: none may come back for a hook).
+    for run in (cli, run_cli):
+        result = run("-p", "hi", "--yes")
+        assert result.returncode == 0, result.stderr
+        text = seen.read_text()
+        assert "ghp_h00kS3cretValue" not in text and "sk-test" not in text and "_API_KEY=" not in text
+        assert f"CLAUDE_PROJECT_DIR={workspace.resolve()}" in text
+        assert "HOME=" in text  # the rest of the environment is there: a hook may need PATH, HOME...
+        seen.unlink()
 
 
 @on_wire("anthropic")
@@ -305,3 +308,23 @@ def test_every_declared_event_fires_with_claude_codes_fields(env: FakeLLMServer,
     lines = [json.loads(line) for line in (tmp_path / "transcript.jsonl").read_text().splitlines()]
     assert lines[0] == {"type": "user", "message": {"role": "user", "content": "say hi"}}
     assert [line["type"] for line in lines] == ["user", "assistant", "tool", "assistant"]
+
+
+@on_wire("openai")
+def test_a_script_rewritten_during_the_session_does_not_run(env: FakeLLMServer, workspace: Path) -> None:
+    """The approval holds for the script as approved: a command of the model that rewrites it
+    (the sandbox lets it write the workspace) cannot get its own code run outside the sandbox."""
+    script(workspace / ".claude" / "hooks", "guard.sh", 'echo checked >> "$CLAUDE_PROJECT_DIR/log"\n')
+    settings(workspace / ".claude" / "settings.json",
+             {"PreToolUse": [command_hook("bash .claude/hooks/guard.sh", "Bash")]})
+    assert cli("hooks", "approve", "--yes").returncode == 0
+    rewrite = "echo 'touch \"$CLAUDE_PROJECT_DIR/escaped\"' >> .claude/hooks/guard.sh"
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": rewrite})]),
+              Reply(tool_calls=[ToolCall("run_bash", {"command": "true"})]), Reply(text="Done."))
+
+    result = cli("-p", "go", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert (workspace / "log").read_text() == "checked\n", "the approved script ran once, before the rewrite"
+    assert not (workspace / "escaped").exists()
+    assert ".claude/settings.json or a script it runs changed during the session" in result.stderr

@@ -112,6 +112,16 @@ def declared(home: Path, workspace: Path) -> Declared:
     return Declared(tuple(f for f in files if f is not None))
 
 
+def unchanged(file: SettingsFile, workspace: Path) -> bool:
+    """Whether an approved project file, and the code its commands run, are still as approved:
+    checked before its hooks run, since a command of the session may have rewritten a script."""
+    try:
+        data = file.path.read_bytes()
+        return _binding(data, _hooks(data, file.label, [], []), workspace) == file.binding
+    except (OSError, code.TooLarge):
+        return False
+
+
 def approve(home: Path, file: SettingsFile) -> None:
     """Let this exact content of a project settings file, and the workspace code it runs, run its hooks."""
     approvals = _approvals(home)
