@@ -170,6 +170,7 @@ def test_a_hook_past_its_timeout_is_stopped_with_one_line(env: FakeLLMServer, he
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == "answered\n"
+    assert (hermes_home / "transcripts").exists()  # a hook ran: it was given the session
     warnings = [line for line in result.stderr.splitlines() if "timed out" in line]
     assert warnings == ["UserPromptSubmit hook `sleep 60` (HERMES_HOME/settings.json) timed out after 1 s and was "
                         "stopped; Hermes went on without it"]
@@ -273,6 +274,7 @@ def test_every_declared_event_fires_with_claude_codes_fields(env: FakeLLMServer,
     from hermes_tui.agent.hooks.events import EVENTS
     from hermes_tui.agent.runtime import build_agent, headless_surface
     from hermes_tui.config import Config
+    from hermes_tui.memory.forget import forget_session
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
 
@@ -294,6 +296,10 @@ def test_every_declared_event_fires_with_claude_codes_fields(env: FakeLLMServer,
         list(agent.run_turn("say hi"))
         list(agent.compact())
         agent.end_jobs()
+        written = hermes_home / "transcripts" / f"{agent.session_id}.jsonl"
+        assert written.exists()
+        forget_session(memory, agent.session_id)
+        assert not written.exists(), "forgetting the session deletes the transcript hooks read"
 
     fired = [json.loads(line) for line in log.read_text().splitlines()]
     assert {e["hook_event_name"] for e in fired} == {event.name for event in EVENTS}
@@ -328,3 +334,14 @@ def test_a_script_rewritten_during_the_session_does_not_run(env: FakeLLMServer, 
     assert (workspace / "log").read_text() == "checked\n", "the approved script ran once, before the rewrite"
     assert not (workspace / "escaped").exists()
     assert ".claude/settings.json or a script it runs changed during the session" in result.stderr
+
+
+@on_wire("anthropic")
+def test_without_hooks_nothing_runs_and_no_transcript_is_written(env: FakeLLMServer, hermes_home: Path) -> None:
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "true"})]), Reply(text="Done."))
+
+    result = cli("-p", "go", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert not (hermes_home / "transcripts").exists()
+    assert "hook" not in result.stderr

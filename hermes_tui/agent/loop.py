@@ -273,7 +273,7 @@ class AgentLoop:
         """The session ends: its background jobs are stopped (SIGTERM, SIGKILL after a grace), and
         the SessionEnd hooks run once (when SessionStart ran: the session had a turn)."""
         self.tools.jobs.stop_all()
-        if self._hooks_started:
+        if self._hooks_started and self.hooks.has(SESSION_END):
             self._hooks_started = False
             for line in self.hooks.fire(SESSION_END, self._hook_base(), {"reason": "other"}).notices:
                 log.warning("%s", line)
