@@ -18,7 +18,7 @@ from typing import Any
 from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
-from hermes_tui.agent.hooks import TRANSCRIPTS, Hooks, Verdict, framed, tool_fields, transcript
+from hermes_tui.agent.hooks import Hooks, Verdict, framed
 from hermes_tui.agent.hooks.events import (
     POST_TOOL_USE,
     PRE_COMPACT,
@@ -29,6 +29,7 @@ from hermes_tui.agent.hooks.events import (
     STOP_LIMIT,
     USER_PROMPT_SUBMIT,
 )
+from hermes_tui.agent.hooks.inputs import tool_fields, tool_response, write_transcript
 from hermes_tui.agent.prompts import PLAN_NOTE, relevant_skills_note
 from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.toolkit import CANCELLED, FAMILIES, Tool, ToolResult
@@ -436,23 +437,8 @@ class AgentLoop:
 
     def _hook_base(self) -> dict[str, Any]:
         """What every hook is told, as Claude Code tells it."""
-        return {"session_id": str(self.session_id), "transcript_path": self._transcript(),
+        return {"session_id": str(self.session_id), "transcript_path": write_transcript(self.config, self.memory, self.session_id),
                 "permission_mode": "plan" if self.plan else "default"}
-
-    def _transcript(self) -> str:
-        """The session as JSONL for a hook that reads ``transcript_path`` (written before each
-        hook runs; recorded as the session's, so forgetting the session deletes it)."""
-        from hermes_tui.memory import exports
-
-        path = self.config.home / TRANSCRIPTS / f"{self.session_id}.jsonl"
-        try:
-            if self.memory.get_session(self.session_id) is None:  # forgotten: nothing is written from it
-                return ""
-            text = transcript(self.memory.get_messages(self.session_id))
-            return str(exports.write(self.config.db_path, self.session_id, path, text))
-        except (OSError, sqlite3.Error) as exc:
-            log.warning("hook transcript not written: %s", exc)
-            return ""
 
     def _fire(self, event: str, **fields: Any) -> Generator[Event, None, Verdict]:
         """Run one event's hooks; their warnings are notices."""
@@ -481,10 +467,7 @@ class AgentLoop:
 
     def _post_tool_hooks(self, fields: dict[str, Any], result: ToolResult) -> Generator[Event, None, ToolResult]:
         """PostToolUse: what its hooks say for the model is added to the call's result."""
-        response = {"output": result.output, "success": result.ok}
-        if fields.get("hermes_tool_name") == "run_bash":
-            response["stdout"] = result.output  # Claude Code's Bash field; Hermes keeps one stream
-        verdict = yield from self._fire(POST_TOOL_USE, **fields, tool_response=response)
+        verdict = yield from self._fire(POST_TOOL_USE, **fields, tool_response=tool_response(fields, result))
         extra = [framed(POST_TOOL_USE, [("", verdict.reason)])] if verdict.blocked and verdict.reason else []
         extra += [verdict.context] if verdict.context else []
         return replace(result, output="\n\n".join([result.output, *extra])) if extra else result

@@ -1,6 +1,7 @@
 """Hooks in Claude Code's format: the user's programs that run at points of a session and may
 block what happens there (``events.EVENTS``), declared in settings files (``config``), run as
-processes (``run``). The agent loop fires them, so every surface gets them.
+processes (``run``), told what happened (``inputs``). The agent loop fires them, so every
+surface gets them.
 
 ``Hooks.fire`` runs the hooks of one event that match, one after the other, and merges what they
 said into one ``Verdict``. What a hook says for the model is hostile text like any tool output: it
@@ -9,19 +10,16 @@ is scrubbed of secrets, framed as coming from a hook, and withheld when the guar
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hermes_tui.agent.hooks import run as runner
 from hermes_tui.agent.hooks.config import Declared, HookSpec, declared, unchanged
-from hermes_tui.agent.hooks.events import BY_NAME, CLAUDE_TOOL_NAMES
-from hermes_tui.agent.mcp.names import CALL
-from hermes_tui.conversation import ChatMessage
+from hermes_tui.agent.hooks.events import BY_NAME
 from hermes_tui.redaction import Secrets
 from hermes_tui.skills import guard
 
@@ -109,32 +107,3 @@ def framed(event: str, contexts: list[tuple[str, str]]) -> str:
         body = (f"[withheld: the guard flags it ({'; '.join(guard.kinds(flagged))})]" if flagged else text.strip())
         parts.append(f"{HOOK_HEADER.format(event=event, command=shown)}\n{body}")
     return "\n\n".join(parts)
-
-
-def tool_fields(name: str, arguments: Mapping[str, Any], workspace: Path) -> dict[str, Any]:
-    """A call as a hook reads it, in Claude Code's terms so its hooks work unchanged: ``tool_name``
-    is Claude Code's name for the tool where it has one (``Bash``; Hermes' own in
-    ``hermes_tool_name``), and ``tool_input`` has Claude Code's field names beside Hermes' own
-    (``file_path`` as an absolute path, ``old_string``/``new_string``). A call through the MCP
-    bridge (``mcp_call``) is shown as the MCP tool it calls."""
-    if name == CALL and isinstance(arguments.get("name"), str):
-        inner = arguments.get("arguments")
-        name, arguments = arguments["name"], inner if isinstance(inner, dict) else {}
-    shown = dict(arguments)
-    path = arguments.get("path")
-    if isinstance(path, str) and name in ("read_file", "write_file", "edit_file"):
-        shown["file_path"] = os.path.normpath(os.path.join(workspace, path))
-    if name == "edit_file":
-        for ours, theirs in (("old", "old_string"), ("new", "new_string")):
-            if ours in arguments:
-                shown[theirs] = arguments[ours]
-    return {"tool_name": CLAUDE_TOOL_NAMES.get(name, name), "hermes_tool_name": name, "tool_input": shown}
-
-
-TRANSCRIPTS = "transcripts"  # in HERMES_HOME: the sessions as hooks read them (``transcript_path``)
-
-
-def transcript(messages: Sequence[ChatMessage]) -> str:
-    """A session as JSONL, one stored message a line in the shape Claude Code's transcripts use
-    (``{"type": role, "message": {...}}``)."""
-    return "".join(json.dumps({"type": m.role, "message": m.to_llm()}, ensure_ascii=False) + "\n" for m in messages)
