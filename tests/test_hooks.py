@@ -345,3 +345,18 @@ def test_without_hooks_nothing_runs_and_no_transcript_is_written(env: FakeLLMSer
     assert result.returncode == 0, result.stderr
     assert not (hermes_home / "transcripts").exists()
     assert "hook" not in result.stderr
+
+
+@on_wire("openai")
+def test_post_tool_use_runs_for_calls_that_ran_not_for_denied_ones(env: FakeLLMServer, hermes_home: Path,
+                                                                   tmp_path: Path) -> None:
+    log = tmp_path / "post.log"
+    settings(hermes_home / "settings.json", {"PostToolUse": [command_hook(f"cat >> {log}; echo >> {log}")]})
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "true"}), ToolCall("list_dir", {})]),
+              Reply(text="Done."))
+
+    result = cli("-p", "go")  # no --yes: run_bash is denied, list_dir runs
+
+    assert result.returncode == 0, result.stderr
+    ran = [json.loads(line)["tool_name"] for line in log.read_text().splitlines() if line.strip()]
+    assert ran == ["LS"]

@@ -421,7 +421,8 @@ class AgentLoop:
                                         cancel=self._cancel, call_id=call.id, hook=hook.decision)
             if self.tools.changes_files(call.name):
                 self.checkpoints.after_change()  # only what changed during the call is the turn's
-            result = yield from self._post_tool_hooks(fields, result)
+            if result.refusal is None:  # it ran (denied or cancelled calls never did)
+                result = yield from self._post_tool_hooks(fields, result)
         output = result.output
         if call.error:  # what was stored (and is sent) as the call's arguments is {}
             output = f"{call.note()}\n\n{output}"

@@ -36,7 +36,7 @@ EVENTS: tuple[HookEvent, ...] = (
               "the prompt is not sent; the user sees stderr and gets the prompt back to edit", context=True),
     HookEvent(PRE_TOOL_USE, "the model asked for a tool call, before approval and before it runs", "tool_name",
               "the call does not run; stderr is the call's result for the model"),
-    HookEvent(POST_TOOL_USE, "a tool call finished", "tool_name",
+    HookEvent(POST_TOOL_USE, "a tool call ran (not one denied or cancelled), with its result", "tool_name",
               "stderr is added to the call's result for the model"),
     HookEvent(STOP, "the model answered without a tool call (the turn would end)", "",
               "the model is asked to go on, with stderr as the reason (at most "
