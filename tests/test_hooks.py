@@ -360,3 +360,18 @@ def test_post_tool_use_runs_for_calls_that_ran_not_for_denied_ones(env: FakeLLMS
     assert result.returncode == 0, result.stderr
     ran = [json.loads(line)["tool_name"] for line in log.read_text().splitlines() if line.strip()]
     assert ran == ["LS"]
+
+
+@on_wire("anthropic")
+def test_a_hooks_output_is_capped(env: FakeLLMServer, hermes_home: Path) -> None:
+    from hermes_tui.agent.hooks.run import OUTPUT_CAP
+
+    settings(hermes_home / "settings.json",
+             {"UserPromptSubmit": [command_hook("head -c 5000000 /dev/zero | tr '\\0' x")]})
+    env.queue(Reply(text="ok"))
+
+    result = cli("-p", "hi", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    user = [m["content"] for m in env.requests[0].messages if m["role"] == "user"][-1]
+    assert "x" * OUTPUT_CAP in user and "x" * (OUTPUT_CAP + 1) not in user

@@ -9,6 +9,7 @@ timeout or when the turn is cancelled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from hermes_tui.agent.hooks.config import HookSpec
 
@@ -58,22 +59,32 @@ def run(spec: HookSpec, payload: Mapping[str, Any], *, cwd: Path, environment: M
                                    stderr=subprocess.PIPE, cwd=cwd, env=dict(environment), start_new_session=True)
     except OSError as exc:
         return Outcome(spec, None, warning=f"{name} could not start: {exc.strerror or exc}")
-    data: bytes | None = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    out, err = bytearray(), bytearray()
+    threads = [threading.Thread(target=_send, args=(process.stdin, json.dumps(payload, ensure_ascii=False).encode()),
+                                daemon=True),
+               threading.Thread(target=_keep, args=(process.stdout, out), daemon=True),
+               threading.Thread(target=_keep, args=(process.stderr, err), daemon=True)]
+    for thread in threads:
+        thread.start()
     deadline = time.monotonic() + spec.timeout
-    while True:
+    while True:  # until the hook exited and its pipes closed (a child it left running may hold them)
+        wait = min(POLL, max(0.0, deadline - time.monotonic()))
         try:
-            out, err = process.communicate(data, timeout=min(POLL, max(0.0, deadline - time.monotonic())))
-            break
+            process.wait(timeout=wait)
+            reading = next((thread for thread in threads[1:] if thread.is_alive()), None)
+            if reading is None:
+                return read(spec, process.returncode, _text(out), _text(err))
+            reading.join(wait)
         except subprocess.TimeoutExpired:
-            data = None  # sent with the first try; a retry only goes on reading
-            if cancel is not None and cancel.is_set():
-                _kill(process)
-                return Outcome(spec, None, warning=f"{name} was stopped: the turn was cancelled")
-            if time.monotonic() >= deadline:
-                _kill(process)
-                return Outcome(spec, None, warning=f"{name} timed out after {spec.timeout:g} s and was "
-                                                   "stopped; Hermes went on without it")
-    return read(spec, process.returncode, _text(out), _text(err))
+            pass
+        if cancel is not None and cancel.is_set():
+            _kill(process)
+            return Outcome(spec, None, warning=f"{name} was stopped: the turn was cancelled")
+        if time.monotonic() >= deadline:
+            _kill(process)
+            return Outcome(spec, None, warning=f"{name} timed out after {spec.timeout:g} s and was stopped; "
+                                               "Hermes went on without it")
 
 
 def read(spec: HookSpec, code: int, stdout: str, stderr: str) -> Outcome:
@@ -110,23 +121,35 @@ def _json(stdout: str) -> dict[str, Any] | None:
     return answer if isinstance(answer, dict) else None
 
 
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")[:OUTPUT_CAP]
+def _send(pipe: IO[bytes], data: bytes) -> None:
+    """The event's JSON on the hook's stdin; a hook that does not read it is no error."""
+    try:
+        pipe.write(data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            pipe.close()
+
+
+def _keep(pipe: IO[bytes], kept: bytearray) -> None:
+    """Read a pipe to its end, keeping its first ``OUTPUT_CAP * 4`` bytes (a hook that prints
+    without end costs no memory)."""
+    with pipe:
+        while chunk := pipe.read(1 << 16):
+            if len(kept) < OUTPUT_CAP * 4:
+                kept += chunk[:OUTPUT_CAP * 4 - len(kept)]
+
+
+def _text(data: bytes | bytearray) -> str:
+    return bytes(data).decode("utf-8", errors="replace")[:OUTPUT_CAP]
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
-    """End the hook's whole process group; its pipes are closed even if a child escaped the group."""
-    try:
+    """End the hook's whole process group (its pipes close with it; the readers end)."""
+    with contextlib.suppress(OSError):
         os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
-        process.communicate(timeout=2)
-    except subprocess.TimeoutExpired:
-        for pipe in (process.stdout, process.stderr):
-            if pipe is not None:
-                pipe.close()
-        process.wait()
+    process.wait()
 
 
 def _name(spec: HookSpec) -> str:
