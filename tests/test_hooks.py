@@ -375,3 +375,27 @@ def test_a_hooks_output_is_capped(env: FakeLLMServer, hermes_home: Path) -> None
     assert result.returncode == 0, result.stderr
     user = [m["content"] for m in env.requests[0].messages if m["role"] == "user"][-1]
     assert "x" * OUTPUT_CAP in user and "x" * (OUTPUT_CAP + 1) not in user
+
+
+def test_hooks_list_says_what_cannot_be_used_in_one_line_each(hermes_home: Path, workspace: Path) -> None:
+    settings(hermes_home / "settings.json", {
+        "PreToolUse": [command_hook("true", "Bash("), {"matcher": "Bash"}, command_hook("true", "Edit", timeout=0)],
+        "Notification": [command_hook("notify-send hi")],
+        "Stop": [{"hooks": [{"type": "prompt", "prompt": "is it done?"}]}],
+        "UserPromptSubmit": [command_hook("date")],
+    })
+    (workspace / ".hermes").mkdir()
+    (workspace / ".hermes" / "settings.json").write_text("{not json")
+
+    listed = cli("hooks", "list")
+
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].startswith("HERMES_HOME/settings.json (") and lines[0].endswith("1 hook(s), yours: runs")
+    assert "  UserPromptSubmit 60 s: date" in lines
+    assert any("matcher 'Bash(' is not a valid regular expression" in line for line in lines)
+    assert '  problem: PreToolUse: an entry must be {"matcher": ..., "hooks": [...]}' in lines
+    assert "  problem: PreToolUse: timeout must be a number of seconds above 0" in lines
+    assert "  ignored: Notification: not an event Hermes runs" in lines
+    assert "  ignored: Stop: hooks of type 'prompt' (Hermes runs command hooks)" in lines
+    assert any(line.startswith("  problem: not valid JSON") for line in lines)
