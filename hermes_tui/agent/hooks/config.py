@@ -89,10 +89,6 @@ class Declared:
     def waiting(self) -> list[SettingsFile]:
         return [f for f in self.files if f.waiting]
 
-    @property
-    def problems(self) -> list[str]:
-        return [f"{f.label}: {line}" for f in self.files for line in f.problems]
-
     def waiting_line(self) -> str:
         """The start-up line that says project hooks wait for approval ("" when none do)."""
         waiting = self.waiting
@@ -169,13 +165,13 @@ def _binding(data: bytes, hooks: Sequence[HookSpec], workspace: Path) -> str:
     """The file's content and the workspace code its commands run."""
     ran = hashlib.sha256()
     for hook in hooks:
-        words = command_words(hook.command, workspace)
+        words = _command_words(hook.command, workspace)
         if words:
             ran.update(code.digest(workspace, words[0], words[1:]).encode() + b"\0")
     return f"{hashlib.sha256(data).hexdigest()}:{ran.hexdigest()}"
 
 
-def command_words(command: str, workspace: Path) -> list[str]:
+def _command_words(command: str, workspace: Path) -> list[str]:
     """The words of a hook's command line, ``$CLAUDE_PROJECT_DIR`` filled in (what it runs, for the digest)."""
     text = _PROJECT_DIR.sub(lambda _m: str(workspace), command)
     try:
