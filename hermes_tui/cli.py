@@ -26,6 +26,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("context", "show the fixed part of the prompt, part by part, with token counts"),
     ("checkpoints list|restore N", "this workspace's file checkpoints; put the files back as before a turn"),
     ("mcp list|approve|enable|disable", "the MCP servers: status, tools, approval, on and off"),
+    ("hooks list|approve [FILE]", "the hooks of the settings files: what runs, from where; approve a project's"),
     ("permissions list|revoke N", "the shell commands allowed always in this workspace; revoke one"),
     ("helper start|stop|status", "the background helper that keeps the model layer warm for -p runs"),
     ("helper unit systemd|launchd", "print a login service that starts the helper"),
@@ -85,6 +86,11 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
 
         if notice := startup_notice(config):
             print(f"hermes: {notice}", file=sys.stderr)
+        from hermes_tui.agent.hooks.config import declared as declared_hooks
+        from hermes_tui.textsafe import printable
+
+        if waiting := declared_hooks(config.home, config.workspace).waiting_line():
+            print(printable(f"hermes: {waiting}"), file=sys.stderr)
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
 
@@ -414,6 +420,52 @@ def mcp_main(argv: Sequence[str]) -> int:
     else:
         state.set_enabled(spec, args.command == "enable")
         print(f"{spec.name} is {args.command}d.")
+    return EXIT_OK
+
+
+def hooks_main(argv: Sequence[str]) -> int:
+    """``hermes-tui hooks list|approve`` (hermes_tui/agent/hooks/)."""
+    parser = argparse.ArgumentParser(prog="hermes-tui hooks", description="The hooks of HERMES_HOME/settings.json "
+                                     "and the workspace's .hermes/settings.json and .claude/settings.json.")
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("list", help="each settings file's hooks and whether they run")
+    approve = commands.add_parser("approve", help="show a project settings file's hooks, then allow them "
+                                                  "(this exact file and the workspace code its commands run)")
+    approve.add_argument("file", nargs="?", help="e.g. .claude/settings.json (default: every file that waits)")
+    approve.add_argument("--yes", action="store_true", help="approve without asking (scripts)")
+    args = parser.parse_args(argv)
+    from hermes_tui.agent.hooks import config as hooks_config
+    from hermes_tui.agent.hooks import report
+    from hermes_tui.textsafe import printable
+
+    try:
+        config = Config.load()
+    except ConfigError as exc:
+        print(f"hermes: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    found = hooks_config.declared(config.home, config.workspace)
+    if args.command in (None, "list"):
+        print("\n".join(printable(line) for line in report.lines(found)))  # the repository's words: never raw
+        return EXIT_OK
+    chosen = [f for f in found.files if f.project and f.hooks and (args.file is None or args.file in (f.label, str(f.path)))]
+    chosen = [f for f in chosen if not f.approved] if args.file is None else chosen
+    if not chosen:
+        print(printable(f"hermes: no project hooks {'in ' + args.file if args.file else 'wait for approval'} "
+                        "(hermes-tui hooks list shows them)."), file=sys.stderr)
+        return EXIT_ERROR if args.file else EXIT_OK
+    for file in chosen:
+        if not file.binding:
+            print(printable(f"hermes: {file.label} cannot be approved: {'; '.join(file.problems)}"), file=sys.stderr)
+            return EXIT_ERROR
+        print("\n".join(printable(line) for line in report.file_lines(file)))
+        print("These commands run with your rights, outside the shell sandbox, in this workspace.")
+        if not args.yes:
+            print("Approve them? [y/N] ", end="", flush=True)
+            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+                print("Not approved.")
+                return EXIT_ERROR
+        hooks_config.approve(config.home, file)
+        print(f"Approved {file.label}: its hooks run while it and the code it runs stay the same.")
     return EXIT_OK
 
 

@@ -105,3 +105,23 @@ def providers_table(providers: Iterable[ProviderRow]) -> str:
         rows.append((_code(p.name), _code(p.litellm_prefix + "/"), key, _code(p.default_model), endpoint,
                      f"{p.context_window:,}"))
     return _table(("provider", "litellm prefix", "key variable", "default model", "endpoint", "context fallback"), rows)
+
+
+class HookEventRow(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def when(self) -> str: ...
+    @property
+    def matched(self) -> str: ...
+    @property
+    def blocks(self) -> str: ...
+    @property
+    def context(self) -> bool: ...
+
+
+def hook_events_table(events: Iterable[HookEventRow]) -> str:
+    """``agent.hooks.events.EVENTS``: when each event fires and what its hooks may do."""
+    rows = ((_code(e.name), e.when, _code(e.matched) if e.matched else "—", e.blocks,
+             "added to the model's context" if e.context else "—") for e in events)
+    return _table(("event", "fires", "matcher tests", "exit 2 (or a block decision)", "stdout on exit 0"), rows)

@@ -181,3 +181,21 @@ def test_a_continued_session_gets_its_summary_and_memory_curator(fake_llm_env: F
     with MemoryStore(hermes_home / "memory.sqlite3") as memory:
         info = memory.get_session(session)
     assert info is not None and (info.summary or "").startswith("The user asked me to remember kiwi")
+
+
+# -- hooks -----------------------------------------------------------------------------------------
+
+
+@on_wire("openai")
+def test_a_pre_tool_use_hook_blocks_as_shipped(fake_llm_env: FakeLLMServer, run: Run, hermes_home: Path,
+                                               workspace: Path, tmp_path: Path) -> None:
+    """Hooks run in the turn's own process, whichever process makes the model calls."""
+    from tests.test_hooks import command_hook, script, settings, tool_results
+
+    guard = script(tmp_path / "hooks", "guard.sh", "echo 'not in this repository' >&2\nexit 2\n")
+    settings(hermes_home / "settings.json", {"PreToolUse": [command_hook(str(guard), "Bash")]})
+    fake_llm_env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch made-it"})]), Reply(text="OK."))
+    result = run("-p", "make a file", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert not (workspace / "made-it").exists()
+    assert tool_results(fake_llm_env, 1) == ["Blocked by the user's PreToolUse hook: not in this repository"]

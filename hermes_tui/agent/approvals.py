@@ -112,9 +112,10 @@ class ApprovalPolicy:
             offered.append(PROGRAM)
         return (*offered, DENY)
 
-    def decide(self, call: PendingCall) -> bool | str:
-        """True to run the call; else the result the model is given (denied, or cancelled)."""
-        if self.settled(call.name, call.arguments):
+    def decide(self, call: PendingCall, force: bool = False) -> bool | str:
+        """True to run the call; else the result the model is given (denied, or cancelled).
+        ``force``: ask even when a rule would allow it (a PreToolUse hook answered "ask")."""
+        if not force and self.settled(call.name, call.arguments):
             return True
         answer = self.ask(call)
         if answer not in self.answers(call.name, call.arguments) and answer != CANCEL:

@@ -18,6 +18,18 @@ from typing import Any
 from hermes_tui.agent import fixed_prompt
 from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
+from hermes_tui.agent.hooks import Hooks, Verdict, framed
+from hermes_tui.agent.hooks.events import (
+    POST_TOOL_USE,
+    PRE_COMPACT,
+    PRE_TOOL_USE,
+    SESSION_END,
+    SESSION_START,
+    STOP,
+    STOP_LIMIT,
+    USER_PROMPT_SUBMIT,
+)
+from hermes_tui.agent.hooks.inputs import tool_fields, tool_response, write_transcript
 from hermes_tui.agent.prompts import PLAN_NOTE, relevant_skills_note
 from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.toolkit import CANCELLED, FAMILIES, Tool, ToolResult
@@ -85,6 +97,9 @@ class AgentLoop:
             extra_tools=(lambda: extra_tools(self.context.limit())) if extra_tools is not None else None,
         )
         self.checkpoints = TurnCheckpoints(config.home, config.workspace)
+        # The user's hooks and the project's approved ones, as they are when the session starts.
+        self.hooks = Hooks.load(config.home, self.tools.workspace, self.tools.secrets)
+        self._hooks_started = False  # SessionStart ran (at the first turn); SessionEnd then runs at the end
         self._cancel = threading.Event()
         self._last_turn: list[ChatMessage] = []
         self._last_provenance: Provenance | None = None
@@ -159,19 +174,25 @@ class AgentLoop:
     def _turn(self, text: str) -> Iterator[Event]:
         start = len(self.history)
         yield TurnStarted(self.session_id)
+        hook_context = yield from self._start_hooks(text)
+        if hook_context is None:  # a UserPromptSubmit hook blocked it: never stored, never sent
+            yield Unsent(text)
+            yield TurnFinished("", 0, "blocked")
+            return
         self._freeze_memory(text)
         if is_correction(text) and (previous := self._last_user_id()) is not None:
             self.skills.correct_turn(previous)  # "no, that's wrong": the turn before did not work
         message_id = self.memory.add_message(self.session_id, "user", text)
         self.tools.message_id = message_id
         note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS)) + (PLAN_NOTE if self.plan else "")
-        self.history.append(ChatMessage(message_id, self.session_id, "user", text + note))
+        self.history.append(ChatMessage(message_id, self.session_id, "user", text + note + hook_context))
         self.checkpoints.start_turn(self.session_id, message_id, text)
 
         texts: list[str] = []
         tool_count = receipts = model_calls = tokens = 0
         reason = "max_steps"
         retried_too_long = False
+        stops = 0  # times a Stop hook sent the model back this turn
         for _step in range(MAX_STEPS):
             try:
                 result = yield from self._call_model(texts)
@@ -193,6 +214,9 @@ class AgentLoop:
                 reason = "cancelled"
                 break
             if not result.tool_calls:
+                if (yield from self._stop_hooks(stops, texts)):
+                    stops += 1
+                    continue
                 reason = "done"
                 break
             for call in result.tool_calls:
@@ -247,8 +271,13 @@ class AgentLoop:
         return next((m.id for m in reversed(self.history) if m.role == "user"), None)
 
     def end_jobs(self) -> None:
-        """The session ends: its background jobs are stopped (SIGTERM, SIGKILL after a grace)."""
+        """The session ends: its background jobs are stopped (SIGTERM, SIGKILL after a grace), and
+        the SessionEnd hooks run once (when SessionStart ran: the session had a turn)."""
         self.tools.jobs.stop_all()
+        if self._hooks_started and self.hooks.has(SESSION_END):
+            self._hooks_started = False
+            for line in self.hooks.fire(SESSION_END, self._hook_base(), {"reason": "other"}).notices:
+                log.warning("%s", line)
 
     def close(self, timeout: float = 15.0, cancel: threading.Event | None = None) -> str | None:
         """End the session: stop its jobs, store and return its summary (None when empty, unreachable
@@ -313,6 +342,10 @@ class AgentLoop:
 
     def _compact(self, focus: str | None = None, manual: bool = False) -> Generator[Event, None, bool]:
         """Compact what is sent; store the state so a resumed session sends the same; True if done."""
+        verdict = yield from self._fire(PRE_COMPACT, trigger="manual" if manual else "auto",
+                                        custom_instructions=focus or "")
+        if verdict.blocked and verdict.reason:
+            yield Notice(f"PreCompact hook: {verdict.reason.splitlines()[0][:200]}")
         fixed = self._fixed_tokens(self.tools.specs())
         done = self.context.compact(self.history, fixed, focus=focus, manual=manual)
         if done is None:
@@ -369,18 +402,27 @@ class AgentLoop:
         shown = dict(call.arguments) if call.valid else {"raw": call.raw}
         yield ToolCallStarted(call.id, call.name, shown)
         started = time.monotonic()
+        fields = {**tool_fields(call.name, dict(call.arguments) if call.valid else {}, self.tools.workspace),
+                  "tool_use_id": call.id}
+        hook = Verdict()
+        if not self._cancel.is_set():
+            hook = yield from self._fire(PRE_TOOL_USE, **fields)
         if self._cancel.is_set():
             result = ToolResult(False, CANCELLED, refusal=Status.CANCELLED)
+        elif hook.blocked:
+            result = ToolResult(False, f"Blocked by the user's PreToolUse hook: {hook.reason}", refusal=Status.DENIED)
         else:
             if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
                 yield Notice(notice)
-            if call.valid and self.tools.asks(call.name, dict(call.arguments)):
+            if call.valid and self.tools.asks(call.name, dict(call.arguments), hook=hook.decision):
                 yield ApprovalNeeded(call.id, call.name, shown, self.tools.target(call.name, dict(call.arguments)))
             # Arguments that are no JSON object go as they came: the tool's error names the fault.
             result = self.tools.execute(call.name, dict(call.arguments) if call.valid else call.raw,
-                                        cancel=self._cancel, call_id=call.id)
+                                        cancel=self._cancel, call_id=call.id, hook=hook.decision)
             if self.tools.changes_files(call.name):
                 self.checkpoints.after_change()  # only what changed during the call is the turn's
+            if result.refusal is None:  # it ran (denied or cancelled calls never did)
+                result = yield from self._post_tool_hooks(fields, result)
         output = result.output
         if call.error:  # what was stored (and is sent) as the call's arguments is {}
             output = f"{call.note()}\n\n{output}"
@@ -391,6 +433,59 @@ class AgentLoop:
             yield Receipt(call.name, result.receipt)
             return 1
         return 0
+
+    # -- hooks (agent/hooks/) ---------------------------------------------------------------------
+
+    def _hook_base(self) -> dict[str, Any]:
+        """What every hook is told, as Claude Code tells it."""
+        return {"session_id": str(self.session_id), "transcript_path": write_transcript(self.config, self.memory, self.session_id),
+                "permission_mode": "plan" if self.plan else "default"}
+
+    def _fire(self, event: str, **fields: Any) -> Generator[Event, None, Verdict]:
+        """Run one event's hooks; their warnings are notices."""
+        if not self.hooks.has(event):
+            return Verdict()
+        verdict = self.hooks.fire(event, self._hook_base(), fields, cancel=self._cancel)
+        for line in verdict.notices:
+            yield Notice(line)
+        return verdict
+
+    def _start_hooks(self, text: str) -> Generator[Event, None, str | None]:
+        """SessionStart (at the session's first turn) and UserPromptSubmit: the context they add
+        to the prompt, or None when a hook blocked the prompt (the user is told why)."""
+        context = ""
+        if not self._hooks_started:
+            self._hooks_started = True
+            started = yield from self._fire(SESSION_START, source="resume" if self.history else "startup")
+            if started.blocked and started.reason:
+                yield Notice(f"SessionStart hook: {started.reason.splitlines()[0][:200]}")
+            context += f"\n\n{started.context}" if started.context else ""
+        submitted = yield from self._fire(USER_PROMPT_SUBMIT, prompt=text)
+        if submitted.blocked:
+            yield Error(f"A UserPromptSubmit hook blocked this prompt, so it was not sent: {submitted.reason}")
+            return None
+        return context + (f"\n\n{submitted.context}" if submitted.context else "")
+
+    def _post_tool_hooks(self, fields: dict[str, Any], result: ToolResult) -> Generator[Event, None, ToolResult]:
+        """PostToolUse: what its hooks say for the model is added to the call's result."""
+        verdict = yield from self._fire(POST_TOOL_USE, **fields, tool_response=tool_response(fields, result))
+        extra = [framed(POST_TOOL_USE, [("", verdict.reason)])] if verdict.blocked and verdict.reason else []
+        extra += [verdict.context] if verdict.context else []
+        return replace(result, output="\n\n".join([result.output, *extra])) if extra else result
+
+    def _stop_hooks(self, stops: int, texts: list[str]) -> Generator[Event, None, bool]:
+        """Stop: True when a hook sends the model back to work (at most ``STOP_LIMIT`` times a turn)."""
+        verdict = yield from self._fire(STOP, stop_hook_active=stops > 0,
+                                        last_assistant_message=texts[-1] if texts else "")
+        if not verdict.blocked or self._cancel.is_set():
+            return False
+        if stops >= STOP_LIMIT:
+            yield Notice(f"A Stop hook asked to go on {stops + 1} times; the turn ends here (at most {STOP_LIMIT}).")
+            return False
+        why = verdict.reason or "a Stop hook says the task is not finished"
+        yield Notice(f"A Stop hook sent the model back to work: {why.splitlines()[0][:200]}")
+        self._store("user", framed(STOP, [("", why)]) + "\nGo on with the task if that is right.")
+        return True
 
     def _record_status(self, message_id: int, status: Status) -> None:
         """A mark for exports and resumed views; losing it (a full disk) loses no message."""

@@ -313,11 +313,16 @@ class ToolRegistry:
         tool = self._current().get(name)
         return tool is not None and tool.needs_approval and self.approver is not None
 
-    def asks(self, name: str, arguments: dict[str, Any]) -> bool:
-        """Will the user be asked about this call (no rule of the policy settles it)?"""
+    def asks(self, name: str, arguments: dict[str, Any], hook: str = "") -> bool:
+        """Will the user be asked about this call (no rule of the policy settles it)? ``hook``: what
+        a PreToolUse hook decided ("allow" skips the question, "ask" asks even where a rule allows)."""
         tool = self._current().get(name)
-        if tool is None or not self.needs_approval(name) or (tool.check or check_arguments)(tool.parameters, arguments):
-            return False  # never asked: no approver, or the arguments fail before the question
+        if tool is None or hook == "allow" or (tool.check or check_arguments)(tool.parameters, arguments):
+            return False  # never asked: a hook allowed it, or the arguments fail before the question
+        if hook == "ask":
+            return self.approver is not None
+        if not self.needs_approval(name):
+            return False  # no approver, or a tool that is never asked about
         return not (isinstance(self.approver, ApprovalPolicy) and self.approver.settled(name, arguments))
 
     def target(self, name: str, arguments: dict[str, Any]) -> str:
@@ -338,15 +343,15 @@ class ToolRegistry:
         return dict(call.arguments) if call.valid else f"arguments are {call.error}; send a JSON object"
 
     def execute(self, name: str, arguments: dict[str, Any] | str | None,
-                cancel: threading.Event | None = None, call_id: str = "") -> ToolResult:
-        """Run one call (``call_id``: the model's id, for the approval question); the result's
-        output is always scrubbed of secret values."""
-        result = self._execute(name, arguments, cancel or threading.Event(), call_id)
+                cancel: threading.Event | None = None, call_id: str = "", hook: str = "") -> ToolResult:
+        """Run one call (``call_id``: the model's id, for the approval question; ``hook``: a
+        PreToolUse hook's decision, as in ``asks``); the result's output is always scrubbed of secret values."""
+        result = self._execute(name, arguments, cancel or threading.Event(), call_id, hook)
         receipt = self.secrets.scrub(result.receipt) if result.receipt else None
         return replace(result, output=self.secrets.scrub(result.output), receipt=receipt)
 
     def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event,
-                 call_id: str) -> ToolResult:
+                 call_id: str, hook: str) -> ToolResult:
         current = self._current()
         tool = current.get(name)
         if tool is None and self.plan and name in self._all():
@@ -359,8 +364,8 @@ class ToolRegistry:
         problem = (tool.check or check_arguments)(tool.parameters, args)
         if problem:
             return ToolResult(False, f"{name}: {problem}")
-        if tool.needs_approval and self.approver is not None:
-            verdict = (self.approver.decide(PendingCall(call_id, name, args))
+        if self.approver is not None and hook != "allow" and (tool.needs_approval or hook == "ask"):
+            verdict = (self.approver.decide(PendingCall(call_id, name, args), force=hook == "ask")
                        if isinstance(self.approver, ApprovalPolicy) else self.approver(name, args))
             if verdict is not True:
                 if verdict == CANCELLED:

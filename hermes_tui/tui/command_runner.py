@@ -297,6 +297,13 @@ class CommandRunner:
         else:
             await in_thread(self.app, jobs.stop, job)  # its end is told as every job's (JobsChanged)
 
+    async def _hooks(self, argument: str) -> None:
+        from hermes_tui.agent.hooks import config, report
+        from hermes_tui.tui.session_tools import hooks_markdown
+
+        found = await in_thread(self.app, config.declared, self.app.config.home, self.app.config.workspace)
+        await self.app.chat.add_help(hooks_markdown(report.lines(found)))
+
     async def _permissions(self, argument: str) -> None:
         from hermes_tui.tui.permissions_screen import PermissionsScreen
 
@@ -341,6 +348,7 @@ HANDLERS: dict[str, Callable[[CommandRunner, str], Awaitable[None]]] = {
     "setup": CommandRunner._setup,
     "mcp": CommandRunner._mcp,
     "jobs": CommandRunner._jobs,
+    "hooks": CommandRunner._hooks,
     "permissions": CommandRunner._permissions,
     "forget": CommandRunner._forget,
     "exit": CommandRunner._exit,

@@ -29,6 +29,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("setup", "", "provider, key, model and endpoint (checks the endpoint)"),
     SlashCommand("mcp", "", "the MCP servers: status, tools, schema tokens; enable, disable, approve"),
     SlashCommand("jobs", "[N | stop N]", "the background jobs: list them, show job N's latest output, or stop it"),
+    SlashCommand("hooks", "", "the hooks of the settings files: what runs, from where, and whether approved"),
     SlashCommand("permissions", "", "what runs without asking: this session's rules and this workspace's lasting ones; revoke them"),
     SlashCommand("forget", "[id]", "delete a session for good (this one by default); asks first"),
     SlashCommand("exit", "", "save the session summary and quit"),

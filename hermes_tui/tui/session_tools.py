@@ -136,6 +136,12 @@ def jobs_markdown(jobs: list[Job]) -> str:
     return "\n".join(lines)
 
 
+def hooks_markdown(lines: list[str]) -> str:
+    """/hooks: what ``hermes-tui hooks list`` prints (the settings files' words, never raw)."""
+    return ("**Hooks** (`hermes-tui hooks approve` allows a project's; see docs/hooks.md)\n\n"
+            + _fenced(printable("\n".join(lines))))
+
+
 def job_markdown(job: Job, recent: str) -> str:
     """/jobs N: the job and its latest output (the model's reading of it is not affected)."""
     head = f"**Job {job.number}** · {job.state()} · {_inline(job.command)}"

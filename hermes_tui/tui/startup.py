@@ -84,6 +84,11 @@ class Startup:
 
         if sandbox_line := await in_thread(app, startup_notice, app.config):  # probes bwrap once
             await app.chat.add_notice(sandbox_line, "error")
+        from hermes_tui.agent.hooks.config import declared
+
+        hooks = await in_thread(app, declared, app.config.home, app.config.workspace)
+        if hooks_line := hooks.waiting_line():  # project hooks do nothing until approved: say so
+            await app.chat.add_notice(hooks_line, "error")
 
     def stop(self) -> None:
         """Quitting: the pending summary being written stays pending; its request closes."""
