@@ -1,0 +1,154 @@
+"""Images attached to a message (``agent/attachments.py``): they reach the fake server as image content
+in both wire formats, fitted to the provider's limits, are sent again when the session is resumed,
+and go when it is forgotten; a file that is no image is refused before anything is sent."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from hermes_tui import warm
+from hermes_tui.memory import attachments as kept
+from hermes_tui.memory.forget import forget_session
+from hermes_tui.memory.store import MemoryStore
+from hermes_tui.providers import provider
+from tests.fakes.fixtures import on_wire
+from tests.fakes.server import TEXT_ONLY_REFUSAL, FakeLLMServer, Reply
+from tests.helpers import cli, run_cli, wait_until
+
+
+def picture(path: Path, size: tuple[int, int] = (40, 30), kind: str = "PNG", color: str = "red") -> Path:
+    Image.new("RGB", size, color).save(path, kind)
+    return path
+
+
+def dimensions(data: bytes) -> tuple[str, tuple[int, int]]:
+    with Image.open(io.BytesIO(data)) as image:
+        return str(image.format), image.size
+
+
+@pytest.fixture
+def env(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> FakeLLMServer:
+    return fake_llm_env
+
+
+def test_an_image_reaches_the_server_as_image_content(env: FakeLLMServer, tmp_path: Path) -> None:
+    shot = picture(tmp_path / "shot.png")
+    photo = picture(tmp_path / "photo.bin", (20, 10), "JPEG", "blue")  # sniffed by content, not by name
+    env.queue(Reply(text="A red square."))
+    result = cli("-p", "What is in these?", "--image", str(shot), "--image", str(photo))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "A red square.\n"
+    (request,) = env.requests
+    assert request.images == [("user", "image/png", shot.read_bytes()), ("user", "image/jpeg", photo.read_bytes())]
+    assert "What is in these?" in request.messages[-1]["content"]
+
+
+def test_a_large_image_arrives_scaled_to_the_providers_limit(env: FakeLLMServer, tmp_path: Path) -> None:
+    big = picture(tmp_path / "wide.png", (4000, 1000))
+    result = cli("-p", "Describe it", "--image", str(big))
+    assert result.returncode == 0, result.stderr
+    ((_role, mime, data),) = env.requests[0].images
+    side = provider(os.environ["HERMES_PROVIDER"]).image_side  # 1568 for Anthropic, 2048 for OpenAI
+    assert mime == "image/png"
+    assert dimensions(data) == ("PNG", (side, side // 4))
+
+
+def test_a_file_that_is_no_image_is_refused_before_anything_is_sent(env: FakeLLMServer, tmp_path: Path,
+                                                                    hermes_home: Path) -> None:
+    notes = tmp_path / "notes.png"
+    notes.write_text("not a picture at all\n")
+    result = cli("-p", "Look", "--image", str(notes))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"hermes: {notes} is not an image Hermes can send (PNG, JPEG, GIF or WebP)."]
+    missing = cli("-p", "Look", "--image", str(tmp_path / "gone.png"))
+    assert missing.stderr.splitlines() == [f"hermes: {tmp_path / 'gone.png'}: no such file."]
+    huge = tmp_path / "huge.png"
+    huge.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * (6 * 1024 * 1024))
+    too_big = cli("-p", "Look", "--image", str(huge))
+    assert too_big.stderr.splitlines() == [f"hermes: {huge} is 6.0 MB: an image may be at most 5.0 MB."]
+    assert env.requests == []
+    assert not (hermes_home / "memory.sqlite3").exists() or not MemoryStore(
+        hermes_home / "memory.sqlite3").list_sessions()
+
+
+def test_a_text_only_model_says_so_in_one_line_and_the_message_is_kept(env: FakeLLMServer, tmp_path: Path,
+                                                                       hermes_home: Path) -> None:
+    env.text_only = True
+    result = cli("-p", "What does the chart show?", "--image", str(picture(tmp_path / "chart.png")))
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("hermes: ")]
+    (line,) = errors
+    assert TEXT_ONLY_REFUSAL[env.wire_under_test or "openai"] in line and "/model" in line
+    assert "Traceback" not in result.stderr
+    with MemoryStore(hermes_home / "memory.sqlite3") as memory:
+        (session,) = memory.list_sessions()
+        (message,) = memory.get_messages(session.id)
+        assert message.content == "What does the chart show?" and message.images[0].path.endswith("chart.png")
+
+
+@on_wire("anthropic")
+def test_a_resumed_session_sends_its_images_again_and_forgetting_removes_them(
+        env: FakeLLMServer, tmp_path: Path, hermes_home: Path) -> None:
+    shot = picture(tmp_path / "shot.png")
+    assert cli("-p", "Remember this picture", "--image", str(shot)).returncode == 0
+    again = cli("-c", "-p", "What colour was it?")
+    assert again.returncode == 0, again.stderr
+    (turn,) = [r for r in env.requests if r.messages[-1]["content"].startswith("What colour was it?")]
+    assert turn.images == [("user", "image/png", shot.read_bytes())]  # with the first message, as before
+    assert [m["content"].split("\n")[0] for m in turn.messages if m["role"] == "user"] == [
+        "Remember this picture", "What colour was it?"]
+
+    with MemoryStore(hermes_home / "memory.sqlite3") as memory:
+        (session,) = memory.list_sessions()
+        (ref,) = [i for m in memory.get_messages(session.id) for i in m.images]
+        assert ref.path == str(shot) and ref.mime == "image/png"
+        stored = kept.path_of(hermes_home, ref.sha256)
+        assert stored.read_bytes() == shot.read_bytes()
+        assert stat.S_IMODE(stored.stat().st_mode) == 0o600
+        assert stat.S_IMODE(stored.parent.stat().st_mode) == 0o700
+        other = memory.new_session()
+        memory.add_message(other, "user", "the same picture", images=[ref])
+        forget_session(memory, session.id)
+        assert stored.exists()  # another session refers to the same bytes
+        forget_session(memory, other)
+        assert not stored.exists()
+
+
+# -- the default configuration: the warm helper carries the request ---------------------------
+
+
+@pytest.fixture
+def helper_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    runtime = Path(tempfile.mkdtemp(prefix="hi-", dir="/tmp"))  # a socket's path must fit in 107 bytes
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("HERMES_HELPER", raising=False)  # conftest turns it off for ordinary tests
+    yield
+    warm.stop()
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.mark.timeout(900)  # the helper's first start imports litellm: a minute loaded
+@on_wire("openai")
+def test_the_warm_helper_carries_images(env: FakeLLMServer, helper_on: None, tmp_path: Path) -> None:
+    shot = picture(tmp_path / "shot.webp", (30, 30), "WEBP", "green")
+    big = picture(tmp_path / "big.jpg", (3000, 2000), "JPEG")
+    runs: list[subprocess.CompletedProcess[str]] = []
+    for _ in range(2):  # the first answers in its own process and leaves the helper; the second uses it
+        runs.append(run_cli("-p", "What are these?", "--image", str(shot), "--image", str(big), timeout=600))
+        assert runs[-1].returncode == 0, runs[-1].stderr
+        assert wait_until(lambda: warm.status() is not None)
+    for request in env.requests[-2:]:
+        (_, webp, webp_data), (_, jpeg, jpeg_data) = request.images
+        assert (webp, webp_data) == ("image/webp", shot.read_bytes())
+        assert jpeg == "image/jpeg" and dimensions(jpeg_data) == ("JPEG", (2048, 1365))
