@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -24,6 +25,9 @@ from hermes_tui.providers import provider
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import TEXT_ONLY_REFUSAL, FakeLLMServer, Reply
 from tests.helpers import cli, run_cli, wait_until
+from tests.tui_harness import server
+
+__all__ = ["server"]
 
 
 def picture(path: Path, size: tuple[int, int] = (40, 30), kind: str = "PNG", color: str = "red") -> Path:
@@ -152,3 +156,46 @@ def test_the_warm_helper_carries_images(env: FakeLLMServer, helper_on: None, tmp
         (_, webp, webp_data), (_, jpeg, jpeg_data) = request.images
         assert (webp, webp_data) == ("image/webp", shot.read_bytes())
         assert jpeg == "image/jpeg" and dimensions(jpeg_data) == ("JPEG", (2048, 1365))
+
+
+# -- the terminal app: /image, a pasted path, resume ------------------------------------------
+
+
+def test_tui_attaches_by_command_and_by_pasted_path_and_resume_sends_again(server: FakeLLMServer,
+                                                                          tmp_path: Path) -> None:
+    from textual import events
+
+    from tests.tui_harness import notices, run, send, send_and_wait, wait_for
+
+    shot = picture(tmp_path / "shot one.png")
+    dropped = picture(tmp_path / "dropped.gif", (16, 16), "GIF", "blue")
+    text = tmp_path / "notes.txt"
+    text.write_text("plain text\n")
+
+    def said(app: Any) -> list[str]:
+        return [line.split(" ", 1)[1] for line in notices(app)]  # without the icon
+
+    async def scenario(app: Any, pilot: Any) -> None:
+        await send(app, pilot, f"/image {text}")
+        await wait_for(pilot, lambda: any(n.startswith("Not attached") for n in said(app)))
+        assert said(app)[-1] == f"Not attached: {text} is not an image Hermes can send (PNG, JPEG, GIF or WebP)."
+        await send(app, pilot, f"/image {shot}")
+        await wait_for(pilot, lambda: said(app)[-1].startswith("Attached"))
+        assert said(app)[-1].startswith(f"Attached {shot} (PNG, 40×30): it goes with your next message")
+        app.chat.prompt.post_message(events.Paste(f"file://{dropped}"))  # a file dropped on the terminal
+        await wait_for(pilot, lambda: said(app)[-1].startswith("Attached the pasted path"))
+        assert app.chat.prompt.text == ""  # the path attached, not typed
+        await send_and_wait(app, pilot, "What are these?")
+        assert server.requests[-1].images == [("user", "image/png", shot.read_bytes()),
+                                              ("user", "image/gif", dropped.read_bytes())]
+        await send(app, pilot, "/image")
+        assert said(app)[-1].startswith("No image is attached")  # they went with that message
+        session = app.session.session_id
+        await send(app, pilot, "/new")
+        await wait_for(pilot, lambda: app.session.session_id != session)
+        await send(app, pilot, f"/resume {session}")
+        await wait_for(pilot, lambda: app.session.session_id == session)
+        await send_and_wait(app, pilot, "And now?")
+        assert [mime for _, mime, _ in server.requests[-1].images] == ["image/png", "image/gif"]
+
+    run(scenario)
