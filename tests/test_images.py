@@ -26,8 +26,9 @@ from tests.fakes.fixtures import on_wire
 from tests.fakes.server import TEXT_ONLY_REFUSAL, FakeLLMServer, Reply
 from tests.helpers import cli, run_cli, wait_until
 from tests.tui_harness import server
+from tests.web_harness import llm, make_app, web_env
 
-__all__ = ["server"]
+__all__ = ["llm", "make_app", "server", "web_env"]
 
 
 def picture(path: Path, size: tuple[int, int] = (40, 30), kind: str = "PNG", color: str = "red") -> Path:
@@ -199,3 +200,42 @@ def test_tui_attaches_by_command_and_by_pasted_path_and_resume_sends_again(serve
         assert [mime for _, mime, _ in server.requests[-1].images] == ["image/png", "image/gif"]
 
     run(scenario)
+
+
+# -- the web dashboard: the upload button's endpoint ------------------------------------------
+
+
+def test_web_upload_attaches_to_the_next_message_behind_login_and_csrf(make_app: Any, llm: FakeLLMServer,
+                                                                      tmp_path: Path) -> None:
+    from tests.web_harness import chat, login, ndjson
+
+    app = make_app()
+    client = app.test_client()
+    shot = tmp_path / "screen.png"  # noise: a PNG of ~3.7 MB, far over the app's 256 KB body cap
+    Image.frombytes("RGB", (2500, 500), os.urandom(2500 * 500 * 3)).save(shot, "PNG")
+    assert 1024 * 1024 < shot.stat().st_size < 5 * 1024 * 1024
+
+    def upload(data: bytes, name: str, token: str | None) -> Any:
+        headers = {"X-CSRF-Token": token} if token else {}
+        return client.post("/api/images", data={"image": (io.BytesIO(data), name)}, headers=headers,
+                           content_type="multipart/form-data")
+
+    assert upload(shot.read_bytes(), "screen.png", None).status_code == 401  # not logged in
+    token = login(client)
+    assert upload(shot.read_bytes(), "screen.png", None).status_code == 403  # no CSRF token
+    refused = upload(b"%PDF-1.7 not an image", "report.png", token)
+    assert refused.status_code == 400
+    assert refused.get_json()["error"] == "report.png is not an image Hermes can send (PNG, JPEG, GIF or WebP)."
+    too_big = upload(b"\x89PNG\r\n\x1a\n" + b"\0" * (6 * 1024 * 1024), "huge.png", token)
+    assert too_big.status_code == 413
+
+    done = upload(shot.read_bytes(), "screen.png", token)
+    assert done.status_code == 200, done.get_data(as_text=True)
+    assert done.get_json()["attached"] == "screen.png (PNG, 2048×410)"  # fitted to OpenAI's 2048 px
+    events = ndjson(chat(client, token, "What does my screen show?"))
+    assert events[-1]["type"] == "turn_finished"
+    ((role, mime, data),) = llm.requests[-1].images
+    assert (role, mime, dimensions(data)) == ("user", "image/png", ("PNG", (2048, 410)))
+    session = client.get("/api/sessions").get_json()["current"]
+    (first, *_rest) = client.get(f"/api/sessions/{session}").get_json()["messages"]
+    assert first["images"] == ["screen.png (PNG, 2048×410)"]
