@@ -239,3 +239,67 @@ def test_web_upload_attaches_to_the_next_message_behind_login_and_csrf(make_app:
     session = client.get("/api/sessions").get_json()["current"]
     (first, *_rest) = client.get(f"/api/sessions/{session}").get_json()["messages"]
     assert first["images"] == ["screen.png (PNG, 2048×410)"]
+
+
+# -- the context window: images count as a fixed estimate, compaction goes through -------------
+
+
+SUMMARY = ("## Goals and constraints\nLook at pictures.\n## Facts to remember\n- pictures were red\n## Tasks\n"
+           "- [done] describe\n## Files touched\nnone\n## Decisions\nnone\n## Errors met\nnone\n"
+           "## Current state\nDescribing pictures.\n")
+
+
+def test_images_count_as_a_fixed_estimate_and_compaction_goes_through(env: FakeLLMServer, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from hermes_tui.agent.attachments import IMAGE_TOKENS
+    from hermes_tui.agent.context import ContextWindow
+    from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.config import Config
+    from hermes_tui.skills.manager import SkillManager
+
+    env.strict = True  # what the real APIs refuse, refused
+    env.responder = lambda request: Reply(
+        text=SUMMARY if "Conversation to summarize:" in request.messages[-1]["content"] else "Red.")
+    config = Config.load()
+    with MemoryStore(config.db_path) as memory:
+        loop = AgentLoop(config, memory, SkillManager(config.skills_dir))
+        for n in range(3):
+            loop.attach_image(str(picture(tmp_path / f"p{n}.png", color=("red", "green", "blue")[n])))
+            assert list(loop.run_turn(f"Picture {n}: what is it?"))[-1].stopped_reason == "done"
+        plain = [replace(message, images=()) for message in loop.history]
+        assert loop.context.tokens(loop.history, 0) - ContextWindow(loop.llm, config).tokens(plain, 0) == (
+            3 * IMAGE_TOKENS)
+        assert [len(r.images) for r in env.requests] == [1, 2, 3]  # each request sends every image so far
+        events = list(loop.compact())
+        assert events[0].message.startswith("Compacted"), events
+        assert list(loop.run_turn("And the last one?"))[-1].stopped_reason == "done"
+        assert env.violations == []
+        (last,) = env.requests[-1].images  # the older pictures are in the summary; the last turn's stays
+        assert last[2] == (tmp_path / "p2.png").read_bytes()
+
+
+@on_wire("anthropic")
+def test_after_a_refusal_the_images_stay_attached_to_the_message_sent_again(env: FakeLLMServer,
+                                                                            tmp_path: Path) -> None:
+    from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.config import Config
+    from hermes_tui.events import Error, Notice, Unsent
+    from hermes_tui.skills.manager import SkillManager
+
+    env.text_only = True
+    shot = picture(tmp_path / "shot.png")
+    config = Config.load()
+    with MemoryStore(config.db_path) as memory:
+        loop = AgentLoop(config, memory, SkillManager(config.skills_dir))
+        ref = loop.attach_image(str(shot))
+        events = list(loop.run_turn("What is this?"))
+        (error,) = [e for e in events if isinstance(e, Error)]
+        assert TEXT_ONLY_REFUSAL["anthropic"] in error.message and "\n" not in error.message
+        assert [e.text for e in events if isinstance(e, Unsent)] == ["What is this?"]
+        assert f"The image {ref.describe()} is still attached" in str([e for e in events if isinstance(e, Notice)])
+        assert loop.attached == [ref]
+        env.text_only = False  # another model, say
+        assert list(loop.run_turn("What is this?"))[-1].stopped_reason == "done"
+        assert env.requests[-1].images == [("user", "image/png", shot.read_bytes())]
+        assert loop.attached == []
