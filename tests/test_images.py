@@ -187,6 +187,8 @@ def test_tui_attaches_by_command_and_by_pasted_path_and_resume_sends_again(serve
         await wait_for(pilot, lambda: said(app)[-1].startswith("Attached the pasted path"))
         assert app.chat.prompt.text == ""  # the path attached, not typed
         await send_and_wait(app, pilot, "What are these?")
+        assert said(app)[-2:] == [f"with the image {shot} (PNG, 40×30)",
+                                  f"with the image file://{dropped} (GIF, 16×16)"]
         assert server.requests[-1].images == [("user", "image/png", shot.read_bytes()),
                                               ("user", "image/gif", dropped.read_bytes())]
         await send(app, pilot, "/image")
@@ -196,6 +198,7 @@ def test_tui_attaches_by_command_and_by_pasted_path_and_resume_sends_again(serve
         await wait_for(pilot, lambda: app.session.session_id != session)
         await send(app, pilot, f"/resume {session}")
         await wait_for(pilot, lambda: app.session.session_id == session)
+        assert f"with the image {shot} (PNG, 40×30)" in said(app)  # the resumed view names them
         await send_and_wait(app, pilot, "And now?")
         assert [mime for _, mime, _ in server.requests[-1].images] == ["image/png", "image/gif"]
 

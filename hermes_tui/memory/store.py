@@ -363,8 +363,8 @@ class MemoryStore:
     # -- forgetting
 
     def delete_session(self, session_id: int) -> int:
-        """Forget a whole session: its messages, its rows in any table that refers to it, and
-        every trace in the index and the WAL (see ``_scrub``). Returns how many messages went;
+        """Forget a whole session: its messages, its rows in any table that refers to it, the
+        images only it attached, and every trace in the index and the WAL (see ``_scrub``). Returns how many messages went;
         raises ``KeyError`` for an unknown session."""
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:

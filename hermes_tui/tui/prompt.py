@@ -69,14 +69,14 @@ class PromptArea(TextArea):
         await super()._on_key(event)
 
     async def _on_paste(self, event: events.Paste) -> None:
+        """An image file's path attaches the image; any other paste is left to TextArea's own
+        handler (Textual runs it after this one unless the default is prevented)."""
         from hermes_tui.agent.attachments import pasted_path
 
         if not self.read_only and (path := pasted_path(event.text)) is not None:
             event.stop()
             event.prevent_default()
             self.post_message(self.ImagePasted(path))
-            return
-        await super()._on_paste(event)
 
     async def on_text_area_changed(self) -> None:
         if self.suggestions is None:
