@@ -306,3 +306,37 @@ def test_after_a_refusal_the_images_stay_attached_to_the_message_sent_again(env:
         assert list(loop.run_turn("What is this?"))[-1].stopped_reason == "done"
         assert env.requests[-1].images == [("user", "image/png", shot.read_bytes())]
         assert loop.attached == []
+
+
+# -- the checks themselves ---------------------------------------------------------------------
+
+
+def test_a_pasted_text_is_an_image_path_only_when_it_is_exactly_one(tmp_path: Path) -> None:
+    from hermes_tui.agent.attachments import pasted_path
+
+    shot = picture(tmp_path / "my shot.png")
+    (tmp_path / "fake.png").write_text("text")
+    for pasted in (f"'{shot}'", f'"{shot}"', str(shot).replace(" ", "\\ "), f"file://{str(shot).replace(' ', '%20')}",
+                   f"  {shot}\n"):
+        assert pasted_path(pasted) is not None, pasted
+        assert Path(pasted_path(pasted) or "").name in ("my shot.png", "my%20shot.png")
+    for pasted in (f"look at {shot}", f"{shot}\n{shot}", str(tmp_path / "fake.png"), str(tmp_path), "", "hello"):
+        assert pasted_path(pasted) is None, pasted
+
+
+def test_each_format_is_fitted_to_the_limits_and_the_bytes_kept_otherwise(tmp_path: Path) -> None:
+    from hermes_tui.agent.attachments import fit
+
+    anthropic = provider("anthropic")
+    small = picture(tmp_path / "small.webp", (300, 200), "WEBP").read_bytes()
+    assert fit(small, "small.webp", anthropic).data == small  # within the limits: byte for byte
+    for kind, sent in (("PNG", "PNG"), ("JPEG", "JPEG"), ("WEBP", "WEBP"), ("GIF", "PNG")):
+        source = io.BytesIO()
+        Image.new("RGB", (1000, 3000), "red").save(source, kind)
+        fitted = fit(source.getvalue(), f"tall.{kind.lower()}", anthropic)
+        assert dimensions(fitted.data) == (sent, (523, 1568)), kind
+        assert fitted.mime == f"image/{sent.lower()}" and (fitted.width, fitted.height) == (523, 1568)
+    noise = io.BytesIO()
+    Image.frombytes("RGB", (1500, 1500), os.urandom(1500 * 1500 * 3)).save(noise, "PNG")  # ~6.7 MB: over the byte limit
+    fitted = fit(noise.getvalue(), "noise.png", anthropic)
+    assert len(fitted.data) <= anthropic.image_bytes and max(fitted.width, fitted.height) < 1500
