@@ -340,3 +340,12 @@ def test_each_format_is_fitted_to_the_limits_and_the_bytes_kept_otherwise(tmp_pa
     Image.frombytes("RGB", (1500, 1500), os.urandom(1500 * 1500 * 3)).save(noise, "PNG")  # ~6.7 MB: over the byte limit
     fitted = fit(noise.getvalue(), "noise.png", anthropic)
     assert len(fitted.data) <= anthropic.image_bytes and max(fitted.width, fitted.height) < 1500
+
+
+def test_an_image_with_too_many_pixels_is_refused_in_one_line(tmp_path: Path) -> None:
+    from hermes_tui.agent.attachments import AttachmentError, fit
+
+    huge = io.BytesIO()
+    Image.new("1", (10_000, 6_000)).save(huge, "PNG")  # 60 million pixels in a few kilobytes
+    with pytest.raises(AttachmentError, match=r"^blank\.png is 10000×6000 pixels: an image may have at most 50 million\.$"):
+        fit(huge.getvalue(), "blank.png", provider("openai"))

@@ -1,11 +1,12 @@
 """Images the user attaches to a message: checked, fitted to the provider, kept, and sent.
 
-Every surface attaches through ``AgentLoop.attach_image`` (``hermes-tui -p --image``, the TUI's
-``/image`` and a pasted path, the web's upload), which calls ``attach`` here:
+Every surface attaches through ``attach`` here: ``hermes-tui -p --image`` directly (before a session
+is opened, so a refused file leaves nothing behind), the TUI's ``/image`` and pasted paths and the
+web's upload through ``AgentLoop.attach_image``:
 
 * the file is taken by its content, never its name: Pillow must read it as PNG, JPEG, GIF or
-  WebP, and it may be at most ``MAX_FILE_BYTES``; anything else is refused with one line before
-  anything is sent;
+  WebP, it may be at most ``MAX_FILE_BYTES`` and ``MAX_PIXELS``; anything else is refused with one
+  line before anything is sent;
 * it is fitted to the provider's limits (``Provider.image_side`` pixels on the longer side,
   ``Provider.image_bytes``): scaled down with Pillow when it is larger, else kept byte for byte;
 * the bytes go to ``memory.attachments`` (content-addressed, private) and the message keeps an
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import io
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,8 @@ from hermes_tui.providers import Provider
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 """The largest file (or upload) that may be attached."""
+MAX_PIXELS = 50_000_000
+"""The largest image (width × height) decoded: a small file can hold a huge, mostly empty image."""
 FORMATS: Mapping[str, str] = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
 """Pillow's name of each format taken, and its MIME type."""
 IMAGE_TOKENS = 1_600
@@ -48,6 +52,8 @@ class AttachmentError(ValueError):
 
 @dataclass(frozen=True)
 class Fitted:
+    """An image as it is kept and sent."""
+
     data: bytes
     mime: str
     width: int
@@ -95,16 +101,23 @@ def fit(data: bytes, given: str, provider: Provider) -> Fitted:
     """``data`` as sent to ``provider``: as it is when within its limits, else scaled down."""
     from PIL import Image, UnidentifiedImageError
 
+    # Pillow warns (on stderr) about images over 89 million pixels and refuses them over 179 million;
+    # Hermes refuses them over MAX_PIXELS itself, in one line, so the warning says nothing more.
+    warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
     try:
         with Image.open(io.BytesIO(data)) as image:
             kind, (width, height) = image.format, image.size
             image.verify()  # a truncated or damaged file is refused here, not by the provider
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
         if isinstance(exc, Image.DecompressionBombError):
-            raise AttachmentError(f"{given} is too large an image to open ({exc}).") from None
+            raise AttachmentError(f"{given} has too many pixels to open: an image may have at most "
+                                  f"{MAX_PIXELS // 1_000_000} million.") from None
         raise AttachmentError(f"{given} is not an image Hermes can send (PNG, JPEG, GIF or WebP).") from None
     if kind is None or kind not in FORMATS:
         raise AttachmentError(f"{given} is a {kind} image: only PNG, JPEG, GIF and WebP can be sent.")
+    if width * height > MAX_PIXELS:
+        raise AttachmentError(f"{given} is {width}×{height} pixels: an image may have at most "
+                              f"{MAX_PIXELS // 1_000_000} million.")
     if max(width, height) <= provider.image_side and len(data) <= provider.image_bytes:
         return Fitted(data, FORMATS[kind], width, height)
     return _scaled(data, kind, provider)
