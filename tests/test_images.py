@@ -201,6 +201,17 @@ def test_tui_attaches_by_command_and_by_pasted_path_and_resume_sends_again(serve
         assert f"with the image {shot} (PNG, 40×30)" in said(app)  # the resumed view names them
         await send_and_wait(app, pilot, "And now?")
         assert [mime for _, mime, _ in server.requests[-1].images] == ["image/png", "image/gif"]
+        await send(app, pilot, f"/image {shot}")
+        await wait_for(pilot, lambda: said(app)[-1].startswith("Attached"))
+        await send_and_wait(app, pilot, "A third look")
+        await send_and_wait(app, pilot, "/retry")  # the retried message's image goes with it again
+        assert [mime for _, mime, _ in server.requests[-1].images] == ["image/png", "image/gif", "image/png"]
+        users = [m["content"].split("\n")[0] for m in server.requests[-1].messages if m["role"] == "user"]
+        assert users == ["What are these?", "And now?", "A third look"]
+        await send_and_wait(app, pilot, "/undo")
+        assert app.chat.prompt.text == "A third look"
+        await send(app, pilot, "/image")  # back in the prompt, with its image attached again
+        assert said(app)[-1] == f"Attached to your next message: {shot} (PNG, 40×30) (/image clear drops them)."
 
     run(scenario)
 

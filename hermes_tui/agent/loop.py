@@ -141,9 +141,9 @@ class AgentLoop:
         return self.config
 
     def attach_image(self, given: str, data: bytes | None = None, base: Path | None = None) -> ImageRef:
-        """Attach an image to the next message (every surface: ``--image``, ``/image``, a pasted
-        path, the web's upload): checked, fitted and kept by ``agent.attachments``; raises
-        ``AttachmentError`` (one line) for a file that is no image Hermes can send."""
+        """Attach an image to the next message (``/image``, a pasted path, the web's upload): checked,
+        fitted and kept by ``agent.attachments``; raises ``AttachmentError`` (one line) for a file
+        that is no image Hermes can send. ``attached`` is what waits for the next message."""
         ref = attachments.attach(self.config.home, given, self.config.provider_info, data=data, base=base)
         self.attached.append(ref)
         return ref
