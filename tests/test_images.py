@@ -248,11 +248,17 @@ def test_web_upload_attaches_to_the_next_message_behind_login_and_csrf(make_app:
     assert done.get_json()["attached"] == "screen.png (PNG, 2048×410)"  # fitted to OpenAI's 2048 px
     events = ndjson(chat(client, token, "What does my screen show?"))
     assert events[-1]["type"] == "turn_finished"
-    ((role, mime, data),) = llm.requests[-1].images
+    ((role, mime, data),) = llm.requests[0].images
     assert (role, mime, dimensions(data)) == ("user", "image/png", ("PNG", (2048, 410)))
     session = client.get("/api/sessions").get_json()["current"]
     (first, *_rest) = client.get(f"/api/sessions/{session}").get_json()["messages"]
     assert first["images"] == ["screen.png (PNG, 2048×410)"]
+    headers = {"X-CSRF-Token": token}
+    assert client.post("/api/sessions", headers=headers).status_code == 201
+    assert client.post(f"/api/sessions/{session}/resume", headers=headers).status_code == 200
+    ndjson(chat(client, token, "And the colours?"))  # the web's Resume sends the image again
+    (again,) = [r for r in llm.requests if r.messages[-1]["content"].startswith("And the colours?")]
+    assert [dimensions(data) for _, _, data in again.images] == [("PNG", (2048, 410))]
 
 
 # -- the context window: images count as a fixed estimate, compaction goes through -------------
