@@ -54,6 +54,8 @@ def tui_parser() -> argparse.ArgumentParser:
     parser.add_argument("--yes", action="store_true", help="with -p: allow run_bash, write_file and MCP tools without asking")
     parser.add_argument("--plan", action="store_true",
                         help="with -p: plan mode, read-only tools only; the answer is a plan, nothing is changed")
+    parser.add_argument("--image", action="append", metavar="PATH",
+                        help="with -p: attach an image (PNG, JPEG, GIF or WebP) to the prompt; repeatable")
     parser.add_argument("--version", action="version", version=f"hermes-tui {__version__}")
     return parser
 
@@ -115,7 +117,7 @@ def _needs_headless(args: argparse.Namespace) -> str | None:
     terminal, so on a pipe it refuses at once instead of spinning unseen.
     """
     if flags := [flag for flag, on in (("--json", args.json), ("--yes", args.yes),
-                                                          ("--plan", args.plan)) if on]:
+                                                          ("--plan", args.plan), ("--image", args.image)) if on]:
         return f"{' and '.join(flags)} only work with -p; add -p \"TEXT\" to run one headless turn."
     if not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
         return "the full-screen app needs a terminal; use -p \"TEXT\" (or -p - to read stdin) to run one turn."

@@ -94,6 +94,22 @@ def parse_calls(calls: Any) -> tuple[ToolCall, ...]:
 
 
 @dataclass(frozen=True)
+class ImageRef:
+    """An image attached to a user message: the path as the user gave it, and the bytes Hermes keeps
+    under ``HERMES_HOME/attachments/`` (named by their ``sha256``; ``agent.attachments``)."""
+
+    path: str
+    sha256: str
+    mime: str
+    width: int
+    height: int
+
+    def describe(self) -> str:
+        """One short line for the surfaces: "shot.png (PNG, 800×600)"."""
+        return f"{self.path} ({self.mime.removeprefix('image/').upper()}, {self.width}×{self.height})"
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     """One stored message of a session, its calls parsed and its status read from the column."""
 
@@ -106,10 +122,15 @@ class ChatMessage:
     name: str | None = None
     created: float = 0.0
     status: Status = Status.OK
+    images: tuple[ImageRef, ...] = ()
 
     def to_llm(self) -> dict[str, Any]:
-        """The OpenAI chat-format dict; optional keys only when set (providers reject nulls)."""
+        """The OpenAI chat-format dict; optional keys only when set (providers reject nulls).
+        Images go as references under ``_images`` (a bookkeeping key ``llm.sendable`` never sends):
+        ``agent.attachments.inline`` turns them into content parts right before a request."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.images:
+            out["_images"] = list(self.images)
         if self.calls:
             out["tool_calls"] = [call.to_llm() for call in self.calls]
         if self.tool_call_id is not None:

@@ -78,6 +78,12 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     from hermes_tui.logs import setup_logging
 
     setup_logging(config)
+    from hermes_tui.agent.attachments import AttachmentError, attach
+
+    try:  # refused before anything is stored or sent
+        images = [attach(config.home, given, config.provider_info) for given in args.image or ()]
+    except AttachmentError as exc:
+        return fail(str(exc))
     host = _warm_host(config)  # the turn's model calls, in the warm helper when it runs
     from hermes_tui.agent.approvals import DENY, ApprovalPolicy, PendingCall
     from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
@@ -120,6 +126,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         memory.close()
         return fail(str(exc))
     agent.plan = args.plan
+    agent.attached.extend(images)
     agent.tools.jobs.listener = lambda line: _job_ended(events, line)
     try:
         if mcp is not None:

@@ -33,6 +33,8 @@ class Provider:
     note: str = ""  # one line for the setup screen
     placeholder_key: str | None = None  # sent when no key is set but the client insists on one
     window_probe: str | None = None  # how to ask the server for its window (hermes_tui.windows): openai, ollama
+    image_side: int = 2048  # pixels: an image's longer side is scaled down to this before it is sent
+    image_bytes: int = 5 * 1024 * 1024 * 3 // 4  # an image over this is scaled down (5 MB once in base64)
 
     def caches(self, model: str) -> bool:
         """Whether requests for ``model`` should carry cache_control marks.
@@ -47,11 +49,12 @@ class Provider:
 PROVIDER_TABLE: dict[str, Provider] = {p.name: p for p in (
     Provider("anthropic", "anthropic", "claude-sonnet-5", key_env_var="ANTHROPIC_API_KEY",
              public_base="https://api.anthropic.com", context_window=200_000, cache_control=True,
-             note="Claude models"),
+             note="Claude models", image_side=1568),
     Provider("openai", "openai", "gpt-5.5", key_env_var="OPENAI_API_KEY", public_base="https://api.openai.com/v1",
              context_window=128_000, note="GPT models"),
     Provider("openrouter", "openrouter", "anthropic/claude-sonnet-5", key_env_var="OPENROUTER_API_KEY",
-             public_base="https://openrouter.ai/api/v1", context_window=200_000, note="many models behind one key"),
+             public_base="https://openrouter.ai/api/v1", context_window=200_000, note="many models behind one key",
+             image_side=1568),
     Provider("ollama", "ollama_chat", "llama3.2", needs_key=False, default_base="http://localhost:11434",
              context_window=LOCAL_CONTEXT_WINDOW, note="local models, no key", window_probe="ollama"),
     Provider("openai-compatible", "openai", "local-model", key_env_var="OPENAI_API_KEY", needs_key=False,

@@ -835,3 +835,25 @@ def test_at_phone_width_the_memory_search_is_in_the_first_viewport(page: tuple[P
     page.fill("#memory-q", "papaya")
     page.press("#memory-q", "Enter")
     expect(page.locator("#memory-results .hit").first).to_be_in_viewport()
+
+
+def test_the_image_button_uploads_an_image_for_the_next_message(page: tuple[Page, Watch], server: Server,
+                                                                tmp_path: Path) -> None:
+    from PIL import Image
+
+    page, watch = page
+    shot = tmp_path / "screen.png"
+    Image.new("RGB", (64, 48), "purple").save(shot, "PNG")
+    (tmp_path / "notes.png").write_text("not a picture\n")
+    log_in(page, server)
+    page.set_input_files("#attach-image", str(tmp_path / "notes.png"))
+    expect(page.locator("#messages .error").last).to_have_text(
+        "Not attached: notes.png is not an image Hermes can send (PNG, JPEG, GIF or WebP).")
+    watch.errors.clear()  # Chromium logs the refusal's 400 as a console error
+    page.set_input_files("#attach-image", str(shot))
+    expect(page.locator("#messages .note").last).to_have_text(
+        "Attached screen.png (PNG, 64×48): it goes with your next message.")
+    send(page, "what is on my purple screen?")
+    expect(page.locator(".msg.assistant .rendered").last).to_have_text("ok")
+    (turn,) = [r for r in server.llm.requests if "purple screen" in str(r.messages[-1]["content"])]
+    assert turn.images == [("user", "image/png", shot.read_bytes())]

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_tui.agent.attachments import IMAGE_TOKENS
 from hermes_tui.agent.history import repair
 from hermes_tui.agent.prompts import (
     COMPACTED_VIEW_HEADER,
@@ -252,7 +253,7 @@ class ContextWindow:
         cached = self._counts.get(key)
         if cached is not None and cached[0] is message:
             return cached[1]
-        value = self.llm.count_tokens([_wire(message, trim)])
+        value = self.llm.count_tokens([_counted(message, trim)]) + IMAGE_TOKENS * len(message.images)
         self._counts[key] = (message, value)
         return value
 
@@ -264,9 +265,9 @@ class ContextWindow:
             cached = self._counts.get((id(message), trim))
             if cached is None or cached[0] is not message:
                 missing[(id(message), trim)] = (message, trim)
-        counts = self.llm.count_many([[_wire(message, trim)] for message, trim in missing.values()])
+        counts = self.llm.count_many([[_counted(message, trim)] for message, trim in missing.values()])
         for key, (message, _trim), value in zip(missing, missing.values(), counts, strict=True):
-            self._counts[key] = (message, value)
+            self._counts[key] = (message, value + IMAGE_TOKENS * len(message.images))
 
     def _suffix_tokens(self, history: list[ChatMessage], trim_before: int) -> list[int]:
         """``suffix[i]``: tokens of ``history[i:]`` as sent with tool results below ``trim_before`` trimmed."""
@@ -334,6 +335,13 @@ def _wire(message: ChatMessage, trim: bool) -> dict[str, Any]:
     sent = message.to_llm()
     if trim:
         sent["content"] = trimmed(message.content or "")
+    return sent
+
+
+def _counted(message: ChatMessage, trim: bool) -> dict[str, Any]:
+    """What the tokenizer is given of ``message``: its text (its images are ``IMAGE_TOKENS`` each)."""
+    sent = _wire(message, trim)
+    sent.pop("_images", None)
     return sent
 
 

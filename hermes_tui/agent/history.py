@@ -97,6 +97,8 @@ def _append_text(out: list[dict[str, Any]], message: dict[str, Any]) -> None:
     if (previous is not None and previous["role"] == message["role"]
             and not previous.get("tool_calls") and previous["role"] in ("user", "assistant")):
         out[-1] = {**previous, "content": f"{_text(previous)}\n\n{_text(message)}"}
+        if images := [*(previous.get("_images") or ()), *(message.get("_images") or ())]:
+            out[-1]["_images"] = images  # a merged message keeps both messages' images
         return
     out.append(dict(message))
 

@@ -13,9 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from hermes_tui.agent import fixed_prompt
+from hermes_tui.agent import attachments, fixed_prompt
 from hermes_tui.agent.checkpoints import TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
 from hermes_tui.agent.hooks import Hooks, Verdict, framed
@@ -35,7 +36,7 @@ from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.toolkit import CANCELLED, FAMILIES, Tool, ToolResult
 from hermes_tui.agent.tools import Approver, ToolRegistry
 from hermes_tui.config import Config
-from hermes_tui.conversation import ChatMessage, Status, ToolCall
+from hermes_tui.conversation import ChatMessage, ImageRef, Status, ToolCall
 from hermes_tui.events import (
     ApprovalNeeded,
     Error,
@@ -129,6 +130,7 @@ class AgentLoop:
                                                self.tools.specs(), skills)
         self.system_prompt = self.fixed_prompt.system
         self._memory_frozen = False  # the facts join the prompt at the first turn, then stay as they are
+        self.attached: list[ImageRef] = []  # images that go with the next message (``attach_image``)
 
     # -- control ------------------------------------------------------------------------------
 
@@ -152,6 +154,14 @@ class AgentLoop:
         self.llm = self.llm.with_config(self.config)
         self.context.reset_model(self.llm, self.config)
         return self.config
+
+    def attach_image(self, given: str, data: bytes | None = None, base: Path | None = None) -> ImageRef:
+        """Attach an image to the next message (``/image``, a pasted path, the web's upload): checked,
+        fitted and kept by ``agent.attachments``; raises ``AttachmentError`` (one line) for a file
+        that is no image Hermes can send. ``attached`` is what waits for the next message."""
+        ref = attachments.attach(self.config.home, given, self.config.provider_info, data=data, base=base)
+        self.attached.append(ref)
+        return ref
 
     def compact(self, focus: str | None = None) -> Iterator[Event]:
         """Compact what is sent now (``/compact [focus]``), between turns."""
@@ -182,10 +192,12 @@ class AgentLoop:
         self._freeze_memory(text)
         if is_correction(text) and (previous := self._last_user_id()) is not None:
             self.skills.correct_turn(previous)  # "no, that's wrong": the turn before did not work
-        message_id = self.memory.add_message(self.session_id, "user", text)
+        images, self.attached = tuple(self.attached), []
+        message_id = self.memory.add_message(self.session_id, "user", text, images=images)
         self.tools.message_id = message_id
         note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS)) + (PLAN_NOTE if self.plan else "")
-        self.history.append(ChatMessage(message_id, self.session_id, "user", text + note + hook_context))
+        self.history.append(ChatMessage(message_id, self.session_id, "user", text + note + hook_context,
+                                        images=images))
         self.checkpoints.start_turn(self.session_id, message_id, text)
 
         texts: list[str] = []
@@ -203,7 +215,7 @@ class AgentLoop:
                         self.context.learn(exc, self._sent_tokens)
                         yield from self._compact()
                     continue
-                yield Error(self.context.explain(exc, self._sent_tokens), exc.retryable)
+                yield Error(self._explain(exc), exc.retryable)
                 reason = "error"
                 break
             retried_too_long = False
@@ -234,6 +246,9 @@ class AgentLoop:
         if reason == "error" and self.history[-1].id == message_id:  # nothing answered
             self.history.pop()  # never sent again, nor folded into a compaction summary
             yield Unsent(text)
+            if images:  # they go with the message when it is sent again
+                self.attached = [*images, *self.attached]
+                yield Notice(f"{_images_line(images)} still attached to your next message.")
         if not receipts and claims_to_remember("".join(texts)):
             yield Notice("The answer says it will remember something, but nothing was saved (no memory call "
                          "succeeded). /remember TEXT saves a fact yourself.")
@@ -249,6 +264,15 @@ class AgentLoop:
             learned = self._propose(failures_note(calls))  # cancel() abandons it
             if learned is not None:
                 yield learned
+
+    def _explain(self, exc: LLMError) -> str:
+        """The error's line; a refusal of a request that carried images says so (a text-only model
+        refuses any image, and the provider's words do not always name the cause)."""
+        message = self.context.explain(exc, self._sent_tokens)
+        if exc.status == 400 and any(m.images for m in self.history[self.context.start:]):
+            message = (f"{message.rstrip('.')}. This conversation sends images: if this model cannot read "
+                       "them, switch with /model (or start a new session without them).")
+        return message
 
     def learn_now(self) -> Iterator[Event]:
         """Force the curator on the last turn (``/learn``), whatever its tool count."""
@@ -312,7 +336,9 @@ class AgentLoop:
                 yield from self._compact()
                 tokens = self.context.tokens(self.history, self._fixed_tokens(specs))
             self._sent_tokens = tokens
-            messages = [{"role": "system", "content": self.system_prompt}, *self.context.view(self.history)]
+            view = self.context.view(self.history)
+        messages = [{"role": "system", "content": self.system_prompt},
+                    *attachments.inline(view, self.config.home, self.config.provider_info)]
         partial: list[str] = []
         result: StreamResult | None = None
         saved = _PartialAnswer(self.memory, self.session_id)
@@ -504,6 +530,11 @@ class AgentLoop:
                                                 tool_call_id=tool_call_id, name=name, status=status)
         self.history.append(ChatMessage(stored_as, self.session_id, role, content, calls, tool_call_id, name,
                                         status=status))
+
+
+def _images_line(images: Sequence[ImageRef]) -> str:
+    return ("The image " if len(images) == 1 else "The images ") + ", ".join(i.describe() for i in images) + (
+        " is" if len(images) == 1 else " are")
 
 
 TURN_STATUS = {"cancelled": Status.CANCELLED, "error": Status.FAILED}

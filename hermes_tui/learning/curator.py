@@ -109,6 +109,8 @@ def render_transcript(messages: Sequence[ChatMessage], *, tool_chars: int = TOOL
             continue
         if content:
             parts.append(f"[{message.role}] {content}")
+        for image in message.images:  # the bytes are not shown: a summary says one was there
+            parts.append(f"[{message.role} attached the image {image.path}]")
         for call in message.calls:
             parts.append(f"[{message.role} calls {call.name}] {call.raw or '{}'}")
     text = "\n".join(parts)

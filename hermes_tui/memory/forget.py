@@ -67,7 +67,8 @@ class Forgotten:
 def forget_session(memory: MemoryStore, session_id: int, prompt_history: Path | None = None) -> Forgotten:
     """Forget a session for good, the same from every surface (the TUI's /forget and Sessions
     pane, the web's DELETE): its messages and every row that refers to it (index entries,
-    compactions, usage, pending summary, export records; ``MemoryStore.delete_session``), the WAL's
+    compactions, usage, pending summary, export records; ``MemoryStore.delete_session``), the files of
+    its attached images no other session refers to (``memory.attachments``), the WAL's
     old pages, the files exported or copied from it that still hold what Hermes wrote, and its
     prompts in the ``prompt_history`` file (HERMES_HOME/``prompts.HISTORY_FILE``), and its prompts in
     the checkpoints of every workspace (``agent.checkpoints.forget_session``; HERMES_HOME is the

@@ -581,6 +581,23 @@ def _v15_ids_never_reused(db: Database) -> None:
         db.execute(f"INSERT INTO sqlite_sequence (name, seq) SELECT ?, coalesce(max(id), 0) FROM {table}", [table])
 
 
+def _v16_attachments(db: Database) -> None:
+    """The images attached to a message, in order: the path as the user gave it and the sha256
+    naming the bytes kept under HERMES_HOME/attachments/ (``memory.attachments``). Rows go with
+    their message; the file goes when no row names it any more."""
+    db.execute("""CREATE TABLE message_images (
+        message_id INTEGER NOT NULL REFERENCES messages(id),
+        position INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        mime TEXT NOT NULL,
+        width INTEGER NOT NULL,
+        height INTEGER NOT NULL,
+        PRIMARY KEY (message_id, position)
+    )""")
+    db.execute("CREATE INDEX message_images_sha256 ON message_images (sha256)")
+
+
 SCHEMA = Migrations("memory", [
     _v1_core,
     _v2_clean_cjk_index,
@@ -597,6 +614,7 @@ SCHEMA = Migrations("memory", [
     _v13_frozen_session_prompts,
     _v14_session_state,
     _v15_ids_never_reused,
+    _v16_attachments,
 ])
 """The memory's schema steps, by name (``db.Migrations``); ``PRAGMA user_version`` still counts
 them, as files made before the names were recorded did.

@@ -17,14 +17,14 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hermes_tui.conversation import ChatMessage, Status, parse_calls
+from hermes_tui.conversation import ChatMessage, ImageRef, Status, parse_calls
 from hermes_tui.db import connect, enable_wal, immediate, prepare
-from hermes_tui.memory import forget, records
+from hermes_tui.memory import attachments, forget, records
 from hermes_tui.memory import search as ranking
 from hermes_tui.memory.errors import StoreError, check_header, describe
 from hermes_tui.memory.maintenance import Maintenance
@@ -232,9 +232,11 @@ class MemoryStore:
         tool_call_id: str | None = None,
         name: str | None = None,
         status: Status = Status.OK,
+        images: Sequence[ImageRef] = (),
     ) -> int:
         """Append a message; ``tool_calls`` in the OpenAI form, as the column keeps them (other
-        SQLite clients and the index read that form); they are read back typed (``ChatMessage``)."""
+        SQLite clients and the index read that form); they are read back typed (``ChatMessage``).
+        ``images``: references to bytes already kept (``memory.attachments.keep``)."""
         row = records.message_row(
             session_id,
             {
@@ -249,7 +251,12 @@ class MemoryStore:
         )
         with self._write() as conn:
             _touch_session(conn, session_id, row[records.CREATED])
-            return _new_id(conn.execute(records.INSERT_MESSAGE_SQL, row))
+            message_id = _new_id(conn.execute(records.INSERT_MESSAGE_SQL, row))
+            conn.executemany(
+                "INSERT INTO message_images (message_id, position, path, sha256, mime, width, height)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(message_id, n, i.path, i.sha256, i.mime, i.width, i.height) for n, i in enumerate(images)])
+            return message_id
 
     def bulk_add_messages(self, session_id: int, rows: Iterable[Mapping[str, Any]]) -> int:
         """Append many messages in one transaction (imports, benchmarks); returns how many.
@@ -332,6 +339,11 @@ class MemoryStore:
                 " FROM messages WHERE session_id = ? ORDER BY id",
                 (session_id,),
             ).fetchall()
+            images: dict[int, list[ImageRef]] = {}
+            for message_id, *ref in conn.execute(
+                    "SELECT message_id, path, sha256, mime, width, height FROM message_images WHERE message_id IN"
+                    " (SELECT id FROM messages WHERE session_id = ?) ORDER BY message_id, position", (session_id,)):
+                images.setdefault(message_id, []).append(ImageRef(*ref))
         return [
             ChatMessage(
                 id=r[0],
@@ -343,6 +355,7 @@ class MemoryStore:
                 name=r[6],
                 created=r[7],
                 status=records.status_of(r[8]),
+                images=tuple(images.get(r[0], ())),
             )
             for r in rows
         ]
@@ -350,8 +363,8 @@ class MemoryStore:
     # -- forgetting
 
     def delete_session(self, session_id: int) -> int:
-        """Forget a whole session: its messages, its rows in any table that refers to it, and
-        every trace in the index and the WAL (see ``_scrub``). Returns how many messages went;
+        """Forget a whole session: its messages, its rows in any table that refers to it, the
+        images only it attached, and every trace in the index and the WAL (see ``_scrub``). Returns how many messages went;
         raises ``KeyError`` for an unknown session."""
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
@@ -359,8 +372,10 @@ class MemoryStore:
             (count,) = conn.execute(
                 "SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)
             ).fetchone()
+            shas = attachments.shas_of(conn, "session_id = ?", (session_id,))
             forget.delete_with_dependents(conn, "sessions", "id = ?", (session_id,))
             forget.optimize_index(conn)
+        self._remove_attachments(shas)
         self._scrub()
         return int(count)
 
@@ -370,10 +385,19 @@ class MemoryStore:
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone() is None:
                 return False
+            shas = attachments.shas_of(conn, "id = ?", (message_id,))
             forget.delete_with_dependents(conn, "messages", "id = ?", (message_id,))
             forget.optimize_index(conn)
+        self._remove_attachments(shas)
         self._scrub()
         return True
+
+    def _remove_attachments(self, shas: set[str]) -> None:
+        """After the rows went: the kept images that no other message refers to (HERMES_HOME is
+        the folder of the memory file)."""
+        if shas:
+            with self._read() as conn:
+                attachments.remove_unused(conn, self.path.parent, shas)
 
     def _scrub(self) -> None:
         """Copy the WAL into the file and empty it, so old page versions holding forgotten text

@@ -231,6 +231,9 @@ class HermesApp(App[int]):
             return
         await self.send(commands.as_message(text))
 
+    async def on_prompt_area_image_pasted(self, event: PromptArea.ImagePasted) -> None:
+        await self.command_runner.attach_image(event.path, pasted=True)
+
     async def send(self, text: str) -> None:
         """Start a turn; while one runs the message is queued; without a key it goes back to the prompt."""
         if self.chat.busy:

@@ -15,6 +15,8 @@ from hermes_tui.tui.format import duration, elapsed, plural, short_args, spinner
 if TYPE_CHECKING:
     from textual.timer import Timer
 
+    from hermes_tui.conversation import ImageRef
+
 RESULT_CHARS = 8_000  # what a result view shows; the model got the full (capped) text anyway
 RESULT_LINES = 200
 
@@ -24,6 +26,13 @@ class UserMessage(Static):
 
     def __init__(self, text: str) -> None:
         super().__init__(text, markup=False, classes="user-message")
+
+
+def image_line(ref: ImageRef) -> NoticeLine:
+    """The line under a user message naming an image that went with it."""
+    from hermes_tui.textsafe import printable
+
+    return NoticeLine(f"with the image {printable(ref.describe())}", "notice")
 
 
 NOTICE_ICONS = {"notice": "ℹ", "error": "✗", "learned": "✦", "cancelled": "■", "receipt": "✓"}

@@ -160,10 +160,10 @@ class ChatPane(Widget):
         self._turn_loop = loop
         collector.turn_started()
         self.conversation.anchor()
-        from hermes_tui.tui.blocks import UserMessage
+        from hermes_tui.tui.blocks import UserMessage, image_line
 
         await self.conversation.end_answer()
-        await self.conversation.mount(UserMessage(text))
+        await self.conversation.mount(UserMessage(text), *(image_line(ref) for ref in loop.attached))
         self._set_activity("thinking…")
         self.refresh_bindings()
         self._run_turn(loop, text)

@@ -185,6 +185,38 @@ class CommandRunner:
             return
         await self.app.chat.add_notice(saved.receipt + " — from the next session on, it is in the prompt.", "receipt")
 
+    async def _image(self, argument: str) -> None:
+        await self.attach_image(argument.strip())
+
+    async def attach_image(self, given: str, pasted: bool = False) -> None:
+        """``/image PATH`` or a pasted path: the image goes with the next message (``AgentLoop.attach_image``);
+        ``/image`` lists what is attached, ``/image clear`` drops it."""
+        from hermes_tui.agent.attachments import AttachmentError
+
+        app = self.app
+        if given in ("", "clear"):
+            loop = app.session.loop
+            attached = list(loop.attached) if loop is not None else []
+            if given == "clear" and loop is not None:
+                loop.attached.clear()
+            if not attached:
+                await app.chat.add_notice("No image is attached. /image PATH attaches one to your next message "
+                                          "(PNG, JPEG, GIF or WebP); so does pasting or dropping its path.")
+                return
+            names = ", ".join(ref.describe() for ref in attached)
+            verb = "Dropped" if given == "clear" else "Attached to your next message:"
+            await app.chat.add_notice(f"{verb} {names}" + ("" if given == "clear" else " (/image clear drops them)."))
+            return
+        loop = await in_thread(app, app.session.ensure_loop)  # the session the message will go to
+        try:
+            ref = await in_thread(app, loop.attach_image, given)
+        except AttachmentError as exc:
+            await app.chat.add_notice(f"Not attached: {exc}", "error")
+            return
+        how = "the pasted path " if pasted else ""
+        await app.chat.add_notice(f"Attached {how}{ref.describe()}: it goes with your next message "
+                                  "(/image clear drops it).", "receipt")
+
     async def _context(self, argument: str) -> None:
         from hermes_tui.agent import instructions
         from hermes_tui.agent.runtime import Surface, context_report
@@ -341,6 +373,7 @@ HANDLERS: dict[str, Callable[[CommandRunner, str], Awaitable[None]]] = {
     "undo": CommandRunner._undo,
     "rewind": CommandRunner._rewind,
     "cost": CommandRunner._cost,
+    "image": CommandRunner._image,
     "remember": CommandRunner._remember,
     "context": CommandRunner._context,
     "copy": CommandRunner._copy,

@@ -13,6 +13,8 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("skills", "[filter]", "open the Skills pane, optionally filtered"),
     SlashCommand("memory", "<query>", "search every past message in the Memory pane"),
     SlashCommand("remember", "[project:] <fact>", "keep a fact about you (or, with project:, this workspace) for future sessions"),
+    SlashCommand("image", "[path | clear]", "attach an image (PNG, JPEG, GIF, WebP) to your next message; "
+                 "list or drop what is attached (a pasted image path attaches too)"),
     SlashCommand("learn", "", "distil the last turn into a skill now"),
     SlashCommand("plan", "", "plan mode on/off: read-only tools only, the answer is a plan; then carry it out, keep planning or discard"),
     SlashCommand("compact", "[focus]", "summarise older turns to free the context window (optional focus)"),

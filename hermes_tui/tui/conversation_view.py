@@ -233,7 +233,7 @@ class Conversation(VerticalScroll):
         """Render a stored conversation (``/resume``): text, and tool calls with their results;
         each message's status marks calls that did not succeed ✗ and turns that ended early."""
         from hermes_tui.tui.answer import AnswerText
-        from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage
+        from hermes_tui.tui.blocks import NoticeLine, ToolCallView, UserMessage, image_line
 
         # Stored text is as hostile as live text: it passes the same sanitizer.
         results = {m.tool_call_id: (printable(m.content or ""), m.status is Status.OK)
@@ -249,6 +249,7 @@ class Conversation(VerticalScroll):
                 if turn_end is not None:
                     widgets.append(turn_end)
                 widgets.append(UserMessage(printable(message.content or "")))
+                widgets.extend(image_line(ref) for ref in message.images)
                 mark = TURN_END_NOTICES.get(message.status)
                 turn_end = NoticeLine(*mark) if mark else None
                 continue

@@ -2,7 +2,8 @@
 
 Newline keys: ctrl+j works in every terminal and in tmux (it is a plain LF byte); alt+enter and
 shift+enter work where the terminal reports them (kitty keyboard protocol). A line ending in a
-backslash also turns Enter into a newline. A paste only ever inserts text.
+backslash also turns Enter into a newline. A paste only ever inserts text, but one that is exactly
+the path of an image file (a file dropped on the terminal) attaches that image (``ImagePasted``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ class PromptArea(TextArea):
         def control(self) -> PromptArea:
             return self.prompt
 
+    class ImagePasted(Message):
+        """A paste that is exactly an image file's path (``agent.attachments.pasted_path``)."""
+
+        def __init__(self, path: str) -> None:
+            super().__init__()
+            self.path = path
+
     def __init__(self, history: PromptHistory, **kwargs: object) -> None:
         super().__init__(soft_wrap=True, tab_behavior="focus", show_line_numbers=False, **kwargs)  # type: ignore[arg-type]  # Textual's own keyword arguments, passed on
         self.prompt_history = history
@@ -59,6 +67,16 @@ class PromptArea(TextArea):
                 self.action_newline()
             return
         await super()._on_key(event)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        """An image file's path attaches the image; any other paste is left to TextArea's own
+        handler (Textual runs it after this one unless the default is prevented)."""
+        from hermes_tui.agent.attachments import pasted_path
+
+        if not self.read_only and (path := pasted_path(event.text)) is not None:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.ImagePasted(path))
 
     async def on_text_area_changed(self) -> None:
         if self.suggestions is None:

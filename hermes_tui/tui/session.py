@@ -109,7 +109,8 @@ class ChatSession:
     def retract_last_turn(self) -> tuple[str, list[int]] | None:
         """Take the last user message and everything after it out of what is sent next (the
         memory keeps them, marked undone, so no later resume sends them); return that message's
-        text as typed and the ids of the messages taken out, or None when there is no turn."""
+        text as typed and the ids of the messages taken out, or None when there is no turn. Its
+        images are attached again: they go with the message when it is sent again."""
         loop = self.loop
         if loop is None:
             return None
@@ -118,6 +119,7 @@ class ChatSession:
             return None
         taken = loop.history[starts[-1]:]
         del loop.history[starts[-1]:]
+        loop.attached[:0] = taken[0].images
         ids = [m.id for m in taken]
         try:
             self.stores.memory.mark_undone(ids)

@@ -14,6 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, abort, jsonify, request
 from werkzeug.exceptions import ServiceUnavailable
 
+from hermes_tui.agent.attachments import MAX_FILE_BYTES, AttachmentError
 from hermes_tui.agent.checkpoints import CheckpointStore
 from hermes_tui.agent.tools import summary_argument
 from hermes_tui.conversation import ChatMessage
@@ -49,7 +50,10 @@ def _session(info: SessionInfo) -> dict[str, Any]:
 def _message(message: ChatMessage) -> dict[str, Any] | None:
     """A stored message for the page; ``id`` lets a memory hit open the transcript at it."""
     if message.role == "user":
-        return {"id": message.id, "role": "user", "text": message.content or ""}
+        shown: dict[str, Any] = {"id": message.id, "role": "user", "text": message.content or ""}
+        if message.images:  # what was attached, named (the page shows the names, not the bytes)
+            shown["images"] = [ref.describe() for ref in message.images]
+        return shown
     if message.role == "assistant":
         calls = [{"id": c.id, "name": c.name, "arguments": c.raw,
                   "summary": summary_argument(c.name, c.arguments)} for c in message.calls]
@@ -169,6 +173,44 @@ def chat() -> Response:
                         mimetype="application/x-ndjson")
     response.headers["X-Accel-Buffering"] = "no"  # proxies must pass lines through as they come
     return response
+
+
+UPLOAD_FIELD = "image"
+MAX_UPLOAD_BYTES = MAX_FILE_BYTES + 64 * 1024  # the image, its multipart framing and the CSRF field
+BODY_LIMITS = {"api.attach_image": MAX_UPLOAD_BYTES}
+"""Endpoints that take a larger body than the app's ``MAX_CONTENT_LENGTH``, by endpoint name."""
+
+
+def body_limit() -> None:
+    """``before_request``, ahead of anything that reads the body (the CSRF check reads a form):
+    an upload may be as large as an image may be, every other request stays small."""
+    if (limit := BODY_LIMITS.get(request.endpoint or "")) is not None:
+        request.max_content_length = limit
+
+
+@bp.post("/images")
+def attach_image() -> Response:
+    """Attach an uploaded image (multipart field ``image``) to this browser's next message, as
+    ``/image`` does (``AgentLoop.attach_image``: sniffed, at most 5 MB, fitted, kept)."""
+    upload = request.files.get(UPLOAD_FIELD)
+    if upload is None:
+        abort(400, f"send the image as the multipart field {UPLOAD_FIELD!r}")
+    data = upload.stream.read(MAX_FILE_BYTES + 1)
+    name = (upload.filename or "upload")[:200]
+    try:
+        turn = web().state.start_turn(session_key())  # this browser's conversation, not while a turn runs
+    except Busy:
+        abort(409, "a turn is running in this session; attach the image when it has finished")
+    except Saturated:
+        raise ServiceUnavailable("too many chat streams are open; try again shortly", retry_after=5) from None
+    try:
+        ref = turn.loop.attach_image(name, data=data)
+        attached = [r.describe() for r in turn.loop.attached]
+    except AttachmentError as exc:
+        abort(400, str(exc))
+    finally:
+        turn.release()
+    return jsonify(attached=ref.describe(), mime=ref.mime, width=ref.width, height=ref.height, waiting=attached)
 
 
 @bp.post("/chat/compact")

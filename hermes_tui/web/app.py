@@ -120,6 +120,7 @@ def create_app(
     # Order matters: a foreign Host is refused before anything else; then the login gate answers
     # unauthenticated requests (401/redirect).
     app.before_request(security.check_host)
+    app.before_request(api.body_limit)  # before the CSRF check reads an upload's form
     app.before_request(auth.require_login)
     app.before_request(security.check_request)
     app.after_request(security.add_headers)

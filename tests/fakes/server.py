@@ -20,6 +20,7 @@ Run by hand: ``python -m tests.fakes.server --script tests/fakes/example_script.
 from __future__ import annotations
 
 import argparse
+import base64
 import itertools
 import json
 import socket
@@ -161,6 +162,27 @@ class RecordedRequest:
                     marks.append((message.get("role", ""), _text_of(block.get("content", [block]))
                                   if block is message else block.get("text", "")))
         return marks
+
+    @property
+    def images(self) -> list[tuple[str, str, bytes]]:
+        """Every image the request carries, in order, as (role, MIME type, bytes): OpenAI ``image_url``
+        parts with a base64 data URL, Anthropic ``image`` blocks with a base64 source."""
+        found: list[tuple[str, str, bytes]] = []
+        for message in self.body.get("messages", []):
+            content = message.get("content")
+            for part in content if isinstance(content, list) else []:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "image_url":
+                    url = str((part.get("image_url") or {}).get("url", ""))
+                    head, _, data = url.partition(",")
+                    found.append((message.get("role", ""), head.removeprefix("data:").removesuffix(";base64"),
+                                  base64.b64decode(data)))
+                elif part.get("type") == "image":
+                    source = part.get("source") or {}
+                    found.append((message.get("role", ""), source.get("media_type", ""),
+                                  base64.b64decode(source.get("data", ""))))
+        return found
 
     @property
     def tools(self) -> list[str]:
@@ -395,6 +417,14 @@ def context_length_body(wire: Wire, tokens: int, maximum: int) -> dict[str, Any]
     return {"error": {"message": f"This model's maximum context length is {maximum} tokens. However, your messages "
                                  f"resulted in {tokens} tokens. Please reduce the length of the messages.",
                       "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+
+
+TEXT_ONLY_REFUSAL: dict[Wire, str] = {
+    # OpenAI's answer to image_url parts sent to a model without vision; Anthropic's wording for a
+    # model that takes no image input (as OpenAI-compatible and Anthropic-compatible servers say it).
+    "openai": "Invalid content type. image_url is only supported by certain models.",
+    "anthropic": "messages.0.content.1.type: this model does not support image input",
+}
 
 
 def strict_violation(request: RecordedRequest) -> str | None:
@@ -706,6 +736,8 @@ class FakeLLMServer:
         self.wire_under_test: Wire | None = None  # set by the fake_llm_env fixture
         self.strict = False
         """Refuse (400, like the real API) a conversation the wire format's ordering rules reject."""
+        self.text_only = False
+        """Refuse a request that carries an image (400) with the words a text-only model's API uses."""
         self.max_request_bytes: int | None = None
         """Refuse larger request bodies with the wire format's real "context length exceeded" error."""
         self.strict_local = False
@@ -809,8 +841,11 @@ class FakeLLMServer:
         return queued if queued is not None else self.responder(request)
 
     def _refusal(self, request: RecordedRequest, size: int) -> dict[str, Any] | None:
-        """The error body refusing ``request`` (too long, or breaking the rules in strict mode), or None."""
-        if self.max_request_bytes is not None and size > self.max_request_bytes:
+        """The error body refusing ``request`` (too long, an image to a text-only model, or breaking the
+        rules in strict mode), or None."""
+        if self.text_only and request.images:
+            body = error_body(400, request.wire, TEXT_ONLY_REFUSAL[request.wire])
+        elif self.max_request_bytes is not None and size > self.max_request_bytes:
             body = context_length_body(request.wire, size // BYTES_PER_TOKEN, self.max_request_bytes // BYTES_PER_TOKEN)
         else:
             problem = strict_violation(request) if self.strict else None

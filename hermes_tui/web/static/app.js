@@ -228,6 +228,7 @@
         turn += 1;
         const msg = el("div", "msg user", m.text);
         msg.dataset.messageId = m.id;
+        (m.images || []).forEach((name) => msg.append(el("div", "meta", `image: ${name}`)));
         view.append(msg);
       } else if (m.role === "assistant") {
         const msg = el("div", "msg assistant");
@@ -691,6 +692,34 @@
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       $("chat-form").requestSubmit();
+    }
+  });
+
+  // An image for the next message: uploaded at once (POST /api/images), checked and kept by the server.
+  $("attach-image").addEventListener("change", async (event) => {
+    const input = event.target;
+    const file = input.files && input.files[0];
+    input.value = "";
+    if (!file) return;
+    const view = new TurnView($("messages"));
+    const form = new FormData();
+    form.append("image", file, file.name);
+    try {
+      const response = await fetch("/api/images", {
+        method: "POST", body: form, credentials: "same-origin", headers: { "X-CSRF-Token": csrf },
+      });
+      if (response.status === 401) {
+        window.location.assign("/login");
+        return;
+      }
+      const data = await response.json().catch(() => ({}));
+      if (!response.ok) {
+        view.note(`Not attached: ${data.error || `Error ${response.status}`}`, "error");
+        return;
+      }
+      view.note(`Attached ${data.attached}: it goes with your next message.`);
+    } catch (e) {
+      view.note(`Connection lost: ${e.message}`, "error");
     }
   });
 
