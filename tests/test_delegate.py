@@ -11,8 +11,10 @@ import pytest
 from hermes_tui.agent.approvals import ONCE, ApprovalPolicy, PendingCall
 from hermes_tui.agent.delegate import ANSWER_CAP, capped, default_names
 from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.config import Config
 from hermes_tui.conversation import Status
 from hermes_tui.events import ApprovalNeeded, Event, Subagent, ToolCallFinished, TurnFinished, Usage
+from hermes_tui.memory.forget import forget_session
 from tests.engine_harness import make_loop, stores  # noqa: F401 - fixture
 from tests.fakes.server import FakeLLMServer, Fault, RecordedRequest, Reply, ToolCall
 from tests.helpers import wait_until
@@ -91,6 +93,9 @@ def test_two_delegate_calls_run_at_once_and_their_answers_come_back(
         stored = loop.memory.get_messages(session_id)
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
         assert stored[0].content in (TASK_A, TASK_B)  # the task as given; the sub-agent's note is only sent
+    # Searchable as any session; forgetting the parent forgets them; -c continues the parent.
+    assert {h.session_id for h in loop.memory.recall("alpha")} & set(subs)
+    assert loop.memory.last_session(str(workspace)).id == loop.session_id
     # The parent's events name each sub-agent by the call and its session.
     seen = {(e.call_id, e.session_id) for e in events if isinstance(e, Subagent)}
     assert {s for _, s in seen} == set(subs)
@@ -102,6 +107,30 @@ def test_two_delegate_calls_run_at_once_and_their_answers_come_back(
     # Their tokens count in the parent's turn: one usage each (12 + 7 tokens per fake call, two calls).
     spent = [e for e in events if isinstance(e, Usage) and e.context_tokens is None]
     assert [(u.prompt_tokens, u.completion_tokens) for u in spent] == [(24, 14), (24, 14)]
+
+    gone = forget_session(loop.memory, loop.session_id)
+    assert gone.messages == 5 + 4 + 4  # the parent's (task, calls, two results, answer) and each sub-agent's
+    assert all(loop.memory.get_session(s) is None for s in subs)
+
+
+def test_hermes_delegates_from_the_home_env_limits_how_many_run_at_once(
+        stores, fake_llm_env: FakeLLMServer, hermes_home: Path) -> None:
+    (hermes_home / ".env").write_text("HERMES_DELEGATES=1\n")
+    order: list[str] = []
+
+    def respond(request: RecordedRequest) -> Reply:
+        task = sub_task(request)
+        if task is None:
+            return parent_replies(request)
+        order.append(task)
+        return Reply(tool_calls=[ToolCall("list_dir", {})]) if not results(request) else Reply(text="done")
+
+    fake_llm_env.responder = respond
+    config = Config.load()
+    assert config.delegates == 1
+    loop = AgentLoop(config, stores[1], stores[2])
+    list(loop.run_turn("go"))
+    assert order in ([TASK_A, TASK_A, TASK_B, TASK_B], [TASK_B, TASK_B, TASK_A, TASK_A])  # one after the other
 
 
 def test_cancel_stops_every_sub_agent(stores, fake_llm_env: FakeLLMServer) -> None:

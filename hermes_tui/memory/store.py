@@ -213,9 +213,15 @@ class MemoryStore:
             ).fetchall()
         return [records.session_info(row) for row in rows]
 
+    def subagent_sessions(self, parent_id: int) -> list[int]:
+        """The sessions of the sub-agents ``parent_id`` delegated to, oldest first."""
+        with self._read() as conn:
+            rows = conn.execute("SELECT id FROM sessions WHERE parent_id = ? ORDER BY id", (parent_id,)).fetchall()
+        return [row[0] for row in rows]
+
     def last_session(self, workspace: str) -> SessionInfo | None:
         """The session of this workspace with the latest activity that holds a message (an empty
-        one has nothing to continue), or None."""
+        one has nothing to continue; a sub-agent's is not the user's), or None."""
         with self._read() as conn:
             rows = conn.execute(
                 records.SESSIONS_SQL + " WHERE s.workspace = ? AND s.parent_id IS NULL AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
