@@ -3,11 +3,16 @@ back as tool results, their sessions are stored under the parent's, and a cancel
 
 from __future__ import annotations
 
+import json
+import shutil
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from hermes_tui import warm
 from hermes_tui.agent.approvals import ONCE, ApprovalPolicy, PendingCall
 from hermes_tui.agent.delegate import ANSWER_CAP, capped, default_names
 from hermes_tui.agent.loop import AgentLoop
@@ -17,7 +22,7 @@ from hermes_tui.events import ApprovalNeeded, Event, Subagent, ToolCallFinished,
 from hermes_tui.memory.forget import forget_session
 from tests.engine_harness import make_loop, stores  # noqa: F401 - fixture
 from tests.fakes.server import FakeLLMServer, Fault, RecordedRequest, Reply, ToolCall
-from tests.helpers import wait_until
+from tests.helpers import run_cli, wait_until
 
 TASK_A = "Read a.txt and report its first word."
 TASK_B = "Read b.txt and report its first word."
@@ -131,6 +136,52 @@ def test_hermes_delegates_from_the_home_env_limits_how_many_run_at_once(
     loop = AgentLoop(config, stores[1], stores[2])
     list(loop.run_turn("go"))
     assert order in ([TASK_A, TASK_A, TASK_B, TASK_B], [TASK_B, TASK_B, TASK_A, TASK_A])  # one after the other
+
+
+@pytest.fixture
+def warm_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The warm helper on, as shipped, in a runtime folder of this test (short: a socket path)."""
+    runtime = Path(tempfile.mkdtemp(prefix="hd-", dir="/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("HERMES_HELPER", "on")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    yield
+    warm.stop()
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_headless_json_emits_each_sub_agents_events_with_its_id(
+        fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path, warm_helper: None) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    (workspace / "b.txt").write_text("beta\n")
+    both = threading.Barrier(2, timeout=120)  # through the warm helper too, both requests at once
+
+    def respond(request: RecordedRequest) -> Reply | Fault:
+        task = sub_task(request)
+        if task is None:
+            return parent_replies(request)
+        if not results(request):
+            try:
+                both.wait()
+            except threading.BrokenBarrierError:
+                return Fault(500)
+            return Reply(tool_calls=[ToolCall("read_file", {"path": "a.txt" if task == TASK_A else "b.txt"})])
+        return Reply(text=f"first word: {results(request)[-1].split()[-1]}")
+
+    fake_llm_env.responder = respond
+    result = run_cli("-p", "Find the first words.", "--json", "--yes", timeout=600)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    subs = [line for line in lines if line["type"] == "subagent"]
+    calls = {line["id"] for line in lines if line["type"] == "tool_call_started" and line["name"] == "delegate"}
+    assert len(calls) == 2 and {line["call_id"] for line in subs} == calls
+    assert len({line["session_id"] for line in subs}) == 2
+    inner = {(line["call_id"], line["event"]["type"]) for line in subs}
+    assert {(c, t) for c in calls for t in ("turn_started", "tool_call_started", "turn_finished")} <= inner
+    finished = [line for line in lines if line["type"] == "tool_call_finished" and line["name"] == "delegate"]
+    assert sorted(line["result"] for line in finished) == ["first word: alpha", "first word: beta"]
+    assert lines[-1]["type"] == "turn_finished" and "alpha" in lines[-1]["text"]
+    assert warm.status() is not None  # the helper made the model calls, the sub-agents' included
 
 
 def test_cancel_stops_every_sub_agent(stores, fake_llm_env: FakeLLMServer) -> None:
