@@ -154,7 +154,7 @@ def main() -> None:
               f"{totals[name][2]:10,.0f} {follow_in:13,.0f} {task_in + follow_in:9,.0f} {med(arm.seconds):7.3f}")
     (p_task, p_follow, p_ctx), (d_task, d_follow, d_ctx) = totals["parent"], totals["delegate"]
     print(f"ratios delegate / parent: the task's input tokens {d_task / p_task:.2f}x, "
-          f"the parent's context after it {d_ctx / p_ctx:.2f}x, each follow-up turn {d_follow / p_follow:.2f}x, "
+          f"the parent's context after it {d_ctx / p_ctx:.2f}x, the follow-ups {d_follow / p_follow:.2f}x, "
           f"task + {args.followups} follow-ups {(d_task + d_follow) / (p_task + p_follow):.2f}x")
 
 

@@ -50,13 +50,10 @@ def run_delegate(ctx: ToolContext, task: str, tools: list[str] | None = None) ->
 
 DELEGATE_TOOL = Tool(
     DELEGATE,
-    "Hand a self-contained task to a sub-agent with a fresh context. It sees only `task` (say what to do "
-    "and exactly what to report back), the instruction files and the skills, not this conversation; its "
-    "final answer is this call's result. It reads by default (read_file, list_dir, glob, grep, "
-    "search_memory, the skill tools); name writing tools or run_bash in `tools` only when the task needs "
-    "them (the user is still asked). Several delegate calls in one step run in parallel. Use it for wide "
-    "reading (many files, long outputs) whose details you need only summarised.",
-    schema({"task": STR, "tools": STR_LIST | {"description": "extra tools beyond the read-only ones"}}, ["task"]),
+    "Give a self-contained task to a sub-agent with a fresh context; its final answer is the result. "
+    "It sees only `task` (what to do, what to report), not this conversation, and reads only unless "
+    "`tools` names more. Calls in one step run in parallel: use it for wide reading you need summarised.",
+    schema({"task": STR, "tools": STR_LIST}, ["task"]),
     run_delegate, cancellable=True, summary_arg="task",
 )
 
