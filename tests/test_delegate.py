@@ -15,7 +15,7 @@ import pytest
 from hermes_tui import warm
 from hermes_tui.agent.approvals import ONCE, ApprovalPolicy, PendingCall
 from hermes_tui.agent.delegate import ANSWER_CAP, capped, default_names
-from hermes_tui.agent.loop import AgentLoop
+from hermes_tui.agent.loop import MAX_STEPS, AgentLoop
 from hermes_tui.config import Config
 from hermes_tui.conversation import Status
 from hermes_tui.events import ApprovalNeeded, Event, Subagent, ToolCallFinished, TurnFinished, Usage
@@ -237,6 +237,22 @@ def test_a_sub_agents_failure_is_the_calls_result(stores, fake_llm_env: FakeLLMS
     sub_b = [r for r in fake_llm_env.requests if sub_task(r) == TASK_B]
     assert "delegate" not in sub_b[0].tools
     assert "Unknown tool 'delegate'" in results(sub_b[1])[0]
+
+
+def test_a_sub_agent_at_its_step_cap_is_the_calls_failure(stores, fake_llm_env: FakeLLMServer) -> None:
+    def respond(request: RecordedRequest) -> Reply:
+        if sub_task(request) is not None:  # never answers: lists the folder again and again
+            return Reply(text="Still looking.", tool_calls=[ToolCall("list_dir", {})])
+        return Reply(text="ok") if results(request) else Reply(tool_calls=[ToolCall("delegate", {"task": TASK_A})])
+
+    fake_llm_env.responder = respond
+    loop = make_loop(stores)
+    events = list(loop.run_turn("go"))
+    (call,) = [e for e in events if isinstance(e, ToolCallFinished) and e.name == "delegate"]
+    assert not call.ok and call.result.startswith(f"The sub-agent stopped after {MAX_STEPS} steps")
+    assert call.result.endswith("What it said last:\nStill looking.")  # its last words, not every step's
+    assert [e for e in events if isinstance(e, TurnFinished)][-1].stopped_reason == "done"
+    assert len([r for r in fake_llm_env.requests if sub_task(r)]) == MAX_STEPS
 
 
 def test_named_write_tool_is_approved_by_the_parents_policy_labelled(

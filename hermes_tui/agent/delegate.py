@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from hermes_tui.agent.toolkit import CANCELLED, FAMILIES, STR, STR_LIST, Tool, ToolContext, ToolResult, schema
 from hermes_tui.conversation import Status, ToolCall
-from hermes_tui.events import ApprovalNeeded, Error, Event, Subagent, TurnFinished, Usage
+from hermes_tui.events import ApprovalNeeded, Error, Event, Subagent, TextDelta, TurnFinished, Usage
 
 if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
@@ -196,17 +196,24 @@ class Delegates:
 def _follow(turn: Iterator[Event], sub: AgentLoop, call_id: str, sink: Sink) -> Outcome:
     """Pass the sub-agent's events on and gather its outcome; a failure of its own is its outcome."""
     outcome = Outcome()
+    words: list[str] = []  # the text of the model call streaming now
+    last = ""  # the text of the last model call that wrote any: its answer, not its narration on the way
     try:
         for event in turn:
             if isinstance(event, ApprovalNeeded):
                 sink(replace(event, agent=sub.name))  # plain: each surface answers it as the parent's
                 continue
-            if isinstance(event, Usage) and (event.prompt_tokens or event.completion_tokens):
-                outcome.add(event)
+            if isinstance(event, TextDelta):
+                words.append(event.text)
+            elif isinstance(event, Usage):  # a model call ended
+                text, words = "".join(words), []
+                last = text if text.strip() else last
+                if event.prompt_tokens or event.completion_tokens:
+                    outcome.add(event)
             elif isinstance(event, Error):
                 outcome.error = event.message
             elif isinstance(event, TurnFinished):
-                outcome.answer, outcome.reason = event.text, event.stopped_reason
+                outcome.answer, outcome.reason = last or event.text, event.stopped_reason
             sink(Subagent(call_id, sub.session_id, event))
     except Exception as exc:  # a sub-agent's bug is the call's failure, never the parent's crash
         log.exception("sub-agent %s failed", sub.session_id)
