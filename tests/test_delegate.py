@@ -4,6 +4,7 @@ back as tool results, their sessions are stored under the parent's, and a cancel
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -18,11 +19,11 @@ from hermes_tui.agent.delegate import ANSWER_CAP, capped, default_names
 from hermes_tui.agent.loop import MAX_STEPS, AgentLoop
 from hermes_tui.config import Config
 from hermes_tui.conversation import Status
-from hermes_tui.events import ApprovalNeeded, Event, Subagent, ToolCallFinished, TurnFinished, Usage
+from hermes_tui.events import ApprovalNeeded, Event, FilesChanged, Subagent, ToolCallFinished, TurnFinished, Usage
 from hermes_tui.memory.forget import forget_session
 from tests.engine_harness import make_loop, stores  # noqa: F401 - fixture
 from tests.fakes.server import FakeLLMServer, Fault, RecordedRequest, Reply, ToolCall
-from tests.helpers import run_cli, wait_until
+from tests.helpers import cli, run_cli, wait_until
 
 TASK_A = "Read a.txt and report its first word."
 TASK_B = "Read b.txt and report its first word."
@@ -184,6 +185,24 @@ def test_headless_json_emits_each_sub_agents_events_with_its_id(
     assert warm.status() is not None  # the helper made the model calls, the sub-agents' included
 
 
+def test_headless_prints_a_sub_agents_calls_on_stderr(fake_llm_env: FakeLLMServer, hermes_home: Path,
+                                                      workspace: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+
+    def respond(request: RecordedRequest) -> Reply:
+        if sub_task(request) is None:
+            return Reply(text="Done.") if results(request) else Reply(
+                tool_calls=[ToolCall("delegate", {"task": TASK_A})])
+        return Reply(text="alpha") if results(request) else Reply(
+            tool_calls=[ToolCall("read_file", {"path": "a.txt"})])
+
+    fake_llm_env.responder = respond
+    result = cli("-p", "first word of a.txt?", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Done.\n"
+    assert re.search(r"^  ↳ sub-agent \d+ → read_file \{\"path\": \"a.txt\"\}$", result.stderr, re.M), result.stderr
+
+
 def test_cancel_stops_every_sub_agent(stores, fake_llm_env: FakeLLMServer) -> None:
     release = threading.Event()
     arrived: list[str] = []
@@ -278,6 +297,9 @@ def test_named_write_tool_is_approved_by_the_parents_policy_labelled(
     loop = make_loop(stores, approver=ApprovalPolicy(ask))
     events = list(loop.run_turn("delegate a write"))
     assert (workspace / "out.txt").read_text() == "hello"
+    # The parent's turn took the checkpoint: /undo of it puts back what its sub-agent wrote.
+    (changed,) = [e for e in events if isinstance(e, FilesChanged)]
+    assert changed.files == [{"path": "out.txt", "status": "added"}]
     assert [(c.name, c.agent) for c in asked] == [("write_file", f"sub-agent 1: {task}")]
     question = [e for e in events if isinstance(e, ApprovalNeeded)]
     assert [(q.name, q.agent) for q in question] == [("write_file", f"sub-agent 1: {task}")]
