@@ -9,6 +9,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Collapsible
 
+from hermes_tui.memory.usage import totals
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import SubagentView, ToolCallView
 from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply, ToolCall
@@ -64,6 +65,8 @@ def test_a_sub_agent_shows_as_a_block_under_its_call(server: FakeLLMServer, work
         head = text_of(block.query_one(".subagent-head"))
         assert f"session {block.session_id} · 2 steps · 38 tokens · done" in head
         assert call.ok
+        # /cost and the status line count the sub-agent's tokens in the parent's session.
+        await wait_for(pilot, lambda: totals(app.usage.of(app.session.session_id)).prompt_tokens == 2 * 12 + 2 * 12)
 
     run(scenario)
 
