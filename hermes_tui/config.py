@@ -123,6 +123,13 @@ def _count(name: str, value: str) -> int:
     return int(value)
 
 
+def _positive_count(name: str, value: str) -> int:
+    value = value.strip()
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"{name}={value!r} is not a whole number of at least 1: use e.g. 3.")
+    return int(value)
+
+
 def _hosts(name: str, value: str) -> tuple[str, ...]:
     """Host names separated by commas or spaces; ``.example.com`` also matches its subdomains."""
     hosts = tuple(h.lower() for h in value.replace(",", " ").split())
@@ -211,6 +218,7 @@ APPROVAL = Kind(" | ".join(APPROVAL_MODES), _approval)
 FLAG = Kind("true | false", _flag)
 LEARN = Kind(" | ".join(LEARN_MODES), _learn)
 COUNT = Kind("whole number", _count)
+POSITIVE_COUNT = Kind("whole number (1 or more)", _positive_count)
 HOSTS = Kind("host names", _hosts)
 URL = Kind("URL", _api_base)
 TOKENS = Kind("tokens", _tokens)
@@ -273,9 +281,10 @@ def _key_doc(variable: str) -> str:
     return f"The API key for {' and '.join(users)}; only the one for HERMES_PROVIDER is needed."
 
 
-MODEL, KEYS, PLACES, APPROVALS, SANDBOX, FETCH, SKILLS, MCP, HELPER, WEB = (
+MODEL, KEYS, PLACES, APPROVALS, SANDBOX, FETCH, SKILLS, SUBAGENTS, MCP, HELPER, WEB = (
     "Model", "Keys", "Where things live", "Approvals", "Shell sandbox (Linux, bubblewrap)", "The web_fetch tool",
-    "Skills", "MCP servers", "The warm helper of -p runs", "Web dashboard (hermes-web) only")
+    "Skills", "Sub-agents (the delegate tool)", "MCP servers", "The warm helper of -p runs",
+    "Web dashboard (hermes-web) only")
 
 
 @dataclass(frozen=True)
@@ -327,6 +336,9 @@ class Config:
                          "failure) the curator may save a skill, and at a session's end facts; review: they wait for "
                          "approval (`hermes-tui inbox`; facts also in `hermes-tui facts`) and reach no prompt "
                          "until accepted; off: nothing is learned.", SKILLS, default="auto")
+    delegates: int = setting("HERMES_DELEGATES", POSITIVE_COUNT, "Sub-agents that run at once when the model "
+                             "delegates several tasks in one step; the others wait for a free place.", SUBAGENTS,
+                             default=3)
     mcp_wait: float = setting("HERMES_MCP_WAIT", SECONDS, "Seconds a -p turn (and `hermes-tui mcp list`) waits for "
                               "the MCP servers to be ready; a server still starting is named and left out.", MCP,
                               default=10.0)

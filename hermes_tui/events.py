@@ -67,6 +67,7 @@ class ApprovalNeeded(Event):
     name: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
     target: str = ""
+    agent: str = ""  # a sub-agent's call: who asks ("sub-agent 2: <its task>"); "" for the agent itself
 
 
 @dataclass(frozen=True)
@@ -140,3 +141,18 @@ class Unsent(Event):
 
     type: ClassVar[str] = "unsent"
     text: str = ""
+
+
+@dataclass(frozen=True)
+class Subagent(Event):
+    """An event of a sub-agent (``delegate``) running for the parent's call ``call_id``, in the
+    sub-agent's session ``session_id``. ``event`` is its own event, as the sub-agent yielded it."""
+
+    type: ClassVar[str] = "subagent"
+    call_id: str = ""
+    session_id: int = 0
+    event: Event = field(default_factory=Event)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "call_id": self.call_id, "session_id": self.session_id,
+                "event": self.event.to_dict()}

@@ -21,6 +21,7 @@ from hermes_tui.events import (
     Notice,
     Receipt,
     SkillLearned,
+    Subagent,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -308,6 +309,10 @@ class _Output:
             self._write_text(event.text)
         elif isinstance(event, ToolCallStarted):
             self._err(f"→ {event.name} {json.dumps(event.arguments, ensure_ascii=False)[:160]}")
+        elif isinstance(event, Subagent) and isinstance(event.event, ToolCallStarted):
+            inner = event.event
+            self._err(f"  ↳ sub-agent {event.session_id} → {inner.name} "
+                      f"{json.dumps(inner.arguments, ensure_ascii=False)[:140]}")
         elif isinstance(event, ToolCallFinished):
             first = event.result.strip().splitlines()[0][:160] if event.result.strip() else ""
             mark = "✓" if event.ok else "✗"

@@ -399,3 +399,21 @@ def test_hooks_list_says_what_cannot_be_used_in_one_line_each(hermes_home: Path,
     assert "  ignored: Notification: not an event Hermes runs" in lines
     assert "  ignored: Stop: hooks of type 'prompt' (Hermes runs command hooks)" in lines
     assert any(line.startswith("  problem: not valid JSON") for line in lines)
+
+
+def test_a_pre_tool_use_hook_on_task_blocks_a_delegate_call(env: FakeLLMServer, hermes_home: Path,
+                                                          tmp_path: Path) -> None:
+    """``delegate`` is Claude Code's ``Task``: a hook that refuses sub-agents stops one before it
+    starts (no request of a sub-agent reaches the server) and reads the task as ``prompt``."""
+    seen = tmp_path / "seen.json"
+    guard = script(tmp_path / "hooks", "no-agents.sh", f"cat > {seen}\necho 'no sub-agents today' >&2\nexit 2\n")
+    settings(hermes_home / "settings.json", {"PreToolUse": [command_hook(str(guard), "Task")]})
+    env.queue(Reply(tool_calls=[ToolCall("delegate", {"task": "read every file and report"})]), Reply(text="Fine."))
+
+    result = cli("-p", "look around", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert len(env.requests) == 2
+    assert tool_results(env, 1) == ["Blocked by the user's PreToolUse hook: no sub-agents today"]
+    payload = json.loads(seen.read_text())
+    assert payload["tool_name"] == "Task" and payload["tool_input"]["prompt"] == "read every file and report"

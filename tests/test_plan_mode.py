@@ -19,7 +19,8 @@ from tests.mcp_harness import declare, stdio_entry
 from tests.web_harness import llm, login, make_app, ndjson, web_env  # noqa: F401 - fixtures among them
 
 WRITERS = {"run_bash", "write_file", "edit_file", "memory", "create_skill"}
-READERS = {"read_file", "list_dir", "grep", "glob", "search_memory", "list_skills", "use_skill", "read_skill_file"}
+READERS = {"read_file", "list_dir", "grep", "glob", "search_memory", "list_skills", "use_skill", "read_skill_file",
+           "delegate"}  # delegate: its sub-agents get read-only tools only in plan mode (test_delegate.py)
 
 
 def test_read_only_is_decided_by_the_tool_record() -> None:

@@ -286,6 +286,26 @@ def test_sessions_list_preview_open_and_resume(stores: Stores) -> None:
     run(app, scenario)
 
 
+def test_a_sub_agents_session_is_listed_under_its_parent(stores: Stores) -> None:
+    deploy = stores.sessions["deploy"]
+    child = stores.memory.new_session(source="subagent", parent_id=deploy)
+    stores.memory.add_message(child, "user", "Read requirements.txt and list the packages.")
+    app = PaneApp(SessionsPane, stores)  # the child's activity is the newest: it would head the list
+
+    async def scenario(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        table = app.pane.query_one(DataTable)
+        rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [row[0].strip() for row in rows] == [str(stores.sessions[k]) for k in ("long", "csv", "deploy")] + [
+            str(child)]
+        assert rows[3][3] == "↳ sub-agent: Read requirements.txt and list the packages."
+        move_to(table, str(child))
+        await settle(pilot)
+        assert f"sub-agent of session {deploy}" in str(app.pane.query_one("#sessions-preview-body", Static).content)
+
+    run(app, scenario)
+
+
 # --------------------------------------------------------------------------- transcript
 
 

@@ -230,3 +230,38 @@ def test_a_write_through_a_symlinked_folder_is_asked_by_its_real_target(
     asked = next(e for e in events if e["type"] == "approval_needed")
     assert asked["target"] == ".github/workflows/ci.yml" and asked["arguments"]["path"] == "docs/ci.yml"
     assert (workspace / ".github" / "workflows" / "ci.yml").read_text() == "on: push\n"
+
+
+def test_a_sub_agents_write_is_asked_in_the_page_naming_it(shell_app: Any, llm: FakeLLMServer,
+                                                          workspace: Path) -> None:
+    """delegate on the web: the sub-agent's call shows as a call of the turn (a ``subagent`` line
+    with its summary), its question is a plain ``approval_needed`` naming it, and the answer runs it."""
+    task = "Write hello to out.txt."
+
+    def respond(request: Any) -> Reply:
+        first = next(str(m["content"]) for m in request.messages if m["role"] == "user")
+        done = any(m["role"] == "tool" for m in request.messages)
+        if first.startswith(task):
+            return Reply(text="written") if done else Reply(
+                tool_calls=[ToolCall("write_file", {"path": "out.txt", "content": "hello"})])
+        return Reply(text="ok") if done else Reply(
+            tool_calls=[ToolCall("delegate", {"task": task, "tools": ["write_file"]})])
+
+    llm.responder = respond
+    client = shell_app.test_client()
+    token = login(client)
+    stream = lines_of(chat(client, token, "delegate the write", buffered=False))
+    before: list[dict[str, Any]] = []
+    while not before or before[-1]["type"] != "approval_needed":
+        before.append(next(stream))
+    asked = before[-1]
+    assert asked["name"] == "write_file" and asked["agent"] == f"sub-agent 1: {task}"
+    started = [e["event"] for e in before if e["type"] == "subagent" and e["event"]["type"] == "tool_call_started"]
+    assert [(e["id"], e["summary"]) for e in started] == [(asked["id"], "out.txt")]
+    assert not (workspace / "out.txt").exists()
+    assert approve(client, token, asked["id"], "once").status_code == 200
+    rest = list(stream)
+    assert (workspace / "out.txt").read_text() == "hello"
+    delegated = next(e for e in rest if e["type"] == "tool_call_finished")
+    assert delegated["name"] == "delegate" and delegated["result"] == "written"
+    assert rest[-1]["type"] == "turn_finished"

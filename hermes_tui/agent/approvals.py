@@ -11,11 +11,12 @@ no policy at all, so every call runs).
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ class PendingCall:
     id: str
     name: str
     arguments: dict[str, Any]
+    agent: str = ""  # the sub-agent whose call it is ("sub-agent 2: <task>"); "" for the agent itself
 
 
 Ask = Callable[[PendingCall], str]
@@ -73,6 +75,10 @@ class ApprovalPolicy:
         self.allowed: set[str] = set()  # tools allowed for the session
         self.allowed_calls: set[tuple[str, str]] = set()  # (tool, key) allowed for the session
         self._lock = threading.Lock()
+        # One question at a time: sub-agents run in parallel, and a surface shows one dialog.
+        self._asking = threading.Lock()
+        self.agent = ""  # set on a sub-agent's view (``for_agent``): its calls are asked as its own
+        self._cancelled: threading.Event | None = None
 
     @classmethod
     def for_workspace(cls, ask: Ask, home: Path | None, workspace: Path, *, denial: str = DENIED,
@@ -112,15 +118,27 @@ class ApprovalPolicy:
             offered.append(PROGRAM)
         return (*offered, DENY)
 
+    def for_agent(self, label: str, cancel: threading.Event) -> ApprovalPolicy:
+        """This policy as a sub-agent uses it: the same rules, answers and surface, each question
+        labelled ``label``; none is asked once ``cancel`` is set (the turn is being stopped)."""
+        view = copy.copy(self)  # shares the rule sets and the locks: an answer holds for both
+        view.agent, view._cancelled = label, cancel
+        return view
+
     def decide(self, call: PendingCall, force: bool = False) -> bool | str:
         """True to run the call; else the result the model is given (denied, or cancelled).
         ``force``: ask even when a rule would allow it (a PreToolUse hook answered "ask")."""
         if not force and self.settled(call.name, call.arguments):
             return True
-        answer = self.ask(call)
-        if answer not in self.answers(call.name, call.arguments) and answer != CANCEL:
-            answer = DENY
-        self.remember(call, answer)
+        with self._asking:
+            if self._cancelled is not None and self._cancelled.is_set():
+                return CANCELLED
+            if not force and self.settled(call.name, call.arguments):  # answered meanwhile for another sub-agent
+                return True
+            answer = self.ask(replace(call, agent=self.agent) if self.agent else call)
+            if answer not in self.answers(call.name, call.arguments) and answer != CANCEL:
+                answer = DENY
+            self.remember(call, answer)
         log.info("approval for %s: %s", call.name, answer)
         if answer == CANCEL:
             return CANCELLED

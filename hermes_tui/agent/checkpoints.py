@@ -493,6 +493,23 @@ class TurnCheckpoints:
         return self.store
 
 
+class NoCheckpoints:
+    """A sub-agent's hook: it takes no snapshots; the parent's turn does, around the ``delegate``
+    calls that may change files (one shadow store, one writer)."""
+
+    def start_turn(self, session_id: int, message_id: int | None, prompt: str) -> None:
+        """Nothing to open."""
+
+    def before_change(self) -> str | None:
+        return None
+
+    def after_change(self) -> None:
+        """Nothing to record."""
+
+    def end_turn(self) -> FilesChanged | Notice | None:
+        return None
+
+
 def headline(checkpoint: Checkpoint) -> str:
     """One line per checkpoint: number, time, session, how many files, what was asked."""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(checkpoint.created))

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tui.agent import attachments, fixed_prompt
-from hermes_tui.agent.checkpoints import TurnCheckpoints
+from hermes_tui.agent.checkpoints import NoCheckpoints, TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
+from hermes_tui.agent.delegate import DELEGATE, Batch, Delegates
 from hermes_tui.agent.hooks import Hooks, Verdict, framed
 from hermes_tui.agent.hooks.events import (
     POST_TOOL_USE,
@@ -34,7 +35,7 @@ from hermes_tui.agent.hooks.inputs import tool_fields, tool_response, write_tran
 from hermes_tui.agent.prompts import PLAN_NOTE, relevant_skills_note
 from hermes_tui.agent.sandbox import Sandbox
 from hermes_tui.agent.toolkit import CANCELLED, FAMILIES, Tool, ToolResult
-from hermes_tui.agent.tools import Approver, ToolRegistry
+from hermes_tui.agent.tools import TOOLS, Approver, ToolRegistry
 from hermes_tui.config import Config
 from hermes_tui.conversation import ChatMessage, ImageRef, Status, ToolCall
 from hermes_tui.events import (
@@ -83,21 +84,34 @@ class AgentLoop:
         approver: Approver | None = None,
         llm: LLMClient | None = None,
         extra_tools: Callable[[int], Sequence[Tool]] | None = None,
+        tools: Sequence[Tool] = TOOLS,
+        parent_id: int | None = None,
+        brief: str = "",
+        checkpoints: bool = True,
+        name: str = "",
     ) -> None:
         """``extra_tools(window)``: more tools, asked before each model call with the context
-        window in tokens (the MCP servers' tools, which may come and go)."""
+        window in tokens (the MCP servers' tools, which may come and go). A sub-agent
+        (``delegate.py``) gets its ``tools``, its ``parent_id`` (its session's parent), a ``brief``
+        sent with each user message (never stored), no ``checkpoints`` of its own (its parent's
+        turn takes them) and a ``name`` for the user."""
         self.config = config
         self.memory = memory
         self.skills = skills
         self.llm = llm or LLMClient(config)
+        self.name = name
+        self.brief = brief
         self.tools = ToolRegistry(
             config.workspace, memory, skills, families=families,
             approver=None if config.approval == "always" else approver,
             home=config.home, secrets=Secrets.from_config(config), sandbox=Sandbox.from_config(config),
-            fetch_private=config.fetch_allow_private,
+            fetch_private=config.fetch_allow_private, tools=tools,
             extra_tools=(lambda: extra_tools(self.context.limit())) if extra_tools is not None else None,
         )
-        self.checkpoints = TurnCheckpoints(config.home, config.workspace)
+        self.delegates = Delegates(self) if DELEGATE in self.tools.names else None
+        self.tools.delegates = self.delegates
+        self.checkpoints: TurnCheckpoints | NoCheckpoints = (
+            TurnCheckpoints(config.home, config.workspace) if checkpoints else NoCheckpoints())
         # The user's hooks and the project's approved ones, as they are when the session starts.
         self.hooks = Hooks.load(config.home, self.tools.workspace, self.tools.secrets)
         self._hooks_started = False  # SessionStart ran (at the first turn); SessionEnd then runs at the end
@@ -110,7 +124,8 @@ class AgentLoop:
         self._context_lock = threading.Lock()  # the compaction state changes under it
         self.context_fill: tuple[int, int] | None = None  # (tokens, window) of the last request, for status bars
         if session_id is None:
-            self.session_id = memory.new_session(source=source, workspace=str(config.workspace))
+            self.session_id = memory.new_session(source=source, workspace=str(config.workspace),
+                                                 parent_id=parent_id)
             # The conversation as stored, typed; what is sent of it is ``context.view`` (repaired there).
             self.history: list[ChatMessage] = []
         else:
@@ -135,8 +150,11 @@ class AgentLoop:
     # -- control ------------------------------------------------------------------------------
 
     def cancel(self) -> None:
-        """Stop the running turn: closes the stream and kills a running run_bash group."""
+        """Stop the running turn: closes the stream, kills a running run_bash group, and cancels
+        every running sub-agent."""
         self._cancel.set()
+        if self.delegates is not None:
+            self.delegates.cancel()
 
     @property
     def plan(self) -> bool:
@@ -195,7 +213,8 @@ class AgentLoop:
         images, self.attached = tuple(self.attached), []
         message_id = self.memory.add_message(self.session_id, "user", text, images=images)
         self.tools.message_id = message_id
-        note = relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS)) + (PLAN_NOTE if self.plan else "")
+        note = (relevant_skills_note(self.skills.hint(text, limit=RELEVANT_SKILLS)) + (PLAN_NOTE if self.plan else "")
+                + self.brief)
         self.history.append(ChatMessage(message_id, self.session_id, "user", text + note + hook_context,
                                         images=images))
         self.checkpoints.start_turn(self.session_id, message_id, text)
@@ -231,9 +250,8 @@ class AgentLoop:
                     continue
                 reason = "done"
                 break
-            for call in result.tool_calls:
-                tool_count += 1
-                receipts += yield from self._run_tool(call)
+            tool_count += len(result.tool_calls)
+            receipts += yield from self._run_calls(result.tool_calls)
             if self._cancel.is_set():
                 reason = "cancelled"
                 break
@@ -423,6 +441,45 @@ class AgentLoop:
             self._fixed = (key, self.context.count(system, specs))
         return self._fixed[1]
 
+    def _run_calls(self, calls: Sequence[ToolCall]) -> Generator[Event, None, int]:
+        """Run one step's calls; the number of receipts. The ``delegate`` calls run last and
+        together (``delegate.Batch``), the others one by one in their order before them."""
+        together = self.delegates is not None
+        alongside = [c for c in calls if together and c.name == DELEGATE and c.valid]
+        receipts = 0
+        for call in calls:
+            if not (together and call.name == DELEGATE and call.valid):
+                receipts += yield from self._run_tool(call)
+        if not alongside:
+            return receipts
+        started = time.monotonic()
+        fields: dict[str, dict[str, Any]] = {}
+        for call in list(alongside):
+            yield ToolCallStarted(call.id, call.name, dict(call.arguments))
+            fields[call.id] = {**tool_fields(call.name, dict(call.arguments), self.tools.workspace),
+                               "tool_use_id": call.id}
+            hook = yield from self._fire(PRE_TOOL_USE, **fields[call.id])
+            if hook.blocked:  # as for any call: it never starts, the hook's reason is its result
+                alongside.remove(call)
+                blocked = ToolResult(False, f"Blocked by the user's PreToolUse hook: {hook.reason}",
+                                     refusal=Status.DENIED)
+                receipts += yield from self._finish_call(call, blocked, started)
+        if not alongside:
+            return receipts
+        offered = self.tools.offered()
+        writes = any(offered[n].changes_files for c in alongside for n in _named_tools(c) if n in offered)
+        if writes and (notice := self.checkpoints.before_change()):
+            yield Notice(notice)
+        batch = Batch(self, alongside, self._cancel)
+        for index, call in enumerate(alongside):
+            result = yield from batch.wait(index)
+            if result.refusal is None:
+                result = yield from self._post_tool_hooks(fields[call.id], result)
+            receipts += yield from self._finish_call(call, result, started)
+        if writes:
+            self.checkpoints.after_change()  # what the sub-agents changed is this turn's
+        return receipts
+
     def _run_tool(self, call: ToolCall) -> Generator[Event, None, int]:
         """Run one call; returns 1 when it produced a receipt."""
         shown = dict(call.arguments) if call.valid else {"raw": call.raw}
@@ -449,6 +506,10 @@ class AgentLoop:
                 self.checkpoints.after_change()  # only what changed during the call is the turn's
             if result.refusal is None:  # it ran (denied or cancelled calls never did)
                 result = yield from self._post_tool_hooks(fields, result)
+        return (yield from self._finish_call(call, result, started))
+
+    def _finish_call(self, call: ToolCall, result: ToolResult, started: float) -> Generator[Event, None, int]:
+        """Store a call's result and report it; 1 when it produced a receipt."""
         output = result.output
         if call.error:  # what was stored (and is sent) as the call's arguments is {}
             output = f"{call.note()}\n\n{output}"
@@ -535,6 +596,12 @@ class AgentLoop:
 def _images_line(images: Sequence[ImageRef]) -> str:
     return ("The image " if len(images) == 1 else "The images ") + ", ".join(i.describe() for i in images) + (
         " is" if len(images) == 1 else " are")
+
+
+def _named_tools(call: ToolCall) -> list[str]:
+    """The tools a ``delegate`` call names for its sub-agent (anything else in ``tools`` ignored)."""
+    named = call.arguments.get("tools")
+    return [n for n in named if isinstance(n, str)] if isinstance(named, list) else []
 
 
 TURN_STATUS = {"cancelled": Status.CANCELLED, "error": Status.FAILED}

@@ -175,6 +175,11 @@ PLAN_NOTE = ("\n\n[Plan mode: you have read-only tools only; nothing can be writ
 byte-identical for the whole session, so the provider's cached prefix still holds after the mode
 changes, and the note stays with the turns it applied to."""
 
+SUBAGENT_NOTE = ("\n\n[You are a sub-agent: another agent delegated this task to you and sees only your "
+                 "final answer, not your tool calls. Do the task with your tools, then answer with what it "
+                 "asks you to report, complete and concise: exact paths, names and figures, no preamble.]")
+"""Sent with a sub-agent's task (never stored): its answer is the parent's tool result."""
+
 CARRY_OUT = "Carry out the plan."
 """What a surface sends when the user accepts a plan (plan mode is left first)."""
 

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from hermes_tui.conversation import Status
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.delegate import Delegates
     from hermes_tui.agent.jobs import Jobs
     from hermes_tui.agent.sandbox import Sandbox
+    from hermes_tui.events import Event
     from hermes_tui.memory.facts import FactStore
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
@@ -52,6 +54,9 @@ class ToolContext:
     sandbox: Sandbox | None = None  # how run_bash confines commands (None: the default, sandboxed)
     fetch_private: bool = False  # web_fetch may reach private addresses (HERMES_FETCH_ALLOW_PRIVATE)
     jobs: Jobs | None = None  # the session's background jobs (run_bash background, job_output, job_stop)
+    delegates: Delegates | None = None  # the session's sub-agents (the delegate tool; None in a sub-agent)
+    call_id: str = ""  # the model's id of the call being run
+    events: Callable[[Event], None] | None = None  # where a tool reports progress while it runs (a sub-agent's events)
     cancel: threading.Event = field(default_factory=threading.Event)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tui.agent.approvals import ApprovalPolicy, PendingCall
+from hermes_tui.agent.delegate import DELEGATE_TOOL
 from hermes_tui.agent.edit import EDIT_TOOL
 from hermes_tui.agent.fetch import FETCH_TOOL
 from hermes_tui.agent.jobs import GRACE, Job, Jobs
@@ -58,6 +59,8 @@ from hermes_tui.memory.framing import framed, screened
 from hermes_tui.redaction import Secrets
 
 if TYPE_CHECKING:
+    from hermes_tui.agent.delegate import Delegates
+    from hermes_tui.events import Event
     from hermes_tui.memory.facts import FactStore
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
@@ -233,7 +236,7 @@ FILE_TOOLS: tuple[Tool, ...] = (
     ),
 )
 
-TOOLS: tuple[Tool, ...] = (*FILE_TOOLS, *MEMORY_TOOLS, *SKILL_TOOLS)
+TOOLS: tuple[Tool, ...] = (*FILE_TOOLS, *MEMORY_TOOLS, *SKILL_TOOLS, DELEGATE_TOOL)
 APPROVAL_TOOLS = frozenset(tool.name for tool in TOOLS if tool.needs_approval)
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
@@ -286,6 +289,7 @@ class ToolRegistry:
         self.session_id: int | None = None
         self.message_id: int | None = None  # the turn's user message, set by the agent
         self.jobs = Jobs(self.secrets.scrub)  # run_bash's background jobs: they end with the session (``AgentLoop.end_jobs``)
+        self.delegates: Delegates | None = None  # set by the agent: its sub-agents (none in a sub-agent)
         self._tools = {t.name: t for t in tools if t.family is None or t.family in families}
         self._extra = extra_tools  # asked at each use: e.g. the MCP servers' tools as they come and go
         self.plan = False
@@ -300,6 +304,10 @@ class ToolRegistry:
         """The tools offered now: in plan mode, the read-only ones only."""
         tools = self._all()
         return {name: t for name, t in tools.items() if t.read_only} if self.plan else tools
+
+    def offered(self) -> dict[str, Tool]:
+        """The tools offered now, by name (what a sub-agent's tools are chosen from)."""
+        return dict(self._current())
 
     @property
     def names(self) -> list[str]:
@@ -343,15 +351,17 @@ class ToolRegistry:
         return dict(call.arguments) if call.valid else f"arguments are {call.error}; send a JSON object"
 
     def execute(self, name: str, arguments: dict[str, Any] | str | None,
-                cancel: threading.Event | None = None, call_id: str = "", hook: str = "") -> ToolResult:
+                cancel: threading.Event | None = None, call_id: str = "", hook: str = "",
+                events: Callable[[Event], None] | None = None) -> ToolResult:
         """Run one call (``call_id``: the model's id, for the approval question; ``hook``: a
-        PreToolUse hook's decision, as in ``asks``); the result's output is always scrubbed of secret values."""
-        result = self._execute(name, arguments, cancel or threading.Event(), call_id, hook)
+        PreToolUse hook's decision, as in ``asks``; ``events``: where the tool may report while it
+        runs); the result's output is always scrubbed of secret values."""
+        result = self._execute(name, arguments, cancel or threading.Event(), call_id, hook, events)
         receipt = self.secrets.scrub(result.receipt) if result.receipt else None
         return replace(result, output=self.secrets.scrub(result.output), receipt=receipt)
 
     def _execute(self, name: str, arguments: dict[str, Any] | str | None, cancel: threading.Event,
-                 call_id: str, hook: str) -> ToolResult:
+                 call_id: str, hook: str, events: Callable[[Event], None] | None) -> ToolResult:
         current = self._current()
         tool = current.get(name)
         if tool is None and self.plan and name in self._all():
@@ -379,7 +389,8 @@ class ToolRegistry:
                           cancel=cancel if tool.cancellable else threading.Event(),
                           environment=self.secrets.clean_environment(os.environ),
                           facts=self.facts, session_id=self.session_id, message_id=self.message_id,
-                          sandbox=self.sandbox, fetch_private=self.fetch_private, jobs=self.jobs)
+                          sandbox=self.sandbox, fetch_private=self.fetch_private, jobs=self.jobs,
+                          delegates=self.delegates, call_id=call_id, events=events)
         try:
             return tool.run(ctx, **args)
         except PathError as exc:

@@ -72,7 +72,7 @@ def forget_session(memory: MemoryStore, session_id: int, prompt_history: Path | 
     old pages, the files exported or copied from it that still hold what Hermes wrote, and its
     prompts in the ``prompt_history`` file (HERMES_HOME/``prompts.HISTORY_FILE``), and its prompts in
     the checkpoints of every workspace (``agent.checkpoints.forget_session``; HERMES_HOME is the
-    folder of the memory file).
+    folder of the memory file). The sessions of its sub-agents (``delegate``) go with it.
     Raises ``KeyError`` for an unknown session."""
     from hermes_tui.agent import checkpoints
     from hermes_tui.memory import exports, prompts
@@ -85,4 +85,7 @@ def forget_session(memory: MemoryStore, session_id: int, prompt_history: Path | 
     removed = tuple(exports.remove(files))
     dropped = prompts.forget(prompt_history, said) if prompt_history is not None else 0
     blanked = checkpoints.forget_session(memory.path.parent, session_id)
+    for child in memory.subagent_sessions(session_id):
+        gone = forget_session(memory, child, prompt_history)
+        count, removed = count + gone.messages, removed + gone.files
     return Forgotten(session_id, count, said, removed, dropped, blanked)

@@ -38,6 +38,7 @@ class SessionInfo:
     last_activity: float
     message_count: int
     first_user_line: str | None
+    parent_id: int | None = None  # a sub-agent's session: the session that delegated to it
 
 
 INSERT_MESSAGE_SQL = (
@@ -50,7 +51,8 @@ SESSIONS_SQL = """
 SELECT s.id, s.source, s.title, s.summary, s.started, s.last_activity,
        (SELECT count(*) FROM messages m WHERE m.session_id = s.id),
        (SELECT substr(m.content, 1, 2000) FROM messages m
-         WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.id LIMIT 1)
+         WHERE m.session_id = s.id AND m.role = 'user' ORDER BY m.id LIMIT 1),
+       s.parent_id
   FROM sessions s"""
 
 CREATED = 6  # where a _message_row holds its time
@@ -101,4 +103,5 @@ def session_info(row: tuple[Any, ...]) -> SessionInfo:
         last_activity=row[5],
         message_count=row[6],
         first_user_line=first_line(row[7]),
+        parent_id=row[8],
     )

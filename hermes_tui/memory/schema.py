@@ -598,6 +598,14 @@ def _v16_attachments(db: Database) -> None:
     db.execute("CREATE INDEX message_images_sha256 ON message_images (sha256)")
 
 
+def _v17_subagent_sessions(db: Database) -> None:
+    """A sub-agent's session (the ``delegate`` tool) names the session that delegated to it.
+    NULL for every other session; forgetting a parent forgets its sub-agents' sessions
+    (``forget.py``), so no foreign key action is needed here."""
+    db.execute("ALTER TABLE sessions ADD COLUMN parent_id INTEGER")
+    db.execute("CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_id) WHERE parent_id IS NOT NULL")
+
+
 SCHEMA = Migrations("memory", [
     _v1_core,
     _v2_clean_cjk_index,
@@ -615,6 +623,7 @@ SCHEMA = Migrations("memory", [
     _v14_session_state,
     _v15_ids_never_reused,
     _v16_attachments,
+    _v17_subagent_sessions,
 ])
 """The memory's schema steps, by name (``db.Migrations``); ``PRAGMA user_version`` still counts
 them, as files made before the names were recorded did.

@@ -173,14 +173,16 @@ class MemoryStore:
 
     # -- sessions
 
-    def new_session(self, source: str = "tui", title: str | None = None, workspace: str | None = None) -> int:
-        """``workspace``: the folder the session works in (``last_session`` finds it by that)."""
+    def new_session(self, source: str = "tui", title: str | None = None, workspace: str | None = None,
+                    parent_id: int | None = None) -> int:
+        """``workspace``: the folder the session works in (``last_session`` finds it by that);
+        ``parent_id``: a sub-agent's session names the session that delegated to it."""
         now = time.time()
         with self._write() as conn:
             cur = conn.execute(
-                "INSERT INTO sessions (source, title, started, last_activity, workspace, index_title)"
-                f" VALUES (?1, ?2, ?3, ?4, ?5, {INDEX_COLUMN}(?2))",
-                (source, title, now, now, workspace),
+                "INSERT INTO sessions (source, title, started, last_activity, workspace, index_title, parent_id)"
+                f" VALUES (?1, ?2, ?3, ?4, ?5, {INDEX_COLUMN}(?2), ?6)",
+                (source, title, now, now, workspace, parent_id),
             )
             return _new_id(cur)
 
@@ -211,12 +213,18 @@ class MemoryStore:
             ).fetchall()
         return [records.session_info(row) for row in rows]
 
+    def subagent_sessions(self, parent_id: int) -> list[int]:
+        """The sessions of the sub-agents ``parent_id`` delegated to, oldest first."""
+        with self._read() as conn:
+            rows = conn.execute("SELECT id FROM sessions WHERE parent_id = ? ORDER BY id", (parent_id,)).fetchall()
+        return [row[0] for row in rows]
+
     def last_session(self, workspace: str) -> SessionInfo | None:
         """The session of this workspace with the latest activity that holds a message (an empty
-        one has nothing to continue), or None."""
+        one has nothing to continue; a sub-agent's is not the user's), or None."""
         with self._read() as conn:
             rows = conn.execute(
-                records.SESSIONS_SQL + " WHERE s.workspace = ? AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
+                records.SESSIONS_SQL + " WHERE s.workspace = ? AND s.parent_id IS NULL AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
                 " ORDER BY s.last_activity DESC, s.id DESC LIMIT 1", (workspace,)).fetchall()
         return records.session_info(rows[0]) if rows else None
 

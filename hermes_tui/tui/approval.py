@@ -31,8 +31,9 @@ log = logging.getLogger(__name__)
 class ApprovalRequest(Message):
     """Posted by the worker thread (``post_message`` is thread-safe); the app calls ``show``."""
 
-    def __init__(self, name: str, arguments: dict[str, Any], answers: tuple[str, ...]) -> None:
+    def __init__(self, name: str, arguments: dict[str, Any], answers: tuple[str, ...], agent: str = "") -> None:
         super().__init__()
+        self.agent = agent  # the sub-agent whose call it is ("" for the agent itself)
         self.name = name
         self.arguments = arguments
         self.answers = answers  # what the policy lets the dialog offer
@@ -67,7 +68,8 @@ class ApprovalBridge:
 
     def ask(self, call: PendingCall) -> str:
         """Worker thread: show the question and wait for the answer (``CANCEL`` when stopping)."""
-        request = ApprovalRequest(call.name, call.arguments, self.policy.answers(call.name, call.arguments))
+        request = ApprovalRequest(call.name, call.arguments, self.policy.answers(call.name, call.arguments),
+                                  call.agent)
         if self._stopping.is_set() or not self.app.post_message(request):
             return CANCEL
         while not request.answered.wait(0.1):
@@ -92,7 +94,7 @@ class ApprovalBridge:
 
         self._pending = request
         self._screen = ApprovalScreen(request.name, request.arguments, self.workspace, self.root,
-                                      answers=request.answers, home=self.home)
+                                      answers=request.answers, home=self.home, agent=request.agent)
         self.app.push_screen(self._screen, answer)
 
     def deny_pending(self) -> None:

@@ -292,8 +292,10 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
     BINDINGS = actions.bindings("approval")
 
     def __init__(self, name: str, arguments: dict[str, Any], workspace: str, root: str | None = None,
-                 *, answers: tuple[str, ...] = (ONCE, EXACT, SESSION, DENY), home: Path | None = None) -> None:
+                 *, answers: tuple[str, ...] = (ONCE, EXACT, SESSION, DENY), home: Path | None = None,
+                 agent: str = "") -> None:
         super().__init__(classes="approval")
+        self.agent = agent  # a sub-agent's call: which one asks
         from hermes_tui.agent.tools import approval_spec
 
         self.tool_name = name
@@ -307,7 +309,9 @@ class ApprovalScreen(DismissOnce, ModalScreen[str]):
         every = f"{self.spec.every_label or 'All ' + printable(self.tool_name)} · session"
         with Vertical(id="approval-dialog"):
             yield Static(Content.assemble(("Approval needed · ", "$text-warning bold"),
-                                          (printable(self.tool_name), "bold")), id="approval-title")
+                                          (printable(self.tool_name), "bold"),
+                                          (f" · asked by {printable(self.agent)}" if self.agent else "", "$text-muted")),
+                         id="approval-title")
             yield Static(self.approval.question, markup=False, id="approval-question")
             yield Static(Content(self.approval.summary), id="approval-summary")
             if self.approval.warning:

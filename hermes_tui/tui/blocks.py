@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.widgets import Collapsible, Static
 
 from hermes_tui.clock import Clock
+from hermes_tui.events import Error, Event, ToolCallFinished, ToolCallStarted, TurnFinished, Usage
 from hermes_tui.tui.format import duration, elapsed, plural, short_args, spinner_frame
 
 if TYPE_CHECKING:
@@ -142,8 +143,76 @@ class ToolCallView(Vertical):
         self._tick()
         await self.mount(self._output())
 
+    async def subagent(self, session_id: int) -> SubagentView:
+        """The block of the sub-agent this call runs (mounted below the call's line at its first event)."""
+        for view in self.query(SubagentView):
+            if view.session_id == session_id:
+                return view
+        view = SubagentView(session_id)
+        await self.mount(view, after=self.query_one(".tool-head"))
+        return view
+
     def restore(self, result: str, ok: bool = True) -> None:
         """Before mounting: a call from a stored session (its duration was not kept; a denied or
         cancelled call shows ✗)."""
         self.restored = True
         self._settle(result, ok)
+
+
+ENDINGS = {"done": "done", "cancelled": "cancelled", "max_steps": "stopped at its step cap", "error": "failed"}
+"""How a sub-agent's turn ended, as its block says it (``TurnFinished.stopped_reason``)."""
+
+
+class SubagentView(Vertical):
+    """A sub-agent (``delegate``) under its call: what it runs now, its steps (model calls) and
+    tokens; its tool calls one per line, folded (``ctrl+o`` unfolds the last one shown)."""
+
+    def __init__(self, session_id: int) -> None:
+        super().__init__(classes="subagent")
+        self.session_id = session_id
+        self.steps = 0
+        self.tokens = 0
+        self.current: str | None = None  # the tool it runs now
+        self.ended: str | None = None  # how its turn ended
+        self.lines: list[str] = []  # one per tool call: ✓/✗/… name summary
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.head(), classes="subagent-head")
+        yield Collapsible(Static(self._steps_text(), markup=False, classes="tool-result"),
+                          title=self._steps_title(), collapsed=True, classes="tool-output subagent-steps")
+
+    def head(self) -> Content:
+        state = (ENDINGS.get(self.ended, self.ended) if self.ended
+                 else f"running {self.current}" if self.current else "thinking…")
+        return Content.assemble(("↳ sub-agent", "bold"), (f"  session {self.session_id} · {plural(self.steps, 'step')}"
+                                                         f" · {self.tokens:,} tokens · ", "$text-muted"), state)
+
+    def _steps_title(self) -> str:
+        return f"steps · {plural(len(self.lines), 'tool call')}"
+
+    def _steps_text(self) -> str:
+        return "\n".join(self.lines) or "(no tool calls yet)"
+
+    def show(self, event: Event) -> None:
+        """Take one of the sub-agent's own events into the block."""
+        if isinstance(event, Usage) and (event.prompt_tokens or event.completion_tokens):
+            self.steps += 1
+            self.tokens += event.prompt_tokens + event.completion_tokens
+        elif isinstance(event, ToolCallStarted):
+            self.current = f"{event.name} {short_args(event.name, event.arguments)}".strip()
+            self.lines.append(f"… {self.current}")
+        elif isinstance(event, ToolCallFinished):
+            if self.lines and self.current is not None:
+                self.lines[-1] = f"{'✓' if event.ok else '✗'} {self.current}"
+            self.current = None
+        elif isinstance(event, Error):
+            self.lines.append(f"✗ {event.message}")
+        elif isinstance(event, TurnFinished):
+            self.ended, self.current = event.stopped_reason, None
+        else:
+            return
+        if self.is_mounted:
+            self.query_one(".subagent-head", Static).update(self.head())
+            steps = self.query_one(".subagent-steps", Collapsible)
+            steps.title = self._steps_title()
+            steps.query_one(".tool-result", Static).update(self._steps_text())

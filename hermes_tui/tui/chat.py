@@ -31,6 +31,7 @@ from hermes_tui.events import (
     Notice,
     Receipt,
     SkillLearned,
+    Subagent,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -325,6 +326,12 @@ class ChatPane(Widget):
             await view.finish(event.result, event.ok)
         self._set_activity("thinking…")
 
+    async def _show_subagent(self, event: Subagent) -> None:
+        """A sub-agent's event: into its block under the ``delegate`` call that runs it."""
+        view = self.conversation.tool_call(event.call_id)
+        if view is not None and not view.finished:
+            (await view.subagent(event.session_id)).show(event.event)
+
     async def _show_usage(self, event: Usage) -> None:
         self.post_message(self.UsageChanged(event))
 
@@ -417,5 +424,6 @@ EVENT_VIEWS: dict[type[Event], EventView] = {
     Error: ChatPane._show_error,
     FilesChanged: ChatPane._show_files_changed,
     Unsent: ChatPane._show_unsent,
+    Subagent: ChatPane._show_subagent,
 }
 """How each event type shows in the chat: one entry per type of ``hermes_tui.events``."""

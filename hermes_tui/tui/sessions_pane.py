@@ -38,13 +38,35 @@ def session_title(info: SessionInfo) -> str:
     return printable(info.title or info.first_user_line or "") or "(no messages yet)"
 
 
+def under_parents(sessions: list[SessionInfo]) -> list[SessionInfo]:
+    """Each sub-agent's session (``delegate``) right below its parent's, oldest first; one whose
+    parent is not listed keeps its place."""
+    listed = {info.id for info in sessions}
+    children: dict[int, list[SessionInfo]] = {}
+    for info in sessions:
+        if info.parent_id is not None and info.parent_id in listed:
+            children.setdefault(info.parent_id, []).append(info)
+    ordered: list[SessionInfo] = []
+    for info in sessions:
+        if info.parent_id is None or info.parent_id not in listed:
+            ordered += [info, *sorted(children.get(info.id, []), key=lambda child: child.id)]
+    return ordered
+
+
+def row_title(info: SessionInfo) -> str:
+    """The title cell: a sub-agent's session is marked as one."""
+    return f"↳ sub-agent: {session_title(info)}" if info.parent_id is not None else session_title(info)
+
+
 def preview_content(info: SessionInfo, messages: list[ChatMessage]) -> Content:
     """The summary, then the first few user/assistant messages, each cut short."""
     count = f"{info.message_count} message{'s' if info.message_count != 1 else ''}"
+    parent = f" · sub-agent of session {info.parent_id}" if info.parent_id is not None else ""
     parts: list[str | Content | tuple[str, str]] = [
         (session_title(info), "bold"),
         "\n",
-        (f"session {info.id} · {info.source} · {clock(info.started)} → {clock(info.last_activity)} · {count}", "dim"),
+        (f"session {info.id} · {info.source}{parent} · {clock(info.started)} → {clock(info.last_activity)} · {count}",
+         "dim"),
         "\n\n",
         ("Summary: ", "bold"),
         printable(info.summary or "") or "none yet (written when the session closes)",
@@ -132,7 +154,7 @@ class SessionsPane(Widget):
             return
         sessions = sessions or []
         keep = self.selected.id if self.selected else None
-        self._sessions = sessions
+        self._sessions = under_parents(sessions)
         self._render_table(keep)
         if error is not None:
             status = Content.assemble(("Could not read the sessions: ", "$text-error"), error)
@@ -164,7 +186,7 @@ class SessionsPane(Widget):
                 Text(str(info.id).rjust(id_width)),
                 Text(clock(info.last_activity)),
                 Text(str(info.message_count).rjust(COUNT_WIDTH)),
-                Text(one_line(session_title(info), 200), no_wrap=True, overflow="ellipsis"),
+                Text(one_line(row_title(info), 200), no_wrap=True, overflow="ellipsis"),
                 Text(one_line(printable(info.summary or ""), 400), no_wrap=True, overflow="ellipsis"),
                 key=str(info.id),
             )

@@ -88,6 +88,9 @@ class TurnStream:
                 block.append(item["text"])
             elif item["type"] == "tool_call_started":
                 item["summary"] = summary_argument(item["name"], item["arguments"])
+            elif item["type"] == "subagent" and item["event"]["type"] == "tool_call_started":
+                inner = item["event"]  # a sub-agent's call, shown as the turn's (app.js)
+                inner["summary"] = summary_argument(inner["name"], inner["arguments"])
             if item["type"] in _BLOCK_ENDS and block:
                 yield _line({"type": "text_html", "html": markdown_html("".join(block))})
                 block.clear()

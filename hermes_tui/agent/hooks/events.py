@@ -50,7 +50,7 @@ BY_NAME = {event.name: event for event in EVENTS}
 
 CLAUDE_TOOL_NAMES = {
     "run_bash": "Bash", "read_file": "Read", "write_file": "Write", "edit_file": "Edit", "glob": "Glob",
-    "grep": "Grep", "web_fetch": "WebFetch", "list_dir": "LS",
+    "grep": "Grep", "web_fetch": "WebFetch", "list_dir": "LS", "delegate": "Task",
 }
 """Hermes' tools under the names Claude Code gives its own: a matcher may use either
 (MCP tools are ``mcp__<server>__<tool>`` in both)."""

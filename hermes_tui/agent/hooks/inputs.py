@@ -41,6 +41,8 @@ def tool_fields(name: str, arguments: Mapping[str, Any], workspace: Path) -> dic
         for ours, theirs in (("old", "old_string"), ("new", "new_string")):
             if ours in arguments:
                 shown[theirs] = arguments[ours]
+    if name == "delegate" and "task" in arguments:
+        shown["prompt"] = arguments["task"]  # Claude Code's Task tool calls it so
     return {"tool_name": CLAUDE_TOOL_NAMES.get(name, name), "hermes_tool_name": name, "tool_input": shown}
 
 

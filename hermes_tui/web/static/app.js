@@ -636,6 +636,17 @@
       case "tool_call_finished":
         view.toolFinished(event);
         break;
+      case "subagent": {
+        // A sub-agent's own tool calls show as calls of the turn (marked), so a question one of
+        // them asks (a plain approval_needed naming the sub-agent) has its call to stand under.
+        const inner = event.event;
+        if (inner.type === "tool_call_started") {
+          view.toolStarted({ ...inner, name: `↳ ${inner.name}` });
+        } else if (inner.type === "tool_call_finished") {
+          view.toolFinished(inner);
+        }
+        break;
+      }
       case "approval_needed":
         setStatus(`waiting for your approval of ${event.name}…`);
         view.approvalNeeded(event);
