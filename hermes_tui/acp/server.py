@@ -1,0 +1,215 @@
+"""``hermes-tui acp``: Hermes as an Agent Client Protocol agent, for editors (Zed, Neovim, JetBrains).
+
+The editor starts this process and speaks JSON-RPC on its stdin and stdout (the ``acp`` package,
+the protocol's Python SDK). stdout carries the protocol and nothing else: the process's fd 1 is
+pointed at stderr before anything runs (``pipes.protocol_streams``), so a stray print, a library's
+banner or a child's output cannot corrupt it; logs go to the log file.
+
+Every ACP session is a Hermes session, built by the one runtime (``build_agent``) on the same
+stores as the other surfaces: the memory database, the skills, the curated facts, the lasting
+permissions, the warm helper (as ``-p`` uses it). The editor's ``cwd`` is the workspace, read as
+HERMES_WORKSPACE is, so the tools stay inside it. Bad input (an unknown session, a ``cwd`` that
+is no folder, a missing key, a provider's error) is answered with a protocol error whose message
+says what to do; nothing raised here ends the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.core import AgentSideConnection
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+)
+
+from hermes_tui import __version__
+from hermes_tui.acp import updates
+from hermes_tui.acp.session import AcpSession, open_session
+from hermes_tui.background import Background
+from hermes_tui.config import Config, ConfigError
+from hermes_tui.memory.errors import StoreError
+from hermes_tui.redaction import process_environment
+
+if TYPE_CHECKING:
+    from acp.interfaces import Agent, Client
+
+    from hermes_tui.memory.store import MemoryStore
+    from hermes_tui.skills.manager import SkillManager
+    from hermes_tui.warm import WarmHost
+
+log = logging.getLogger(__name__)
+
+BAD_INPUT = -32602  # JSON-RPC's "invalid params": the message says which and why
+QUIT_GRACE = 5.0  # seconds the turns still running get to stop when the editor goes away
+
+
+def _refused(message: str) -> RequestError:
+    return RequestError(BAD_INPUT, message)
+
+
+class HermesAgent:
+    """The ACP ``Agent``: one per connection; its stores are opened at the first session."""
+
+    def __init__(self) -> None:
+        self.client: Client | None = None
+        self.sessions: dict[str, AcpSession] = {}
+        self.runner = Background()
+        self._memory: MemoryStore | None = None
+        self._skills: SkillManager | None = None
+        self._host: WarmHost | None = None
+        self._host_config: Config | None = None
+        self._lock = asyncio.Lock()  # sessions open one at a time (the stores are opened by the first)
+
+    def on_connect(self, conn: Client) -> None:
+        self.client = conn
+
+    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(load_session=True,
+                                                 prompt_capabilities=PromptCapabilities(embedded_context=True)),
+            agent_info=Implementation(name="hermes", title="Hermes", version=__version__))
+
+    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
+        session = await self._open(cwd, None)
+        return NewSessionResponse(session_id=session.acp_id)
+
+    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+        """A stored Hermes session, by its id; its conversation is replayed to the editor first."""
+        number = _session_number(session_id)
+        running = self.sessions.get(session_id)
+        if running is not None and running.busy:
+            raise _refused(f"Session {session_id} is running a turn here: cancel it first.")
+        session = await self._open(cwd, number)
+        messages = await asyncio.to_thread(session.agent.memory.get_messages, number)
+        for update in updates.replay(messages):
+            await session.send(update)
+        return LoadSessionResponse()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise _refused(f"There is no open session {session_id}: start one (session/new) or load it.")
+        if session.busy:
+            raise _refused(f"Session {session_id} is running a turn: wait for it or cancel it.")
+        text = updates.prompt_text(prompt)
+        if not text.strip():
+            raise _refused("The prompt has no text.")
+        return await session.prompt(text)
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.cancel()
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    async def _open(self, cwd: str, number: int | None) -> AcpSession:
+        if self.client is None:
+            raise RequestError.internal_error({"details": "not connected"})
+        async with self._lock:
+            config = await asyncio.to_thread(_config_for, cwd)
+            memory, skills = await asyncio.to_thread(self._stores, config)
+            if self._host_config is None:
+                from hermes_tui import warm
+
+                self._host_config, self._host = config, warm.host_for(config)
+            try:
+                session = await asyncio.to_thread(open_session, config, memory, skills, self._host, self.client,
+                                                  self.runner, number)
+            except ValueError as exc:  # an unknown session id
+                raise _refused(str(exc)) from None
+            self.sessions[session.acp_id] = session
+            log.info("acp session %s in %s", session.acp_id, config.workspace)
+            return session
+
+    def _stores(self, config: Config) -> tuple[MemoryStore, SkillManager]:
+        """The memory database and the skill library, opened once (HERMES_HOME is the process's)."""
+        if self._memory is None or self._skills is None:
+            from hermes_tui.memory.store import MemoryStore
+            from hermes_tui.skills.manager import SkillManager
+
+            try:
+                memory = MemoryStore(config.db_path, on_upgrade=log.warning)
+            except StoreError as exc:
+                raise _refused(str(exc)) from None
+            if memory.read_only:
+                memory.close()
+                raise _refused(memory.notice or f"{config.db_path} is read-only: Hermes cannot store the session.")
+            self._memory, self._skills = memory, SkillManager.for_config(config)
+        return self._memory, self._skills
+
+    def close(self) -> None:
+        """The editor went away: stop the turns, and leave each session that ran one a pending
+        summary (written by the warm helper when idle, else by the next TUI, web or ``doctor``)."""
+        from hermes_tui.learning import pending
+
+        for session in self.sessions.values():
+            session.cancel()
+        self.runner.shutdown(time.monotonic() + QUIT_GRACE)
+        if self._memory is None:
+            return
+        ran = [session for session in self.sessions.values() if session.ran]
+        for session in ran:
+            session.agent.end_jobs()
+            pending.mark(self._memory, session.agent.session_id, told=True)
+        if ran and self._host is not None and self._host_config is not None and self._host.ensure():
+            self._host.hand_over(self._host_config, self._host_config.db_path)
+        self._memory.close()
+
+
+def _session_number(session_id: str) -> int:
+    try:
+        number = int(session_id)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise _refused(f"{session_id!r} is no Hermes session id (a number: the sessions pane and "
+                       "`hermes-tui -c` show them).")
+    return number
+
+
+def _config_for(cwd: str) -> Config:
+    """The configuration of a session working in ``cwd``: as if ``hermes-tui`` ran there with
+    HERMES_WORKSPACE set to it (its ``.env`` read as there, the privileged settings never)."""
+    path = Path(cwd)
+    if not path.is_absolute():
+        raise _refused(f"The working directory must be an absolute path, not {cwd!r}.")
+    if not path.is_dir():
+        raise _refused(f"The working directory {cwd!r} does not exist or is not a folder.")
+    environ = process_environment()
+    environ["HERMES_WORKSPACE"] = str(path)
+    try:
+        config = Config.load(environ, cwd=path)
+        config.require_api_key()
+    except ConfigError as exc:
+        raise _refused(str(exc)) from None
+    for line in config.warnings:
+        log.warning("%s", line)
+    return config
+
+
+async def serve() -> None:
+    """Answer the editor on stdin/stdout until it closes stdin."""
+    from hermes_tui.acp.pipes import protocol_streams
+
+    reader, writer = await protocol_streams()
+    agent = HermesAgent()
+    # The SDK routes the methods an agent defines; the others (modes, forks...) answer "method not found".
+    connection = AgentSideConnection(cast("Agent", agent), writer, reader, listening=False)
+    try:
+        await connection.listen()
+    finally:
+        await asyncio.to_thread(agent.close)
+        await connection.close()
