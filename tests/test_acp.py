@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import text_block
+from acp import RequestError, text_block
 
 from hermes_tui import warm
 from hermes_tui.memory.store import MemoryStore
 from tests.acp_harness import Editor, acp_agent, run
 from tests.fakes.fixtures import on_wire
-from tests.fakes.server import FakeLLMServer, Reply, ToolCall
+from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
 
 pytestmark = pytest.mark.timeout(600)  # a process that imports litellm, on a loaded machine
 
@@ -202,3 +204,111 @@ def test_cancel_while_the_editor_asks_runs_nothing(fake_llm_env: FakeLLMServer, 
     assert len(editor.asked) == 1
     assert not (workspace / "made.txt").exists()
     assert len(fake_llm_env.requests) == 1  # the model was not called again
+
+
+# -- sessions -----------------------------------------------------------------------------------------
+
+
+@on_wire("openai")
+def test_load_replays_a_stored_session_and_continues_it(fake_llm_env: FakeLLMServer, helper: bool, hermes_home: Path,
+                                                        workspace: Path, tmp_path: Path) -> None:
+    """A session of one editor process, loaded by the next: its conversation is replayed as
+    updates, and the next prompt continues it (the model sees the earlier turn)."""
+    _bash_then_answer(fake_llm_env)
+    first = Editor(answer="once")
+
+    async def make() -> str:
+        async with acp_agent(first, tmp_path / "stderr.log") as (conn, _hello):
+            session = await conn.new_session(cwd=str(workspace))
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("Make the file")])
+            return session.session_id
+
+    session_id = asyncio.run(asyncio.wait_for(make(), 300))
+    # The next answer is the new prompt's (the helper may meanwhile write the first session's summary).
+    fake_llm_env.responder = lambda request: Reply(
+        text="It is made." if "Is it there?" in str(request.messages[-1]["content"]) else "NONE")
+    second = Editor()
+
+    async def load() -> None:
+        async with acp_agent(second, tmp_path / "stderr.log") as (conn, _hello):
+            await conn.load_session(cwd=str(workspace), session_id=session_id)
+            replayed = list(second.updates)
+            answer = await conn.prompt(session_id=session_id, prompt=[text_block("Is it there?")])
+            assert answer.stop_reason == "end_turn"
+            assert [u.session_update for _, u in replayed] == [
+                "user_message_chunk", "agent_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+            assert replayed[0][1].content.text == "Make the file"
+            assert replayed[3][1].status == "completed"
+            assert {sid for sid, _ in replayed} == {session_id}
+
+    run(load())
+    [sent] = [r.messages for r in fake_llm_env.requests if "Is it there?" in str(r.messages[-1]["content"])]
+    assert [m["content"] for m in sent if m["role"] == "user"][:1] == ["Make the file"]
+    assert second.text().endswith("It is made.")
+    with MemoryStore(hermes_home / "memory.sqlite3") as memory:
+        assert len(memory.list_sessions()) == 1
+    _served_by_helper(helper)
+
+
+@on_wire("anthropic")
+def test_bad_input_is_a_readable_protocol_error(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path,
+                                                tmp_path: Path) -> None:
+    """Unknown sessions, a bad cwd, a prompt without text and a provider's refusal are each one
+    protocol error saying what is wrong; the agent answers the next prompt as usual."""
+    fake_llm_env.queue(Fault(401), Reply(text="Still here."))
+    editor = Editor()
+
+    async def refused(call: Awaitable[Any]) -> str:
+        with pytest.raises(RequestError) as raised:
+            await call
+        return str(raised.value)
+
+    async def scenario() -> None:
+        async with acp_agent(editor, tmp_path / "stderr.log") as (conn, _hello):
+            assert "no session 999" in await refused(conn.load_session(cwd=str(workspace), session_id="999"))
+            assert "no Hermes session id" in await refused(conn.load_session(cwd=str(workspace), session_id="x"))
+            assert "absolute path" in await refused(conn.new_session(cwd="relative/folder"))
+            assert "not a folder" in await refused(conn.new_session(cwd=str(workspace / "missing")))
+            assert "no open session" in await refused(conn.prompt(session_id="42", prompt=[text_block("hi")]))
+            session = (await conn.new_session(cwd=str(workspace))).session_id
+            assert "no text" in await refused(conn.prompt(session_id=session, prompt=[text_block(" ")]))
+            assert "ANTHROPIC_API_KEY" in await refused(conn.prompt(session_id=session, prompt=[text_block("hi")]))
+            answer = await conn.prompt(session_id=session, prompt=[text_block("again")])
+            assert answer.stop_reason == "end_turn"
+
+    run(scenario())
+    assert editor.text() == "Still here."
+
+
+@on_wire("openai")
+def test_a_missing_key_is_said_when_a_session_starts(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path,
+                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+
+    async def scenario() -> None:
+        async with acp_agent(Editor(), tmp_path / "stderr.log") as (conn, _hello):
+            with pytest.raises(RequestError, match="OPENAI_API_KEY is not set"):
+                await conn.new_session(cwd=str(workspace))
+
+    run(scenario())
+    assert not fake_llm_env.requests
+
+
+def test_only_the_protocol_reaches_stdout(tmp_path: Path) -> None:
+    """Once the protocol has its streams, a print and a child's output land on stderr."""
+    probe = (
+        "import asyncio, os, sys\n"
+        "from hermes_tui.acp.pipes import protocol_streams\n"
+        "async def main():\n"
+        "    _reader, writer = await protocol_streams()\n"
+        "    print('stray print')\n"
+        "    os.system('echo stray child')\n"
+        "    writer.write(b'{\"jsonrpc\": \"2.0\"}\\n')\n"
+        "    await writer.drain()\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.PIPE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == '{"jsonrpc": "2.0"}\n'
+    assert "stray print" in done.stderr and "stray child" in done.stderr
