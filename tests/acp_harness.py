@@ -40,6 +40,7 @@ class Editor:
     when_asked: Callable[[ToolCallUpdate], Awaitable[None]] | None = None
     updates: list[tuple[str, Any]] = field(default_factory=list)
     asked: list[tuple[ToolCallUpdate, list[str]]] = field(default_factory=list)
+    _arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def request_permission(self, options: list[Any], session_id: str, tool_call: ToolCallUpdate,
                                  **_: Any) -> RequestPermissionResponse:
@@ -52,6 +53,13 @@ class Editor:
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append((session_id, update))
+        self._arrived.set()
+
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        """Wait for the updates that make ``predicate`` true (the exchange's bound stops a stuck test)."""
+        while not predicate():
+            self._arrived.clear()
+            await self._arrived.wait()
 
     def on_connect(self, conn: Any) -> None:
         pass

@@ -4,20 +4,27 @@ the fake LLM server (both wire formats), with the warm helper on (as shipped) an
 from __future__ import annotations
 
 import asyncio
+import inspect
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 from collections.abc import Awaitable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import RequestError, text_block
 
-from hermes_tui import warm
+from hermes_tui import events, warm
+from hermes_tui.acp.updates import UPDATES
+from hermes_tui.learning import pending
 from hermes_tui.memory.store import MemoryStore
+from hermes_tui.skills.manager import SkillManager
 from tests.acp_harness import Editor, acp_agent, run
+from tests.engine_harness import three_tool_script
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
 
@@ -170,8 +177,7 @@ def test_cancel_stops_a_streaming_answer(fake_llm_env: FakeLLMServer, hermes_hom
         async with acp_agent(editor, tmp_path / "stderr.log") as (conn, _hello):
             session = await conn.new_session(cwd=str(workspace))
             prompt = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("Talk")]))
-            while "agent_message_chunk" not in editor.kinds():
-                await asyncio.sleep(0.02)  # the editor's user watches the first words arrive
+            await editor.until(lambda: "agent_message_chunk" in editor.kinds())  # the first words arrive
             await conn.cancel(session_id=session.session_id)
             answer = await prompt
             assert answer.stop_reason == "cancelled"
@@ -224,6 +230,9 @@ def test_load_replays_a_stored_session_and_continues_it(fake_llm_env: FakeLLMSer
             return session.session_id
 
     session_id = asyncio.run(asyncio.wait_for(make(), 300))
+    if not helper:  # the editor went away: the summary waits for the TUI, the web or doctor
+        with MemoryStore(hermes_home / "memory.sqlite3") as memory:
+            assert pending.pending(memory) == [int(session_id)]
     # The next answer is the new prompt's (the helper may meanwhile write the first session's summary).
     fake_llm_env.responder = lambda request: Reply(
         text="It is made." if "Is it there?" in str(request.messages[-1]["content"]) else "NONE")
@@ -312,3 +321,60 @@ def test_only_the_protocol_reaches_stdout(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == '{"jsonrpc": "2.0"}\n'
     assert "stray print" in done.stderr and "stray child" in done.stderr
+
+
+# -- the same core --------------------------------------------------------------------------------------
+
+
+def test_every_event_type_has_an_update() -> None:
+    """Events reach the editor through one table: every event class has its entry, nothing else does."""
+    kinds = {cls for _, cls in inspect.getmembers(events, inspect.isclass)
+             if issubclass(cls, events.Event) and cls is not events.Event}
+    assert kinds and set(UPDATES) == kinds, kinds.symmetric_difference(UPDATES)
+
+
+@on_wire("openai")
+def test_the_editors_folder_is_the_workspace(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path,
+                                             tmp_path: Path) -> None:
+    """The session's cwd wins over HERMES_WORKSPACE, and the tools stay inside it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "outside.txt").write_text("not yours\n")
+    fake_llm_env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "echo here > where.txt"})]),
+                       Reply(tool_calls=[ToolCall("read_file", {"path": "../outside.txt"})]),
+                       Reply(text="Done."))
+    editor = Editor(answer="once")
+
+    async def scenario() -> None:
+        async with acp_agent(editor, tmp_path / "stderr.log") as (conn, _hello):
+            session = await conn.new_session(cwd=str(project))
+            answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("Where are you?")])
+            assert answer.stop_reason == "end_turn"
+
+    run(scenario())
+    assert (project / "where.txt").read_text() == "here\n" and not (workspace / "where.txt").exists()
+    assert [u.status for _, u in editor.updates if u.session_update == "tool_call_update"] == ["completed", "failed"]
+    assert "not yours" not in str(fake_llm_env.requests[2].messages)
+    with closing(sqlite3.connect(hermes_home / "memory.sqlite3")) as db:
+        assert db.execute("SELECT workspace FROM sessions").fetchall() == [(str(project),)]
+
+
+@on_wire("anthropic")
+def test_a_turn_of_three_tool_calls_teaches_a_skill(fake_llm_env: FakeLLMServer, hermes_home: Path,
+                                                    workspace: Path, tmp_path: Path) -> None:
+    """The curator runs after the prompt is answered, as in every surface; the editor hears of the skill."""
+    (workspace / "data.txt").write_text("alpha\nbeta\ngamma\n")
+    three_tool_script(fake_llm_env)
+    editor = Editor(answer="once")
+
+    async def scenario() -> None:
+        async with acp_agent(editor, tmp_path / "stderr.log") as (conn, _hello):
+            session = await conn.new_session(cwd=str(workspace))
+            answer = await conn.prompt(session_id=session.session_id,
+                                       prompt=[text_block("How many lines are in data.txt?")])
+            assert answer.stop_reason == "end_turn"
+            await editor.until(lambda: "Learned skill count-file-lines" in editor.text("agent_thought_chunk"))
+
+    run(scenario())
+    assert "**data.txt** has 3 lines" in editor.text()
+    assert SkillManager(hermes_home / "skills").get("count-file-lines") is not None

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 # How a turn's end is told to the editor (``TurnFinished.stopped_reason``); "error" is a protocol error.
 STOP_REASONS: dict[str, StopReason] = {"done": "end_turn", "cancelled": "cancelled", "max_steps": "max_turn_requests"}
+ASK_POLL = 1.0  # seconds between checks, while a question waits, that its turn is still forwarded
 PROVIDER_ERROR = -32603  # JSON-RPC's "internal error": the turn failed (the message says why and what to do)
 
 
@@ -140,13 +141,15 @@ class AcpSession:
                     await self._send_quietly(update)
                 if isinstance(item, TurnFinished) and not finished.done():
                     finished.set_result(item)
+        except Exception:  # the turn must still end, and its thread never wait for an answer
+            log.exception("forwarding a turn to the editor failed: cancelling the turn")
+            self.cancel()
+            while (item := await queue.get()) is not _END:
+                if isinstance(item, _Question):
+                    item.answer.set_result(CANCEL)
         finally:
             if not finished.done():  # the runtime always ends a turn with TurnFinished; this is a guard
                 finished.set_result(TurnFinished(stopped_reason="error"))
-            while not queue.empty():  # never leave the turn's thread waiting for an answer
-                item = queue.get_nowait()
-                if isinstance(item, _Question) and not item.answer.done():
-                    item.answer.set_result(CANCEL)
 
     async def _send_quietly(self, update: Any) -> None:
         """An editor that went away stops the turn; its thread still runs to its end here."""
@@ -184,7 +187,12 @@ class AcpSession:
             return CANCEL
         answer: concurrent.futures.Future[str] = concurrent.futures.Future()
         loop.call_soon_threadsafe(queue.put_nowait, _Question(call, answer))
-        return answer.result()
+        while True:
+            try:
+                return answer.result(timeout=ASK_POLL)
+            except concurrent.futures.TimeoutError:
+                if self._pump is None or self._pump.done():  # nobody will put it to the editor now
+                    return CANCEL
 
     # -- cancel -----------------------------------------------------------------------------------
 
