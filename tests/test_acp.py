@@ -27,6 +27,7 @@ from tests.acp_harness import Editor, acp_agent, run
 from tests.engine_harness import three_tool_script
 from tests.fakes.fixtures import on_wire
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
+from tests.mcp_harness import declare, stdio_entry
 
 pytestmark = pytest.mark.timeout(600)  # a process that imports litellm, on a loaded machine
 
@@ -378,3 +379,30 @@ def test_a_turn_of_three_tool_calls_teaches_a_skill(fake_llm_env: FakeLLMServer,
     run(scenario())
     assert "**data.txt** has 3 lines" in editor.text()
     assert SkillManager(hermes_home / "skills").get("count-file-lines") is not None
+
+
+@on_wire("anthropic")
+def test_mcp_servers_of_the_workspace_are_offered_and_asked_about(fake_llm_env: FakeLLMServer, hermes_home: Path,
+                                                                   workspace: Path, tmp_path: Path) -> None:
+    """Hermes' own MCP servers (mcp.json) serve an ACP session; an unapproved workspace server does
+    not start, and the editor is told so before the first turn."""
+    declare(hermes_home / "mcp.json", {"fake": stdio_entry()})
+    declare(workspace / ".mcp.json", {"repo": stdio_entry()})
+    fake_llm_env.queue(Reply(tool_calls=[ToolCall("mcp__fake__add", {"a": 2, "b": 3})]), Reply(text="It is 5."))
+    editor = Editor(answer="once")
+
+    async def scenario() -> None:
+        async with acp_agent(editor, tmp_path / "stderr.log") as (conn, _hello):
+            session = await conn.new_session(cwd=str(workspace))
+            answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("add 2 and 3")])
+            assert answer.stop_reason == "end_turn"
+
+    run(scenario())
+    [(call, _options)] = editor.asked
+    assert call.title == "mcp__fake__add"
+    [finished] = [u for _, u in editor.updates if u.session_update == "tool_call_update"]
+    assert finished.status == "completed" and "5" in finished.content[0].content.text
+    assert "MCP server repo from the workspace's .mcp.json is not approved yet" in editor.text("agent_thought_chunk")
+    offered = fake_llm_env.requests[0].tools
+    assert "mcp__fake__add" in offered and not [name for name in offered if name.startswith("mcp__repo__")]
+    assert editor.text() == "It is 5."

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -44,6 +45,7 @@ from hermes_tui.redaction import process_environment
 if TYPE_CHECKING:
     from acp.interfaces import Agent, Client
 
+    from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.skills.manager import SkillManager
     from hermes_tui.warm import WarmHost
@@ -69,6 +71,7 @@ class HermesAgent:
         self._skills: SkillManager | None = None
         self._host: WarmHost | None = None
         self._host_config: Config | None = None
+        self._mcp: dict[Path, _Servers] = {}  # a workspace's MCP servers, shared by its sessions
         self._lock = asyncio.Lock()  # sessions open one at a time (the stores are opened by the first)
 
     def on_connect(self, conn: Client) -> None:
@@ -106,6 +109,11 @@ class HermesAgent:
         text = updates.prompt_text(prompt)
         if not text.strip():
             raise _refused("The prompt has no text.")
+        if not session.ran:  # as -p: the first request waits (bounded) for the servers, and says why not
+            servers = self._mcp.get(session.agent.config.workspace)
+            if servers is not None:
+                for line in await asyncio.to_thread(servers.before_first_turn, session.agent.config.mcp_wait):
+                    await session.send(updates.thought(line))
         return await session.prompt(text)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
@@ -125,9 +133,13 @@ class HermesAgent:
                 from hermes_tui import warm
 
                 self._host_config, self._host = config, warm.host_for(config)
+            servers = self._mcp.get(config.workspace)
+            if servers is None:
+                servers = self._mcp[config.workspace] = await asyncio.to_thread(_Servers.start, config)
             try:
-                session = await asyncio.to_thread(open_session, config, memory, skills, self._host, self.client,
-                                                  self.runner, number)
+                session = await asyncio.to_thread(open_session, config, memory, skills, self._host,
+                                                  servers.manager if servers.manager.statuses() else None,
+                                                  self.client, self.runner, number)
             except ValueError as exc:  # an unknown session id
                 raise _refused(str(exc)) from None
             self.sessions[session.acp_id] = session
@@ -158,6 +170,8 @@ class HermesAgent:
         for session in self.sessions.values():
             session.cancel()
         self.runner.shutdown(time.monotonic() + QUIT_GRACE)
+        for servers in self._mcp.values():
+            servers.manager.close(timeout=3.0)
         if self._memory is None:
             return
         ran = [session for session in self.sessions.values() if session.ran]
@@ -167,6 +181,33 @@ class HermesAgent:
         if ran and self._host is not None and self._host_config is not None and self._host.ensure():
             self._host.hand_over(self._host_config, self._host_config.db_path)
         self._memory.close()
+
+
+@dataclass
+class _Servers:
+    """A workspace's MCP servers (``mcp.json``, and its approved ``.mcp.json``) and what they said."""
+
+    manager: McpManager
+    said: list[str] = field(default_factory=list)  # the manager's lines (an unapproved server, a failure)
+
+    @classmethod
+    def start(cls, config: Config) -> _Servers:
+        from hermes_tui.agent.mcp.manager import McpManager
+
+        servers = cls(McpManager(config.home, config.workspace))
+        servers.manager.subscribe(servers.heard)
+        servers.manager.start()
+        return servers
+
+    def heard(self, line: str) -> None:
+        log.info("%s", line)
+        self.said.append(line)
+
+    def before_first_turn(self, seconds: float) -> list[str]:
+        """Wait for the servers still starting; what a session's editor is told before its first turn."""
+        late = self.manager.wait_ready(seconds)
+        return [*self.said, *(f"MCP server {name} is not ready after {seconds:g} s: this turn runs without "
+                              "its tools." for name in late)]
 
 
 def _session_number(session_id: str) -> int:

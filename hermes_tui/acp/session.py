@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from hermes_tui.agent.loop import AgentLoop
+    from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.background import Background
     from hermes_tui.config import Config
     from hermes_tui.llm import ModelHost
@@ -54,16 +55,15 @@ class _Question:
 _END = object()  # the turn's thread is done with the agent
 
 
-SURFACE = Surface("acp")  # every tool family; each session brings its own approver (``open_session``)
-
-
 def open_session(config: Config, memory: MemoryStore, skills: SkillManager, host: ModelHost | None,
-                 client: Client, runner: Background, session_id: int | None) -> AcpSession:
+                 mcp: McpManager | None, client: Client, runner: Background, session_id: int | None) -> AcpSession:
     """A new Hermes session in ``config.workspace``, or the stored ``session_id`` resumed (ValueError:
-    there is none). Its calls are approved by the one policy, which asks the editor."""
+    there is none), offering every tool family and ``mcp``'s tools. Its calls are approved by the
+    one policy, which asks the editor."""
     session = AcpSession(client, runner)
     policy = ApprovalPolicy.for_workspace(session.ask, config.home, config.workspace, on_warning=log.warning)
-    session.agent = build_agent(config, memory, skills, SURFACE, session_id=session_id, host=host, approver=policy)
+    session.agent = build_agent(config, memory, skills, Surface("acp", mcp=mcp), session_id=session_id, host=host,
+                                approver=policy)
     return session
 
 

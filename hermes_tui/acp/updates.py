@@ -95,8 +95,13 @@ def _result(call_id: str, result: str, status: Any) -> SessionUpdate:
     return update_tool_call(call_id, status=status, content=[tool_content(text_block(shown))] if shown else None)
 
 
+def thought(line: str) -> SessionUpdate:
+    """A line of Hermes' own about the turn, shown apart from the answer."""
+    return update_agent_thought_text(line + "\n")
+
+
 def _thought(line: str) -> list[SessionUpdate]:
-    return [update_agent_thought_text(line + "\n")]
+    return [thought(line)]
 
 
 def _files(event: FilesChanged) -> list[SessionUpdate]:
