@@ -16,6 +16,7 @@ says what to do; nothing raised here ends the process.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -109,11 +110,6 @@ class HermesAgent:
         text = updates.prompt_text(prompt)
         if not text.strip():
             raise _refused("The prompt has no text.")
-        if not session.ran:  # as -p: the first request waits (bounded) for the servers, and says why not
-            servers = self._mcp.get(session.agent.config.workspace)
-            if servers is not None:
-                for line in await asyncio.to_thread(servers.before_first_turn, session.agent.config.mcp_wait):
-                    await session.send(updates.thought(line))
         return await session.prompt(text)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
@@ -142,6 +138,8 @@ class HermesAgent:
                                                   self.client, self.runner, number)
             except ValueError as exc:  # an unknown session id
                 raise _refused(str(exc)) from None
+            if servers.manager.statuses():  # as -p: the first request waits (bounded) for them
+                session.before_first_turn = functools.partial(servers.before_first_turn, config.mcp_wait)
             self.sessions[session.acp_id] = session
             log.info("acp session %s in %s", session.acp_id, config.workspace)
             return session

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from acp import RequestError
 from acp.schema import AllowedOutcome, PromptResponse, StopReason
 
 from hermes_tui.acp import updates
-from hermes_tui.agent.approvals import ANSWERS, CANCEL, DENY, ApprovalPolicy, PendingCall
+from hermes_tui.agent.approvals import CANCEL, DENY, ApprovalPolicy, PendingCall
 from hermes_tui.agent.runtime import RunningTurn, Surface, build_agent, start_turn
 from hermes_tui.events import Error, Event, TurnFinished
 
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 # How a turn's end is told to the editor (``TurnFinished.stopped_reason``); "error" is a protocol error.
 STOP_REASONS: dict[str, StopReason] = {"done": "end_turn", "cancelled": "cancelled", "max_steps": "max_turn_requests"}
 ASK_POLL = 1.0  # seconds between checks, while a question waits, that its turn is still forwarded
+OFFERED = frozenset(option.option_id for option in updates.PERMISSION_OPTIONS)  # an answer not offered denies
 PROVIDER_ERROR = -32603  # JSON-RPC's "internal error": the turn failed (the message says why and what to do)
 
 
@@ -83,6 +85,8 @@ class AcpSession:
         self._asking: asyncio.Task[Any] | None = None
         self._cancelled = False
         self._prompting = False
+        # What to wait for before the first turn (the MCP servers), and the lines it tells the editor.
+        self.before_first_turn: Callable[[], list[str]] | None = None
 
     @property
     def acp_id(self) -> str:
@@ -99,18 +103,23 @@ class AcpSession:
     # -- a prompt ---------------------------------------------------------------------------------
 
     async def prompt(self, text: str) -> PromptResponse:
-        self._prompting = True
+        self._prompting, self._cancelled = True, False
         try:
-            return await self._prompt(text)
+            if self._pump is not None:  # the last turn's thread (its curator) lets go of the agent first
+                await self._pump
+            if not self.ran and self.before_first_turn is not None:
+                for line in await asyncio.to_thread(self.before_first_turn):
+                    await self.send(updates.thought(line))
+            if self._cancelled:  # cancelled while it waited: nothing was sent or stored
+                return PromptResponse(stop_reason="cancelled")
+            return await self._run(text)
         finally:
             self._prompting = False
 
-    async def _prompt(self, text: str) -> PromptResponse:
-        if self._pump is not None:  # the last turn's thread (its curator) lets go of the agent first
-            await self._pump
+    async def _run(self, text: str) -> PromptResponse:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[object] = asyncio.Queue()
-        self._loop, self._queue, self._cancelled, self.ran = loop, queue, False, True
+        self._loop, self._queue, self.ran = loop, queue, True
         finished: asyncio.Future[TurnFinished] = loop.create_future()
         errors: list[str] = []
 
@@ -177,7 +186,7 @@ class AcpSession:
             return DENY
         outcome = asking.result().outcome
         if isinstance(outcome, AllowedOutcome):
-            return outcome.option_id if outcome.option_id in ANSWERS else DENY
+            return outcome.option_id if outcome.option_id in OFFERED else DENY
         return CANCEL  # the editor's own "cancelled" (its prompt was cancelled)
 
     def ask(self, call: PendingCall) -> str:
