@@ -25,7 +25,7 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.acp_harness import Editor, acp_agent, run
 from tests.engine_harness import three_tool_script
-from tests.fakes.fixtures import on_wire
+from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
 from tests.mcp_harness import declare, stdio_entry
 
@@ -100,7 +100,15 @@ def _bash_then_answer(server: FakeLLMServer, command: str = "echo made > made.tx
 
 @on_wire("anthropic")
 def test_a_tool_call_asks_the_editor_and_allow_runs_it(fake_llm_env: FakeLLMServer, helper: bool, hermes_home: Path,
-                                                       workspace: Path, tmp_path: Path) -> None:
+                                                       workspace: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """As shipped: the provider and key only in HERMES_HOME/.env (an editor passes little
+    environment), and the warm helper on; and with the helper off."""
+    settings = wire_env(fake_llm_env, "anthropic")
+    hermes_home.mkdir(mode=0o700)
+    (hermes_home / ".env").write_text("".join(f"{name}={value}\n" for name, value in settings.items()))
+    for name in settings:
+        monkeypatch.delenv(name)
     _bash_then_answer(fake_llm_env)
     editor = Editor(answer="once")
 
