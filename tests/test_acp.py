@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -27,6 +29,7 @@ from tests.acp_harness import Editor, acp_agent, run
 from tests.engine_harness import three_tool_script
 from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
+from tests.helpers import HERMES_TUI
 from tests.mcp_harness import declare, stdio_entry
 
 pytestmark = pytest.mark.timeout(600)  # a process that imports litellm, on a loaded machine
@@ -414,3 +417,24 @@ def test_mcp_servers_of_the_workspace_are_offered_and_asked_about(fake_llm_env: 
     offered = fake_llm_env.requests[0].tools
     assert "mcp__fake__add" in offered and not [name for name in offered if name.startswith("mcp__repo__")]
     assert editor.text() == "It is 5."
+
+
+def test_requests_from_a_file_are_answered_and_garbage_ends_nothing(hermes_home: Path, tmp_path: Path) -> None:
+    """stdin and stdout may be files (a script, ``< requests > replies``): every request is
+    answered in order, a line that is no JSON and a method Hermes lacks end nothing, EOF ends it."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("".join(json.dumps(line) + "\n" if isinstance(line, dict) else line for line in (
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+        "this is not JSON\n",
+        {"jsonrpc": "2.0", "id": 1, "method": "session/set_mode", "params": {"sessionId": "1", "modeId": "x"}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/no/such/folder", "mcpServers": []}},
+    )))
+    replies = tmp_path / "replies.jsonl"
+    with requests.open("rb") as stdin, replies.open("wb") as stdout:
+        done = subprocess.run([HERMES_TUI, "acp"], stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=120,
+                              env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    answers = {reply["id"]: reply for reply in map(json.loads, replies.read_text().splitlines())}
+    assert answers[0]["result"]["agentInfo"]["name"] == "hermes"
+    assert answers[1]["error"]["code"] == -32601
+    assert "does not exist or is not a folder" in answers[2]["error"]["message"]
