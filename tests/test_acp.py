@@ -21,7 +21,8 @@ import pytest
 from acp import RequestError, text_block
 
 from hermes_tui import events, warm
-from hermes_tui.acp.updates import UPDATES
+from hermes_tui.acp.updates import UPDATES, replay
+from hermes_tui.conversation import ChatMessage, Status, parse_calls
 from hermes_tui.learning import pending
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
@@ -438,3 +439,20 @@ def test_requests_from_a_file_are_answered_and_garbage_ends_nothing(hermes_home:
     assert answers[0]["result"]["agentInfo"]["name"] == "hermes"
     assert answers[1]["error"]["code"] == -32601
     assert "does not exist or is not a folder" in answers[2]["error"]["message"]
+
+
+def test_replay_shows_what_a_view_shows() -> None:
+    """Undone messages stay out, a failed call shows failed, a call without a stored result
+    (the process died during it) is not left running, text arguments that were no JSON show raw."""
+    calls = [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},
+             {"id": "c2", "type": "function", "function": {"name": "run_bash", "arguments": "{not json"}}]
+    messages = [
+        ChatMessage(1, 1, "user", "read it"),
+        ChatMessage(2, 1, "assistant", "Reading.", parse_calls(calls)),
+        ChatMessage(3, 1, "tool", "no such file", tool_call_id="c1", name="read_file", status=Status.FAILED),
+        ChatMessage(4, 1, "user", "take this back", status=Status.UNDONE),
+    ]
+    shown = [(u.session_update, getattr(u, "status", None), getattr(u, "title", None)) for u in replay(messages)]
+    assert shown == [("user_message_chunk", None, None), ("agent_message_chunk", None, None),
+                     ("tool_call", "in_progress", "read_file: a.txt"), ("tool_call", "failed", "run_bash"),
+                     ("tool_call_update", "failed", None)]

@@ -145,8 +145,11 @@ _STATUS: Mapping[Status, Any] = {Status.OK: "completed"}  # every other ending o
 
 
 def replay(messages: list[ChatMessage]) -> Iterator[SessionUpdate]:
-    """A stored session as the editor would have seen it live (``session/load``)."""
-    for message in resume.shown(messages):
+    """A stored session as the editor would have seen it live (``session/load``). A call whose
+    result was never stored (the process died during it) shows as failed, not as still running."""
+    shown = resume.shown(messages)
+    answered = {m.tool_call_id for m in shown if m.role == "tool"}
+    for message in shown:
         if message.role == "user" and message.content:
             yield update_user_message_text(message.content)
         elif message.role == "assistant":
@@ -155,7 +158,8 @@ def replay(messages: list[ChatMessage]) -> Iterator[SessionUpdate]:
             for call in message.calls:
                 arguments = dict(call.arguments) if call.valid else {"raw": call.raw}
                 yield start_tool_call(call.id, title(call.name, arguments), kind=KINDS.get(call.name, "other"),
-                                      status="in_progress", raw_input=arguments)
+                                      status="in_progress" if call.id in answered else "failed",
+                                      raw_input=arguments)
         elif message.role == "tool" and message.tool_call_id:
             yield _result(message.tool_call_id, message.content or "", _STATUS.get(message.status, "failed"))
 
