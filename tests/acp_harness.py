@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from asyncio.subprocess import Process
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,12 +76,20 @@ class Editor:
 async def acp_agent(editor: Editor, stderr: Path, cwd: Path | None = None
                     ) -> AsyncIterator[tuple[ClientSideConnection, InitializeResponse]]:
     """``hermes-tui acp`` in its own process, its stderr in ``stderr``; initialized."""
+    async with acp_process(editor, stderr, cwd) as (conn, hello, _process):
+        yield conn, hello
+
+
+@contextlib.asynccontextmanager
+async def acp_process(editor: Editor, stderr: Path, cwd: Path | None = None
+                      ) -> AsyncIterator[tuple[ClientSideConnection, InitializeResponse, Process]]:
+    """``acp_agent`` with the process itself (for signals)."""
     with stderr.open("ab") as err:
         async with spawn_agent_process(editor, HERMES_TUI, "acp", env=dict(os.environ), cwd=cwd,
-                                       transport_kwargs={"stderr": err, "shutdown_timeout": 60.0}) as (conn, _proc):
+                                       transport_kwargs={"stderr": err, "shutdown_timeout": 60.0}) as (conn, process):
             hello = await asyncio.wait_for(conn.initialize(
                 protocol_version=PROTOCOL_VERSION, client_info=Implementation(name="test-editor", version="1")), BOUND)
-            yield conn, hello
+            yield conn, hello, process
 
 
 def run(scenario: Awaitable[None]) -> None:

@@ -8,6 +8,7 @@ import inspect
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from hermes_tui.conversation import ChatMessage, Status, parse_calls
 from hermes_tui.learning import pending
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
-from tests.acp_harness import Editor, acp_agent, run
+from tests.acp_harness import Editor, acp_agent, acp_process, run
 from tests.engine_harness import three_tool_script
 from tests.fakes.fixtures import on_wire, wire_env
 from tests.fakes.server import FakeLLMServer, Fault, Reply, ToolCall
@@ -456,3 +457,29 @@ def test_replay_shows_what_a_view_shows() -> None:
     assert shown == [("user_message_chunk", None, None), ("agent_message_chunk", None, None),
                      ("tool_call", "in_progress", "read_file: a.txt"), ("tool_call", "failed", "run_bash"),
                      ("tool_call_update", "failed", None)]
+
+
+@on_wire("openai")
+def test_sigterm_cancels_the_turn_and_leaves_the_summary_pending(fake_llm_env: FakeLLMServer, hermes_home: Path,
+                                                                  workspace: Path, tmp_path: Path) -> None:
+    """An editor that quits may send SIGTERM: the running turn is cancelled, the session is left
+    for its summary, and the process exits cleanly."""
+    fake_llm_env.queue(Reply(text="word " * 2000, chunk_size=5, chunk_delay=0.01))
+    editor = Editor()
+    ended: list[int] = []
+
+    async def scenario() -> None:
+        async with acp_process(editor, tmp_path / "stderr.log") as (conn, _hello, process):
+            session = await conn.new_session(cwd=str(workspace))
+            prompt = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("Talk")]))
+            await editor.until(lambda: "agent_message_chunk" in editor.kinds())
+            process.send_signal(signal.SIGTERM)
+            ended.append(await process.wait())
+            await asyncio.wait({prompt})  # answered "cancelled", or the connection closed under it
+
+    run(scenario())
+    assert ended == [0]
+    with MemoryStore(hermes_home / "memory.sqlite3") as memory:
+        [session] = memory.list_sessions()
+        assert pending.pending(memory) == [session.id]
+        assert [m.status for m in memory.get_messages(session.id) if m.role == "user"] == [Status.CANCELLED]

@@ -16,9 +16,12 @@ says what to do; nothing raised here ends the process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
+import signal
 import time
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -74,6 +77,9 @@ class HermesAgent:
         self._host_config: Config | None = None
         self._mcp: dict[Path, _Servers] = {}  # a workspace's MCP servers, shared by its sessions
         self._lock = asyncio.Lock()  # sessions open one at a time (the stores are opened by the first)
+        self._in_flight = 0  # requests being answered (new, load, prompt)
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
@@ -86,8 +92,9 @@ class HermesAgent:
             agent_info=Implementation(name="hermes", title="Hermes", version=__version__))
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
-        session = await self._open(cwd, None)
-        return NewSessionResponse(session_id=session.acp_id)
+        with self._answering():
+            session = await self._open(cwd, None)
+            return NewSessionResponse(session_id=session.acp_id)
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
         """A stored Hermes session, by its id; its conversation is replayed to the editor first."""
@@ -95,11 +102,12 @@ class HermesAgent:
         running = self.sessions.get(session_id)
         if running is not None and running.busy:
             raise _refused(f"Session {session_id} is running a turn here: cancel it first.")
-        session = await self._open(cwd, number)
-        messages = await asyncio.to_thread(session.agent.memory.get_messages, number)
-        for update in updates.replay(messages):
-            await session.send(update)
-        return LoadSessionResponse()
+        with self._answering():
+            session = await self._open(cwd, number)
+            messages = await asyncio.to_thread(session.agent.memory.get_messages, number)
+            for update in updates.replay(messages):
+                await session.send(update)
+            return LoadSessionResponse()
 
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
         session = self.sessions.get(session_id)
@@ -110,12 +118,28 @@ class HermesAgent:
         text = updates.prompt_text(prompt)
         if not text.strip():
             raise _refused("The prompt has no text.")
-        return await session.prompt(text)
+        with self._answering():
+            return await session.prompt(text)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         session = self.sessions.get(session_id)
         if session is not None:
             session.cancel()
+
+    @contextlib.contextmanager
+    def _answering(self) -> Iterator[None]:
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.set()
+
+    async def idle(self) -> None:
+        """Until no request is being answered."""
+        await self._idle.wait()
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -240,15 +264,33 @@ def _config_for(cwd: str) -> Config:
 
 
 async def serve() -> None:
-    """Answer the editor on stdin/stdout until it closes stdin."""
+    """Answer the editor on stdin/stdout. At the end of stdin the requests already received are
+    answered first (a script's last prompt runs); SIGTERM or SIGHUP stop at once (turns cancelled).
+    Either way the sessions are closed as ``HermesAgent.close`` says."""
     from hermes_tui.acp.pipes import protocol_streams
 
     reader, writer = await protocol_streams()
     agent = HermesAgent()
     # The SDK routes the methods an agent defines; the others (modes, forks...) answer "method not found".
     connection = AgentSideConnection(cast("Agent", agent), writer, reader, listening=False)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signum, stop.set)
     try:
-        await connection.listen()
+        if await _until(connection.listen(), stop):
+            await asyncio.sleep(0)  # the requests read last start (and count as in flight) first
+            if await _until(agent.idle(), stop):
+                await asyncio.sleep(0)  # their answers are queued before the connection closes
     finally:
         await asyncio.to_thread(agent.close)
         await connection.close()
+
+
+async def _until(work: Coroutine[Any, Any, object], stop: asyncio.Event) -> bool:
+    """Run ``work`` until it ends (True) or ``stop`` is set (False: it is cancelled)."""
+    task, stopped = asyncio.ensure_future(work), asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    for pending in (task, stopped):
+        pending.cancel()
+    return not stop.is_set()
