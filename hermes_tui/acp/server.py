@@ -20,6 +20,7 @@ import contextlib
 import functools
 import logging
 import signal
+import sqlite3
 import time
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
@@ -184,13 +185,17 @@ class HermesAgent:
             self._memory, self._skills = memory, SkillManager.for_config(config)
         return self._memory, self._skills
 
-    def close(self) -> None:
-        """The editor went away: stop the turns, and leave each session that ran one a pending
-        summary (written by the warm helper when idle, else by the next TUI, web or ``doctor``)."""
-        from hermes_tui.learning import pending
-
+    def stop_turns(self) -> None:
+        """On the event loop: cancel every running turn (and its open question)."""
         for session in self.sessions.values():
             session.cancel()
+
+    def close(self) -> None:
+        """Off the event loop, once the turns are cancelled: wait for their threads, stop the MCP
+        servers, and leave each session that ran a turn a pending summary (written by the warm
+        helper when idle, else by the next TUI, web or ``doctor``)."""
+        from hermes_tui.learning import pending
+
         self.runner.shutdown(time.monotonic() + QUIT_GRACE)
         for servers in self._mcp.values():
             servers.manager.close(timeout=3.0)
@@ -199,7 +204,10 @@ class HermesAgent:
         ran = [session for session in self.sessions.values() if session.ran]
         for session in ran:
             session.agent.end_jobs()
-            pending.mark(self._memory, session.agent.session_id, told=True)
+            try:
+                pending.mark(self._memory, session.agent.session_id, told=True)
+            except (sqlite3.Error, OSError) as exc:  # its summary is then not written; nothing else is lost
+                log.warning("session %s not marked for its summary: %s", session.acp_id, exc)
         if ran and self._host is not None and self._host_config is not None and self._host.ensure():
             self._host.hand_over(self._host_config, self._host_config.db_path)
         self._memory.close()
@@ -283,6 +291,7 @@ async def serve() -> None:
             if await _until(agent.idle(), stop):
                 await asyncio.sleep(0)  # their answers are queued before the connection closes
     finally:
+        agent.stop_turns()
         await asyncio.to_thread(agent.close)
         await connection.close()
 
