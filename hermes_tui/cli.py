@@ -31,6 +31,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("helper start|stop|status", "the background helper that keeps the model layer warm for -p runs"),
     ("helper unit systemd|launchd", "print a login service that starts the helper"),
     ("eval TASKS", "A/B-run a task file: cold (no skills) against warm (the skills it learned)"),
+    ("acp", "serve an editor (Zed, Neovim...) over the Agent Client Protocol on stdin and stdout"),
 )
 
 
@@ -608,6 +609,30 @@ def eval_main(argv: Sequence[str]) -> int:
             warn(f"--json {args.json}: {exc}")
             return EXIT_ERROR
     return code
+
+
+def acp_main(argv: Sequence[str]) -> int:
+    """``hermes-tui acp``: an ACP agent on stdin/stdout for an editor (hermes_tui/acp/)."""
+    argparse.ArgumentParser(
+        prog="hermes-tui acp",
+        description="Speak the Agent Client Protocol on stdin and stdout, for an editor that starts this "
+                    "command (Zed's agent_servers, Neovim's CodeCompanion or avante). The editor's working "
+                    "directory is the workspace; sessions, memory and skills are Hermes' own.").parse_args(argv)
+    import asyncio
+
+    from hermes_tui.acp.server import serve
+
+    try:
+        from hermes_tui.logs import setup_logging
+
+        setup_logging(Config.load())
+    except (ConfigError, OSError) as exc:  # every session/new then says what is wrong, in the editor
+        print(f"hermes: {exc}", file=sys.stderr)
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
 
 
 def web_main(argv: Sequence[str] | None = None) -> int:

@@ -301,6 +301,24 @@ class WarmHost:
         return True
 
 
+def host_for(config: Config) -> WarmHost | None:
+    """The host of a run's model calls (``-p``, ``acp``): the helper, reached in the background;
+    None when ``HERMES_HELPER=off``. When it cannot be reached, litellm is imported here instead."""
+    from hermes_tui import llm
+
+    if not config.helper:
+        llm.warm(config)  # the turn needs litellm: import it while the rest is set up
+        return None
+    host = WarmHost(config)
+
+    def reach() -> None:
+        if not host.ensure():
+            llm.warm(config)
+
+    threading.Thread(target=reach, name="hermes-warm-reach", daemon=True).start()
+    return host
+
+
 def start(config: Config | None) -> tuple[int, float | None]:
     """The running helper's pid, and the seconds it took to start and get ready when this call
     started it (None: it ran already). Raises ``Unavailable``."""

@@ -1,7 +1,7 @@
 """Session state is the core's, so every surface resumes, undoes and forgets the same (issue 35):
-one session with an undone turn, resumed by the TUI, ``-c -p``, ``--session N`` and the web, sends
-the model the same messages; the web's DELETE removes what /forget removes; /export and /copy
-write through the one ``write_private``."""
+one session with an undone turn, resumed by the TUI, ``-c -p``, ``--session N``, the web and an
+editor over ACP (``session/load``), sends the model the same messages; the web's DELETE removes
+what /forget removes; /export and /copy write through the one ``write_private``."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import text_block
 from textual.pilot import Pilot
 
 from hermes_tui.conversation import Status
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.tui.app import HermesApp
+from tests.acp_harness import Editor, acp_agent
+from tests.acp_harness import run as acp_run
 from tests.fakes.server import FakeLLMServer, RecordedRequest, Reply
 from tests.helpers import cli
 from tests.tui_harness import notices, run, send, send_and_wait, server, wait_for
@@ -97,9 +100,21 @@ def test_every_surface_resumes_a_session_with_an_undone_turn_the_same(
     assert ndjson(chat(client, token, NEXT))[-1]["type"] == "turn_finished"
     sent["web"] = _sent(server)
 
+    fresh_home("acp")
+    editor = Editor()
+
+    async def loaded() -> None:  # an editor loads the session over the Agent Client Protocol
+        async with acp_agent(editor, tmp_path / "acp-stderr.log") as (conn, _hello):
+            await conn.load_session(cwd=str(workspace), session_id=str(session_id))
+            await conn.prompt(session_id=str(session_id), prompt=[text_block(NEXT)])
+
+    acp_run(loaded())
+    sent["acp"] = _sent(server)
+
     assert sent["tui"][0] == ("user", "alpha: remember apples") and sent["tui"][-1][1].startswith(NEXT)
     assert not any("bravo" in text.lower() for text in map(str, sent.values()))
-    assert sent["continue"] == sent["tui"] and sent["session"] == sent["tui"] and sent["web"] == sent["tui"]
+    assert "bravo" not in str(editor.updates).lower()  # nor replayed to the editor
+    assert all(sent[surface] == sent["tui"] for surface in ("continue", "session", "web", "acp"))
 
 
 # -- one write_private ----------------------------------------------------------------------------
