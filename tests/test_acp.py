@@ -375,6 +375,40 @@ def test_a_sub_agents_steps_show_under_its_call(fake_llm_env: FakeLLMServer, her
     assert editor.text() == "It listens on 8431."
 
 
+@pytest.mark.parametrize("fake_llm_env", ["openai", "anthropic"], indirect=True)
+def test_an_image_in_the_prompt_reaches_the_model_and_a_non_image_is_refused(
+        fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path, tmp_path: Path) -> None:
+    """An editor's image block is attached as ``--image`` would attach it (checked, kept, sent as
+    image content); bytes that are no image are a protocol error naming why, and nothing is sent."""
+    import base64
+    import io
+
+    from acp import image_block
+    from PIL import Image
+
+    picture = io.BytesIO()
+    Image.new("RGB", (40, 30), "red").save(picture, "PNG")
+    fake_llm_env.queue(Reply(text="A red rectangle."))
+    editor = Editor()
+
+    async def scenario() -> None:
+        async with acp_agent(editor, tmp_path / "stderr.log") as (conn, hello):
+            assert hello.agent_capabilities is not None
+            assert hello.agent_capabilities.prompt_capabilities.image
+            session = await conn.new_session(cwd=str(workspace))
+            with pytest.raises(RequestError, match="not an image Hermes can send"):
+                await conn.prompt(session_id=session.session_id, prompt=[
+                    text_block("What is this?"), image_block(base64.b64encode(b"plain text").decode(), "image/png")])
+            answer = await conn.prompt(session_id=session.session_id, prompt=[
+                text_block("What is this?"), image_block(base64.b64encode(picture.getvalue()).decode(), "image/png")])
+            assert answer.stop_reason == "end_turn"
+
+    run(scenario())
+    assert len(fake_llm_env.requests) == 1
+    assert fake_llm_env.requests[0].images == [("user", "image/png", picture.getvalue())]
+    assert editor.text() == "A red rectangle."
+
+
 @on_wire("openai")
 def test_the_editors_folder_is_the_workspace(fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path,
                                              tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ from acp.schema import (
 from hermes_tui import __version__
 from hermes_tui.acp import updates
 from hermes_tui.acp.session import AcpSession, open_session
+from hermes_tui.agent.attachments import AttachmentError
 from hermes_tui.background import Background
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.memory.errors import StoreError
@@ -89,7 +90,7 @@ class HermesAgent:
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(load_session=True,
-                                                 prompt_capabilities=PromptCapabilities(embedded_context=True)),
+                                                 prompt_capabilities=PromptCapabilities(embedded_context=True, image=True)),
             agent_info=Implementation(name="hermes", title="Hermes", version=__version__))
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
@@ -119,6 +120,12 @@ class HermesAgent:
         text = updates.prompt_text(prompt)
         if not text.strip():
             raise _refused("The prompt has no text.")
+        for name, data in updates.prompt_images(prompt):
+            try:  # checked before anything is stored or sent, as -p --image does
+                session.agent.attach_image(name, data=data)
+            except AttachmentError as exc:
+                session.agent.attached.clear()
+                raise _refused(str(exc)) from None
         with self._answering():
             return await session.prompt(text)
 

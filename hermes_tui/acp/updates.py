@@ -9,6 +9,7 @@ the answer. A loaded session is replayed from its stored messages (``replay``) i
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -175,9 +176,23 @@ def replay(messages: list[ChatMessage]) -> Iterator[SessionUpdate]:
             yield _result(message.tool_call_id, message.content or "", _STATUS.get(message.status, "failed"))
 
 
+def prompt_images(blocks: list[Any]) -> list[tuple[str, bytes]]:
+    """A prompt's images as (a name, their bytes), for ``AgentLoop.attach_image`` to check, fit
+    and keep as any attached image; a block whose data is no base64 is named so and left out."""
+    images: list[tuple[str, bytes]] = []
+    for number, block in enumerate((b for b in blocks if getattr(b, "type", None) == "image"), 1):
+        name = block.uri or f"image {number} from the editor"
+        try:
+            images.append((name, base64.b64decode(block.data, validate=True)))
+        except (ValueError, TypeError):
+            images.append((name, b""))  # refused by the attachment check, with its one line
+    return images
+
+
 def prompt_text(blocks: list[Any]) -> str:
     """The user's message from a prompt's content blocks: text as typed, a linked or embedded file
-    named by its URI (its embedded text follows it), anything else (an image, audio) named as left out."""
+    named by its URI (its embedded text follows it); images go as attachments (``prompt_images``),
+    anything else (audio) is named as left out."""
     parts: list[str] = []
     for block in blocks:
         kind = getattr(block, "type", None)
@@ -189,6 +204,6 @@ def prompt_text(blocks: list[Any]) -> str:
             resource = block.resource
             text = getattr(resource, "text", None)
             parts.append(f"{resource.uri}\n```\n{text}\n```" if isinstance(text, str) else resource.uri)
-        else:
-            parts.append(f"[{kind or 'unknown'} content left out: Hermes takes text and files]")
+        elif kind != "image":
+            parts.append(f"[{kind or 'unknown'} content left out: Hermes takes text, files and images]")
     return "\n".join(part for part in parts if part)
