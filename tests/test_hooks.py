@@ -399,3 +399,20 @@ def test_hooks_list_says_what_cannot_be_used_in_one_line_each(hermes_home: Path,
     assert "  ignored: Notification: not an event Hermes runs" in lines
     assert "  ignored: Stop: hooks of type 'prompt' (Hermes runs command hooks)" in lines
     assert any(line.startswith("  problem: not valid JSON") for line in lines)
+
+
+@on_wire("anthropic")
+def test_a_stop_hooks_continue_false_ends_the_turn_rather_than_sending_the_model_back(
+        env: FakeLLMServer, hermes_home: Path) -> None:
+    """Claude Code: ``"continue": false`` stops processing and takes precedence over a block;
+    ``stopReason`` is for the user, not the model. On Stop it must end the turn, not extend it."""
+    answer = json.dumps({"continue": False, "stopReason": "the build is red, over to you", "decision": "block",
+                         "reason": "keep going"})
+    settings(hermes_home / "settings.json", {"Stop": [command_hook(f"echo '{answer}'")]})
+    env.queue(Reply(text="done"), Reply(text="still going"))
+
+    result = cli("-p", "fix it", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert len(env.requests) == 1, "continue: false never sends the model back"
+    assert "the build is red, over to you" in result.stderr

@@ -477,7 +477,9 @@ class AgentLoop:
         """Stop: True when a hook sends the model back to work (at most ``STOP_LIMIT`` times a turn)."""
         verdict = yield from self._fire(STOP, stop_hook_active=stops > 0,
                                         last_assistant_message=texts[-1] if texts else "")
-        if not verdict.blocked or self._cancel.is_set():
+        if verdict.stopped:
+            yield Notice(f"A Stop hook ended the turn: {verdict.reason.splitlines()[0][:200]}")
+        if not verdict.blocked or verdict.stopped or self._cancel.is_set():
             return False
         if stops >= STOP_LIMIT:
             yield Notice(f"A Stop hook asked to go on {stops + 1} times; the turn ends here (at most {STOP_LIMIT}).")

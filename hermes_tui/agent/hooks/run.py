@@ -31,7 +31,8 @@ _DECISIONS = {"block": "block", "deny": "block", "approve": "allow", "allow": "a
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one hook answered. ``decision``: "" (go on), "block", "allow" or "ask"; ``reason``:
+    """What one hook answered. ``decision``: "" (go on), "stop" (``continue: false``), "block",
+    "allow" or "ask"; ``reason``:
     why (stderr of exit 2, or the JSON's reason); ``context``: text for the model's context
     (stdout on exit 0) and ``additional`` (``additionalContext``); ``warning``: one line for the user."""
 
@@ -103,8 +104,8 @@ def read(spec: HookSpec, code: int, stdout: str, stderr: str) -> Outcome:
     specific = specific if isinstance(specific, dict) else {}
     decision = _DECISIONS.get(str(specific.get("permissionDecision") or answer.get("decision") or ""), "")
     reason = str(specific.get("permissionDecisionReason") or answer.get("reason") or "")
-    if answer.get("continue") is False:
-        decision, reason = "block", str(answer.get("stopReason") or reason or f"{name} said not to continue")
+    if answer.get("continue") is False:  # Claude Code: takes precedence over any decision
+        decision, reason = "stop", str(answer.get("stopReason") or reason or f"{name} said not to continue")
     message = answer.get("systemMessage")
     return Outcome(spec, code, decision, reason, additional=str(specific.get("additionalContext") or ""),
                    message=message if isinstance(message, str) else "")
