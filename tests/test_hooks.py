@@ -416,3 +416,26 @@ def test_a_stop_hooks_continue_false_ends_the_turn_rather_than_sending_the_model
     assert result.returncode == 0, result.stderr
     assert len(env.requests) == 1, "continue: false never sends the model back"
     assert "the build is red, over to you" in result.stderr
+
+
+@on_wire("openai")
+def test_a_project_settings_file_linked_to_one_approved_elsewhere_does_not_run(
+        env: FakeLLMServer, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An approval is for a file of the workspace it was given in: a repository (or a command of
+    the session) that links its .claude/settings.json to another project's approved file gets
+    none of it, though the content is the approved one."""
+    trusted = tmp_path / "trusted"
+    settings(trusted / ".claude" / "settings.json",
+             {"UserPromptSubmit": [command_hook('touch "$CLAUDE_PROJECT_DIR/hook-ran"')]})
+    monkeypatch.setenv("HERMES_WORKSPACE", str(trusted))
+    assert cli("hooks", "approve", "--yes").returncode == 0
+    monkeypatch.setenv("HERMES_WORKSPACE", str(workspace))
+    (workspace / ".claude").mkdir()
+    (workspace / ".claude" / "settings.json").symlink_to(trusted / ".claude" / "settings.json")
+    env.queue(Reply(text="ok"))
+
+    result = cli("-p", "hello", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert not (workspace / "hook-ran").exists()
+    assert "outside the workspace" in cli("hooks", "list").stdout

@@ -150,6 +150,9 @@ def _file(path: Path, label: str, workspace: Path, *, project: bool,
     if not project:
         return SettingsFile(path, label, project, hooks, problems=tuple(problems), ignored=tuple(ignored))
     real = path.resolve()
+    if not real.is_relative_to(workspace.resolve()):  # an approval given elsewhere must not carry over
+        return SettingsFile(real, label, project, (), problems=(
+            f"links outside the workspace (to {real}): its hooks do not run",))
     try:
         binding = _binding(data, hooks, workspace)
     except code.TooLarge as exc:
