@@ -439,3 +439,20 @@ def test_a_project_settings_file_linked_to_one_approved_elsewhere_does_not_run(
     assert result.returncode == 0, result.stderr
     assert not (workspace / "hook-ran").exists()
     assert "outside the workspace" in cli("hooks", "list").stdout
+
+
+@on_wire("anthropic")
+def test_a_guard_that_leaves_a_child_holding_its_output_still_blocks(
+        env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
+    """A guard exits 2 but a process it started keeps its stderr open: Hermes waits for the pipes
+    until the timeout, then its exit code still counts (the call must not run: failing open)."""
+    settings(hermes_home / "settings.json", {"PreToolUse": [command_hook(
+        "sleep 300 & echo 'rm is not allowed here' >&2; exit 2", "Bash", timeout=1)]})
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch made-it"})]), Reply(text="OK."))
+
+    result = cli("-p", "make a file", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert not (workspace / "made-it").exists()
+    assert tool_results(env, 1) == ["Blocked by the user's PreToolUse hook: rm is not allowed here"]
+    assert "left a process running" in result.stderr

@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -83,9 +83,16 @@ def run(spec: HookSpec, payload: Mapping[str, Any], *, cwd: Path, environment: M
             _kill(process)
             return Outcome(spec, None, warning=f"{name} was stopped: the turn was cancelled")
         if time.monotonic() >= deadline:
+            exited = process.returncode  # the hook ended, but a process it started holds its output
             _kill(process)
-            return Outcome(spec, None, warning=f"{name} timed out after {spec.timeout:g} s and was stopped; "
-                                               "Hermes went on without it")
+            if exited is None:
+                return Outcome(spec, None, warning=f"{name} timed out after {spec.timeout:g} s and was stopped; "
+                                                   "Hermes went on without it")
+            for thread in threads[1:]:  # what it wrote before it ended is in the pipes
+                thread.join(POLL)
+            answered = read(spec, exited, _text(out), _text(err))
+            left = f"{name} left a process running that held its output; it was stopped at the timeout"
+            return replace(answered, warning="; ".join(filter(None, (answered.warning, left))))
 
 
 def read(spec: HookSpec, code: int, stdout: str, stderr: str) -> Outcome:
