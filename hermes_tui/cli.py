@@ -89,7 +89,7 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         from hermes_tui.agent.hooks.config import declared as declared_hooks
         from hermes_tui.textsafe import printable
 
-        if waiting := declared_hooks(config.home, config.workspace).waiting_line():
+        if waiting := declared_hooks(config.home, config.workspace).start_line():
             print(printable(f"hermes: {waiting}"), file=sys.stderr)
     if args.prompt is None:
         from hermes_tui.tui.app import run_app

@@ -456,3 +456,21 @@ def test_a_guard_that_leaves_a_child_holding_its_output_still_blocks(
     assert not (workspace / "made-it").exists()
     assert tool_results(env, 1) == ["Blocked by the user's PreToolUse hook: rm is not allowed here"]
     assert "left a process running" in result.stderr
+
+
+@on_wire("openai")
+def test_a_broken_settings_file_is_one_line_at_start_and_the_prompt_is_answered(
+        env: FakeLLMServer, hermes_home: Path) -> None:
+    """A trailing comma in the user's settings.json turns their guard off: that must not be
+    silent (only ``hooks list`` said it), but one line at start, and the app goes on."""
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / "settings.json").write_text('{"hooks": {"PreToolUse": [],}}')
+    env.queue(Reply(text="answered"))
+
+    result = cli("-p", "hi", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answered\n"
+    lines = [line for line in result.stderr.splitlines() if "settings.json" in line]
+    assert len(lines) == 1 and "HERMES_HOME/settings.json: not valid JSON" in lines[0], result.stderr
+    assert "hermes-tui hooks list" in lines[0]

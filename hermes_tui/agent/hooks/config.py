@@ -89,15 +89,20 @@ class Declared:
     def waiting(self) -> list[SettingsFile]:
         return [f for f in self.files if f.waiting]
 
-    def waiting_line(self) -> str:
-        """The start-up line that says project hooks wait for approval ("" when none do)."""
-        waiting = self.waiting
-        if not waiting:
-            return ""
-        count = sum(len(f.hooks) for f in waiting)
-        names = ", ".join(f.label + (" (changed since approved)" if f.changed else "") for f in waiting)
-        return (f"{count} project hook(s) in {names} wait for your approval and do not run: "
-                "'hermes-tui hooks approve' shows them and allows them.")
+    def start_line(self) -> str:
+        """The start-up line that says which hooks do not run: the project's that wait for approval,
+        and the entries (or whole files) that cannot be used, such as a guard in a file with a
+        typo ("" when every declared hook runs)."""
+        parts = []
+        if waiting := self.waiting:
+            count = sum(len(f.hooks) for f in waiting)
+            names = ", ".join(f.label + (" (changed since approved)" if f.changed else "") for f in waiting)
+            parts.append(f"{count} project hook(s) in {names} wait for your approval and do not run: "
+                         "'hermes-tui hooks approve' shows them and allows them.")
+        if problems := [f"{f.label}: {line}" for f in self.files for line in f.problems]:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            parts.append(f"Hook settings that cannot be used: {problems[0]}{more}; 'hermes-tui hooks list' names them.")
+        return " ".join(parts)
 
 
 def declared(home: Path, workspace: Path) -> Declared:
