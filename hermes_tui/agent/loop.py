@@ -410,7 +410,8 @@ class AgentLoop:
         if self._cancel.is_set():
             result = ToolResult(False, CANCELLED, refusal=Status.CANCELLED)
         elif hook.blocked:
-            result = ToolResult(False, f"Blocked by the user's PreToolUse hook: {hook.reason}", refusal=Status.DENIED)
+            why = framed(PRE_TOOL_USE, [("", hook.reason)])  # hook output: framed and guarded as any
+            result = ToolResult(False, f"Blocked by the user's PreToolUse hook.\n{why}", refusal=Status.DENIED)
         else:
             if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
                 yield Notice(notice)
