@@ -145,6 +145,7 @@ def test_a_project_hook_runs_only_after_approval_of_its_exact_file_and_script(
 def test_no_secret_reaches_a_hooks_environment(env: FakeLLMServer, hermes_home: Path, workspace: Path,
                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITHUB_API_KEY", "ghp_h00kS3cretValue1234567890")
+    monkeypatch.setenv("UPSTREAM_URL", "https://bot:ghp_h00kS3cretValue1234567890@git.example/x")  # a key inside
     seen = tmp_path / "env.txt"
     settings(hermes_home / "settings.json", {"UserPromptSubmit": [command_hook(f"env > {seen}")]})
     env.queue(Reply(text="ok"), Reply(text="ok"))
