@@ -389,6 +389,9 @@ def test_hooks_list_says_what_cannot_be_used_in_one_line_each(hermes_home: Path,
     })
     (workspace / ".hermes").mkdir()
     (workspace / ".hermes" / "settings.json").write_text("{not json")
+    (workspace / ".claude").mkdir()  # Python's json reads NaN: a hook that could never time out
+    (workspace / ".claude" / "settings.json").write_text(
+        '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": NaN}]}]}}')
 
     listed = cli("hooks", "list")
 
@@ -402,6 +405,7 @@ def test_hooks_list_says_what_cannot_be_used_in_one_line_each(hermes_home: Path,
     assert "  ignored: Notification: not an event Hermes runs" in lines
     assert "  ignored: Stop: hooks of type 'prompt' (Hermes runs command hooks)" in lines
     assert any(line.startswith("  problem: not valid JSON") for line in lines)
+    assert lines.count("  problem: Stop: timeout must be a number of seconds above 0") == 1
 
 
 @on_wire("anthropic")

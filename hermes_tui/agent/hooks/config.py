@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import re
 import shlex
 from collections.abc import Sequence
@@ -236,7 +237,7 @@ def _group(event: str, group: Any, label: str, problems: list[str], ignored: lis
         command, timeout = handler.get("command"), handler.get("timeout", DEFAULT_TIMEOUT)
         if not isinstance(command, str) or not command.strip():
             problems.append(f"{event}: a command hook needs a command")
-        elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
             problems.append(f"{event}: timeout must be a number of seconds above 0")
         else:
             found.append(HookSpec(event, matcher, command, float(timeout), label))
