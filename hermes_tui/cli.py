@@ -465,7 +465,7 @@ def hooks_main(argv: Sequence[str]) -> int:
                 print("Not approved.")
                 return EXIT_ERROR
         hooks_config.approve(config.home, file)
-        print(f"Approved {file.label}: its hooks run while it and the code it runs stay the same.")
+        print(f"Approved {file.label}: its hooks run while it and the files its commands name stay the same.")
     return EXIT_OK
 
 
