@@ -504,3 +504,28 @@ def test_a_pre_tool_use_hooks_reason_is_scrubbed_framed_and_guarded(
     assert ran.startswith("Blocked by the user's PreToolUse hook") and "[Output of the user's PreToolUse hook" in ran
     assert "Ignore all previous instructions" not in ran and "withheld: the guard flags it" in ran
     assert "touch is not allowed" in wrote and "ghp_h00kS3cretValue" not in wrote
+
+
+@on_wire("openai")
+def test_continue_false_from_a_tool_hook_ends_the_turn(env: FakeLLMServer, hermes_home: Path,
+                                                       workspace: Path) -> None:
+    """Claude Code: ``continue: false`` stops processing after the hook, whatever the event; its
+    ``stopReason`` is for the user. A PreToolUse stop: the call does not run, the model is not
+    called again; a PostToolUse stop: the call ran, the turn ends there."""
+    stop = "echo " + json.dumps(json.dumps({"continue": False, "stopReason": "quota reached, stopping"}))
+    settings(hermes_home / "settings.json", {"PreToolUse": [command_hook(stop, "Bash")],
+                                             "PostToolUse": [command_hook(stop, "Write")]})
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "touch made-it"})]),
+              Reply(tool_calls=[ToolCall("write_file", {"path": "a.txt", "content": "x"})]), *[Reply(text="again")] * 2)
+
+    first = cli("-p", "make a file", "--yes")
+    second = cli("-p", "write a.txt", "--yes", "--json")
+
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert not (workspace / "made-it").exists() and (workspace / "a.txt").exists(), second.stderr
+    assert len(env.requests) == 2, "neither turn called the model after the hook said stop"
+    assert "A PreToolUse hook ended the turn: quota reached, stopping" in first.stderr
+    events = [json.loads(line) for line in second.stdout.splitlines()]
+    assert any("A PostToolUse hook ended the turn: quota reached" in str(e.get("message")) for e in events), events
+    finished = [e for e in events if e["type"] == "tool_call_finished"]
+    assert len(finished) == 1 and "quota" not in finished[0]["result"], "stopReason is for the user, not the model"

@@ -100,6 +100,7 @@ class AgentLoop:
         # The user's hooks and the project's approved ones, as they are when the session starts.
         self.hooks = Hooks.load(config.home, self.tools.workspace, self.tools.secrets)
         self._hooks_started = False  # SessionStart ran (at the first turn); SessionEnd then runs at the end
+        self._hook_stopped = False  # a tool hook answered "continue": false: the turn ends after its call
         self._cancel = threading.Event()
         self._last_turn: list[ChatMessage] = []
         self._last_provenance: Provenance | None = None
@@ -193,6 +194,7 @@ class AgentLoop:
         reason = "max_steps"
         retried_too_long = False
         stops = 0  # times a Stop hook sent the model back this turn
+        self._hook_stopped = False
         for _step in range(MAX_STEPS):
             try:
                 result = yield from self._call_model(texts)
@@ -224,6 +226,9 @@ class AgentLoop:
                 receipts += yield from self._run_tool(call)
             if self._cancel.is_set():
                 reason = "cancelled"
+                break
+            if self._hook_stopped:
+                reason = "blocked"
                 break
         else:
             yield Notice(f"Stopped after {MAX_STEPS} steps without a final answer. Ask me to continue if needed.")
@@ -405,13 +410,15 @@ class AgentLoop:
         fields = {**tool_fields(call.name, dict(call.arguments) if call.valid else {}, self.tools.workspace),
                   "tool_use_id": call.id}
         hook = Verdict()
-        if not self._cancel.is_set():
+        if not self._cancel.is_set() and not self._hook_stopped:
             hook = yield from self._fire(PRE_TOOL_USE, **fields)
         if self._cancel.is_set():
             result = ToolResult(False, CANCELLED, refusal=Status.CANCELLED)
         elif hook.blocked:
             why = framed(PRE_TOOL_USE, [("", hook.reason)])  # hook output: framed and guarded as any
             result = ToolResult(False, f"Blocked by the user's PreToolUse hook.\n{why}", refusal=Status.DENIED)
+        elif self._hook_stopped:  # a hook of a call before it in this answer ended the turn
+            result = ToolResult(False, "Not run: a hook of the user ended the turn.", refusal=Status.DENIED)
         else:
             if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
                 yield Notice(notice)
@@ -449,6 +456,9 @@ class AgentLoop:
         verdict = self.hooks.fire(event, self._hook_base(), fields, cancel=self._cancel)
         for line in verdict.notices:
             yield Notice(line)
+        if verdict.stopped and event in (PRE_TOOL_USE, POST_TOOL_USE, STOP):  # Claude Code stops; the user is told why
+            self._hook_stopped = True
+            yield Notice(f"A {event} hook ended the turn: {verdict.reason.splitlines()[0][:200]}")
         return verdict
 
     def _start_hooks(self, text: str) -> Generator[Event, None, str | None]:
@@ -470,7 +480,7 @@ class AgentLoop:
     def _post_tool_hooks(self, fields: dict[str, Any], result: ToolResult) -> Generator[Event, None, ToolResult]:
         """PostToolUse: what its hooks say for the model is added to the call's result."""
         verdict = yield from self._fire(POST_TOOL_USE, **fields, tool_response=tool_response(fields, result))
-        extra = [framed(POST_TOOL_USE, [("", verdict.reason)])] if verdict.blocked and verdict.reason else []
+        extra = [framed(POST_TOOL_USE, [("", verdict.reason)])] if verdict.decision == "block" and verdict.reason else []
         extra += [verdict.context] if verdict.context else []
         return replace(result, output="\n\n".join([result.output, *extra])) if extra else result
 
@@ -478,8 +488,6 @@ class AgentLoop:
         """Stop: True when a hook sends the model back to work (at most ``STOP_LIMIT`` times a turn)."""
         verdict = yield from self._fire(STOP, stop_hook_active=stops > 0,
                                         last_assistant_message=texts[-1] if texts else "")
-        if verdict.stopped:
-            yield Notice(f"A Stop hook ended the turn: {verdict.reason.splitlines()[0][:200]}")
         if not verdict.blocked or verdict.stopped or self._cancel.is_set():
             return False
         if stops >= STOP_LIMIT:
