@@ -529,3 +529,19 @@ def test_continue_false_from_a_tool_hook_ends_the_turn(env: FakeLLMServer, herme
     assert any("A PostToolUse hook ended the turn: quota reached" in str(e.get("message")) for e in events), events
     finished = [e for e in events if e["type"] == "tool_call_finished"]
     assert len(finished) == 1 and "quota" not in finished[0]["result"], "stopReason is for the user, not the model"
+
+
+
+def test_a_lone_surrogate_in_a_payload_reaches_the_hook_escaped(tmp_path: Path) -> None:
+    """JSON's "\\ud800" from the model decodes to a str UTF-8 cannot encode: the hook's stdin
+    carries it escaped, as Claude Code (JSON.stringify) does, instead of raising with the hook
+    started and left waiting on its stdin."""
+    from hermes_tui.agent.hooks.config import HookSpec
+    from hermes_tui.agent.hooks.run import run
+
+    arguments = json.loads('{"command": "echo \\ud800 caf\u00e9"}')
+    outcome = run(HookSpec("PreToolUse", "", "cat > seen.json", 30, "test"), {"tool_input": arguments},
+                  cwd=tmp_path, environment={"PATH": "/usr/bin:/bin"})
+
+    assert outcome.code == 0
+    assert json.loads((tmp_path / "seen.json").read_text())["tool_input"]["command"] == "echo \ud800 café"

@@ -62,8 +62,9 @@ def run(spec: HookSpec, payload: Mapping[str, Any], *, cwd: Path, environment: M
         return Outcome(spec, None, warning=f"{name} could not start: {exc.strerror or exc}")
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     out, err = bytearray(), bytearray()
-    threads = [threading.Thread(target=_send, args=(process.stdin, json.dumps(payload, ensure_ascii=False).encode()),
-                                daemon=True),
+    # A lone surrogate (JSON's "\ud800" from the model) is written as that escape, as JSON.stringify does.
+    data = json.dumps(payload, ensure_ascii=False).encode("utf-8", "backslashreplace")
+    threads = [threading.Thread(target=_send, args=(process.stdin, data), daemon=True),
                threading.Thread(target=_keep, args=(process.stdout, out), daemon=True),
                threading.Thread(target=_keep, args=(process.stderr, err), daemon=True)]
     for thread in threads:
