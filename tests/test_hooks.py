@@ -545,3 +545,19 @@ def test_a_lone_surrogate_in_a_payload_reaches_the_hook_escaped(tmp_path: Path) 
 
     assert outcome.code == 0
     assert json.loads((tmp_path / "seen.json").read_text())["tool_input"]["command"] == "echo \ud800 café"
+
+
+@on_wire("openai")
+def test_the_same_command_matched_twice_runs_once(env: FakeLLMServer, hermes_home: Path, workspace: Path,
+                                                  tmp_path: Path) -> None:
+    """Claude Code runs identical hook commands once per event: a formatter declared under
+    ``Edit|Write`` and under ``*`` (or in two files) does not run twice on one call."""
+    log = tmp_path / "ran.log"
+    settings(hermes_home / "settings.json", {"PostToolUse": [command_hook(f"echo ran >> {log}", "Edit|Write"),
+                                                             command_hook(f"echo ran >> {log}", "*")]})
+    env.queue(Reply(tool_calls=[ToolCall("write_file", {"path": "a.txt", "content": "x"})]), Reply(text="OK."))
+
+    result = cli("-p", "write a.txt", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert log.read_text() == "ran\n"

@@ -69,7 +69,11 @@ class Hooks:
         """Run the event's matching hooks with ``base`` (session_id, transcript_path...) and ``fields``."""
         spec = BY_NAME[event]
         names = [str(fields.get(key, "")) for key in (spec.matched, "hermes_tool_name") if key in fields]
-        hooks = [hook for hook in self.declared.active if hook.event == event and (not spec.matched or hook.matches(names))]
+        unique: dict[str, HookSpec] = {}  # Claude Code runs identical commands once: the first one declared
+        for hook in self.declared.active:
+            if hook.event == event and (not spec.matched or hook.matches(names)):
+                unique.setdefault(hook.command, hook)
+        hooks = list(unique.values())
         if not hooks:
             return Verdict()
         hooks, notices = self._still_approved(hooks)
