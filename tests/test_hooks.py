@@ -561,3 +561,23 @@ def test_the_same_command_matched_twice_runs_once(env: FakeLLMServer, hermes_hom
 
     assert result.returncode == 0, result.stderr
     assert log.read_text() == "ran\n"
+
+
+@on_wire("anthropic")
+def test_in_the_home_folder_the_users_settings_are_not_also_a_project_file(
+        env: FakeLLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HERMES_HOME is ~/.hermes by default: run in ~, the workspace's .hermes/settings.json is the
+    user's own file. It runs as theirs, once, and no start-up line asks to approve it."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HERMES_WORKSPACE", str(home))
+    monkeypatch.setenv("HERMES_HOME", str(home / ".hermes"))
+    log = tmp_path / "ran.log"
+    settings(home / ".hermes" / "settings.json", {"UserPromptSubmit": [command_hook(f"echo ran >> {log}")]})
+    env.queue(Reply(text="ok"))
+
+    result = cli("-p", "hi", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert "approval" not in result.stderr and log.read_text() == "ran\n"
+    assert [line for line in cli("hooks", "list").stdout.splitlines() if "settings.json (" in line] == [
+        f"HERMES_HOME/settings.json ({home / '.hermes' / 'settings.json'}): 1 hook(s), yours: runs"]

@@ -110,7 +110,9 @@ def declared(home: Path, workspace: Path) -> Declared:
     """The user's hooks, then the project's (both files), with their approvals."""
     approvals = _approvals(home)
     files = [_file(home / USER_FILE, "HERMES_HOME/settings.json", workspace, project=False, approvals={})]
-    files += [_file(workspace / name, name, workspace, project=True, approvals=approvals) for name in PROJECT_FILES]
+    mine = (home / USER_FILE).resolve()  # run in ~, ~/.hermes/settings.json is HERMES_HOME's: yours, read once
+    files += [_file(workspace / name, name, workspace, project=True, approvals=approvals) for name in PROJECT_FILES
+              if (workspace / name).resolve() != mine]
     return Declared(tuple(f for f in files if f is not None))
 
 
