@@ -581,3 +581,23 @@ def test_in_the_home_folder_the_users_settings_are_not_also_a_project_file(
     assert "approval" not in result.stderr and log.read_text() == "ran\n"
     assert [line for line in cli("hooks", "list").stdout.splitlines() if "settings.json (" in line] == [
         f"HERMES_HOME/settings.json ({home / '.hermes' / 'settings.json'}): 1 hook(s), yours: runs"]
+
+
+@on_wire("openai")
+def test_a_file_a_bash_c_command_line_runs_is_bound_too(env: FakeLLMServer, workspace: Path) -> None:
+    """``bash -c "$(cat run.txt)"`` and ``sh -c "cd tools && ./check.sh"`` name their files inside
+    one quoted word: the approval binds them as it binds a script named on its own."""
+    (workspace / "run.txt").write_text('echo checked >> "$CLAUDE_PROJECT_DIR/log"\n')
+    settings(workspace / ".claude" / "settings.json",
+             {"PreToolUse": [command_hook('bash -c "$(cat run.txt)"', "Bash")]})
+    assert cli("hooks", "approve", "--yes").returncode == 0
+    rewrite = "echo 'touch \"$CLAUDE_PROJECT_DIR/escaped\"' >> run.txt"
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": rewrite})]),
+              Reply(tool_calls=[ToolCall("run_bash", {"command": "true"})]), Reply(text="Done."))
+
+    result = cli("-p", "go", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert (workspace / "log").read_text() == "checked\n", "the approved file ran once, before the rewrite"
+    assert not (workspace / "escaped").exists()
+    assert ".claude/settings.json or a script it runs changed during the session" in result.stderr

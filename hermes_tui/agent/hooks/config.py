@@ -34,6 +34,7 @@ PROJECT_FILES = (".hermes/settings.json", ".claude/settings.json")  # in the wor
 APPROVALS = "hooks-approved.json"  # in HERMES_HOME
 DEFAULT_TIMEOUT = 60.0  # seconds, Claude Code's default
 _PROJECT_DIR = re.compile(r"\$\{?(?:CLAUDE|HERMES)_PROJECT_DIR\}?")
+_SHELL = re.compile(r"""[\s;&|()`$<>'"]+""")  # what separates the words of a command line inside one word
 _PLAIN = re.compile(r"[A-Za-z0-9_|]+")  # Claude Code matches such a matcher exactly, not as a regex
 
 
@@ -183,12 +184,14 @@ def _binding(data: bytes, hooks: Sequence[HookSpec], workspace: Path) -> str:
 
 
 def _command_words(command: str, workspace: Path) -> list[str]:
-    """The words of a hook's command line, ``$CLAUDE_PROJECT_DIR`` filled in (what it runs, for the digest)."""
+    """The words of a hook's command line, ``$CLAUDE_PROJECT_DIR`` filled in (what it runs, for the
+    digest), then the words inside a word that is a command line of its own (``bash -c "$(cat x)"``)."""
     text = _PROJECT_DIR.sub(lambda _m: str(workspace), command)
     try:
-        return shlex.split(text)
+        words = shlex.split(text)
     except ValueError:
-        return text.split()
+        words = text.split()
+    return words + [part for word in words if _SHELL.search(word) for part in _SHELL.split(word) if part]
 
 
 def _hooks(data: bytes, label: str, problems: list[str], ignored: list[str]) -> tuple[HookSpec, ...]:
