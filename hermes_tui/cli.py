@@ -92,7 +92,7 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         from hermes_tui.agent.hooks.config import declared as declared_hooks
         from hermes_tui.textsafe import printable
 
-        if waiting := declared_hooks(config.home, config.workspace).waiting_line():
+        if waiting := declared_hooks(config.home, config.workspace).start_line():
             print(printable(f"hermes: {waiting}"), file=sys.stderr)
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
@@ -468,7 +468,7 @@ def hooks_main(argv: Sequence[str]) -> int:
                 print("Not approved.")
                 return EXIT_ERROR
         hooks_config.approve(config.home, file)
-        print(f"Approved {file.label}: its hooks run while it and the code it runs stay the same.")
+        print(f"Approved {file.label}: its hooks run while it and the files its commands name stay the same.")
     return EXIT_OK
 
 

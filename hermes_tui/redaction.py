@@ -333,9 +333,11 @@ class Secrets:
                     yield _locate(starts, locators, at)[0], _locate(starts, locators, at + len(value) - 1)[1], name
 
     def clean_environment(self, environ: Mapping[str, str]) -> dict[str, str]:
-        """A copy of ``environ`` without secret variables or any variable whose value is a secret."""
-        values = set(self.values.values())
-        return {k: v for k, v in environ.items() if not is_secret_variable(k) and v not in values}
+        """A copy of ``environ`` without secret variables or any variable whose value holds a secret
+        (a URL with a token in it: ``https://bot:TOKEN@host``)."""
+        values = tuple(self.values.values())
+        return {k: v for k, v in environ.items()
+                if not is_secret_variable(k) and not any(secret in v for secret in values)}
 
 
 def _widened(text: str, start: int, end: int, slack: int, name: str) -> tuple[int, int, str]:

@@ -115,6 +115,7 @@ class AgentLoop:
         # The user's hooks and the project's approved ones, as they are when the session starts.
         self.hooks = Hooks.load(config.home, self.tools.workspace, self.tools.secrets)
         self._hooks_started = False  # SessionStart ran (at the first turn); SessionEnd then runs at the end
+        self._hook_stopped = False  # a tool hook answered "continue": false: the turn ends after its call
         self._cancel = threading.Event()
         self._last_turn: list[ChatMessage] = []
         self._last_provenance: Provenance | None = None
@@ -224,6 +225,7 @@ class AgentLoop:
         reason = "max_steps"
         retried_too_long = False
         stops = 0  # times a Stop hook sent the model back this turn
+        self._hook_stopped = False
         for _step in range(MAX_STEPS):
             try:
                 result = yield from self._call_model(texts)
@@ -254,6 +256,9 @@ class AgentLoop:
             receipts += yield from self._run_calls(result.tool_calls)
             if self._cancel.is_set():
                 reason = "cancelled"
+                break
+            if self._hook_stopped:
+                reason = "blocked"
                 break
         else:
             yield Notice(f"Stopped after {MAX_STEPS} steps without a final answer. Ask me to continue if needed.")
@@ -456,14 +461,11 @@ class AgentLoop:
         fields: dict[str, dict[str, Any]] = {}
         for call in list(alongside):
             yield ToolCallStarted(call.id, call.name, dict(call.arguments))
-            fields[call.id] = {**tool_fields(call.name, dict(call.arguments), self.tools.workspace),
-                               "tool_use_id": call.id}
-            hook = yield from self._fire(PRE_TOOL_USE, **fields[call.id])
-            if hook.blocked:  # as for any call: it never starts, the hook's reason is its result
+            fields[call.id] = self._hook_fields(call)
+            _hook, refused = yield from self._before_call(fields[call.id])
+            if refused is not None:  # as for any call: it never starts
                 alongside.remove(call)
-                blocked = ToolResult(False, f"Blocked by the user's PreToolUse hook: {hook.reason}",
-                                     refusal=Status.DENIED)
-                receipts += yield from self._finish_call(call, blocked, started)
+                receipts += yield from self._finish_call(call, refused, started)
         if not alongside:
             return receipts
         offered = self.tools.offered()
@@ -485,15 +487,10 @@ class AgentLoop:
         shown = dict(call.arguments) if call.valid else {"raw": call.raw}
         yield ToolCallStarted(call.id, call.name, shown)
         started = time.monotonic()
-        fields = {**tool_fields(call.name, dict(call.arguments) if call.valid else {}, self.tools.workspace),
-                  "tool_use_id": call.id}
-        hook = Verdict()
-        if not self._cancel.is_set():
-            hook = yield from self._fire(PRE_TOOL_USE, **fields)
-        if self._cancel.is_set():
-            result = ToolResult(False, CANCELLED, refusal=Status.CANCELLED)
-        elif hook.blocked:
-            result = ToolResult(False, f"Blocked by the user's PreToolUse hook: {hook.reason}", refusal=Status.DENIED)
+        fields = self._hook_fields(call)
+        hook, refused = yield from self._before_call(fields)
+        if refused is not None:
+            result = refused
         else:
             if self.tools.changes_files(call.name) and (notice := self.checkpoints.before_change()):
                 yield Notice(notice)
@@ -507,6 +504,26 @@ class AgentLoop:
             if result.refusal is None:  # it ran (denied or cancelled calls never did)
                 result = yield from self._post_tool_hooks(fields, result)
         return (yield from self._finish_call(call, result, started))
+
+    def _hook_fields(self, call: ToolCall) -> dict[str, Any]:
+        """A call as its hooks read it (``hooks.inputs.tool_fields``)."""
+        arguments = dict(call.arguments) if call.valid else {}
+        return {**tool_fields(call.name, arguments, self.tools.workspace), "tool_use_id": call.id}
+
+    def _before_call(self, fields: dict[str, Any]) -> Generator[Event, None, tuple[Verdict, ToolResult | None]]:
+        """PreToolUse for one call: its verdict, and the call's result when it must not run
+        (the turn is cancelled, a hook blocked it, or a hook of a call before it ended the turn)."""
+        hook = Verdict()
+        if not self._cancel.is_set() and not self._hook_stopped:
+            hook = yield from self._fire(PRE_TOOL_USE, **fields)
+        if self._cancel.is_set():
+            return hook, ToolResult(False, CANCELLED, refusal=Status.CANCELLED)
+        if hook.blocked:
+            why = framed(PRE_TOOL_USE, [("", hook.reason)])  # hook output: framed and guarded as any
+            return hook, ToolResult(False, f"Blocked by the user's PreToolUse hook.\n{why}", refusal=Status.DENIED)
+        if self._hook_stopped:
+            return hook, ToolResult(False, "Not run: a hook of the user ended the turn.", refusal=Status.DENIED)
+        return hook, None
 
     def _finish_call(self, call: ToolCall, result: ToolResult, started: float) -> Generator[Event, None, int]:
         """Store a call's result and report it; 1 when it produced a receipt."""
@@ -535,6 +552,9 @@ class AgentLoop:
         verdict = self.hooks.fire(event, self._hook_base(), fields, cancel=self._cancel)
         for line in verdict.notices:
             yield Notice(line)
+        if verdict.stopped and event in (PRE_TOOL_USE, POST_TOOL_USE, STOP):  # Claude Code stops; the user is told why
+            self._hook_stopped = True
+            yield Notice(f"A {event} hook ended the turn: {verdict.reason.splitlines()[0][:200]}")
         return verdict
 
     def _start_hooks(self, text: str) -> Generator[Event, None, str | None]:
@@ -556,7 +576,7 @@ class AgentLoop:
     def _post_tool_hooks(self, fields: dict[str, Any], result: ToolResult) -> Generator[Event, None, ToolResult]:
         """PostToolUse: what its hooks say for the model is added to the call's result."""
         verdict = yield from self._fire(POST_TOOL_USE, **fields, tool_response=tool_response(fields, result))
-        extra = [framed(POST_TOOL_USE, [("", verdict.reason)])] if verdict.blocked and verdict.reason else []
+        extra = [framed(POST_TOOL_USE, [("", verdict.reason)])] if verdict.decision == "block" and verdict.reason else []
         extra += [verdict.context] if verdict.context else []
         return replace(result, output="\n\n".join([result.output, *extra])) if extra else result
 
@@ -564,7 +584,7 @@ class AgentLoop:
         """Stop: True when a hook sends the model back to work (at most ``STOP_LIMIT`` times a turn)."""
         verdict = yield from self._fire(STOP, stop_hook_active=stops > 0,
                                         last_assistant_message=texts[-1] if texts else "")
-        if not verdict.blocked or self._cancel.is_set():
+        if not verdict.blocked or verdict.stopped or self._cancel.is_set():
             return False
         if stops >= STOP_LIMIT:
             yield Notice(f"A Stop hook asked to go on {stops + 1} times; the turn ends here (at most {STOP_LIMIT}).")

@@ -87,7 +87,7 @@ class Startup:
         from hermes_tui.agent.hooks.config import declared
 
         hooks = await in_thread(app, declared, app.config.home, app.config.workspace)
-        if hooks_line := hooks.waiting_line():  # project hooks do nothing until approved: say so
+        if hooks_line := hooks.start_line():  # hooks that do not run (unapproved, unusable): say so
             await app.chat.add_notice(hooks_line, "error")
 
     def stop(self) -> None:

@@ -26,16 +26,22 @@ from hermes_tui.skills import guard
 
 @dataclass(frozen=True)
 class Verdict:
-    """What the hooks of one event said together: a block wins over ask, ask over allow."""
+    """What the hooks of one event said together: stop wins over block, block over ask, ask over allow."""
 
-    decision: str = ""  # "" | "block" | "allow" | "ask"
+    decision: str = ""  # "" | "stop" | "block" | "allow" | "ask"
     reason: str = ""  # the blocking hooks' reasons (scrubbed), one per line
     context: str = ""  # framed text for the model ("" when none)
     notices: tuple[str, ...] = field(default_factory=tuple)  # one line each for the user
 
     @property
     def blocked(self) -> bool:
-        return self.decision == "block"
+        """What the event does not do: a stop (``continue: false``) blocks it too."""
+        return self.decision in ("block", "stop")
+
+    @property
+    def stopped(self) -> bool:
+        """``continue: false``: Claude Code ends the turn, even on Stop (where a block goes on)."""
+        return self.decision == "stop"
 
 
 class Hooks:
@@ -63,7 +69,11 @@ class Hooks:
         """Run the event's matching hooks with ``base`` (session_id, transcript_path...) and ``fields``."""
         spec = BY_NAME[event]
         names = [str(fields.get(key, "")) for key in (spec.matched, "hermes_tool_name") if key in fields]
-        hooks = [hook for hook in self.declared.active if hook.event == event and (not spec.matched or hook.matches(names))]
+        unique: dict[str, HookSpec] = {}  # Claude Code runs identical commands once: the first one declared
+        for hook in self.declared.active:
+            if hook.event == event and (not spec.matched or hook.matches(names)):
+                unique.setdefault(hook.command, hook)
+        hooks = list(unique.values())
         if not hooks:
             return Verdict()
         hooks, notices = self._still_approved(hooks)
@@ -74,7 +84,7 @@ class Hooks:
         outcomes = [runner.run(hook, payload, cwd=self.workspace, environment=environment, cancel=cancel)
                     for hook in hooks]
         decisions = {o.decision for o in outcomes}
-        decision = next((d for d in ("block", "ask", "allow") if d in decisions), "")
+        decision = next((d for d in ("stop", "block", "ask", "allow") if d in decisions), "")
         reasons = [self.secrets.scrub(o.reason) for o in outcomes if o.decision == decision and o.reason]
         notices += [self.secrets.scrub(line) for o in outcomes for line in (o.warning, o.message) if line]
         contexts = [(o.spec.command, self.secrets.scrub(text)) for o in outcomes

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import re
 import shlex
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ PROJECT_FILES = (".hermes/settings.json", ".claude/settings.json")  # in the wor
 APPROVALS = "hooks-approved.json"  # in HERMES_HOME
 DEFAULT_TIMEOUT = 60.0  # seconds, Claude Code's default
 _PROJECT_DIR = re.compile(r"\$\{?(?:CLAUDE|HERMES)_PROJECT_DIR\}?")
+_SHELL = re.compile(r"""[\s;&|()`$<>'"]+""")  # what separates the words of a command line inside one word
 _PLAIN = re.compile(r"[A-Za-z0-9_|]+")  # Claude Code matches such a matcher exactly, not as a regex
 
 
@@ -89,22 +91,29 @@ class Declared:
     def waiting(self) -> list[SettingsFile]:
         return [f for f in self.files if f.waiting]
 
-    def waiting_line(self) -> str:
-        """The start-up line that says project hooks wait for approval ("" when none do)."""
-        waiting = self.waiting
-        if not waiting:
-            return ""
-        count = sum(len(f.hooks) for f in waiting)
-        names = ", ".join(f.label + (" (changed since approved)" if f.changed else "") for f in waiting)
-        return (f"{count} project hook(s) in {names} wait for your approval and do not run: "
-                "'hermes-tui hooks approve' shows them and allows them.")
+    def start_line(self) -> str:
+        """The start-up line that says which hooks do not run: the project's that wait for approval,
+        and the entries (or whole files) that cannot be used, such as a guard in a file with a
+        typo ("" when every declared hook runs)."""
+        parts = []
+        if waiting := self.waiting:
+            count = sum(len(f.hooks) for f in waiting)
+            names = ", ".join(f.label + (" (changed since approved)" if f.changed else "") for f in waiting)
+            parts.append(f"{count} project hook(s) in {names} wait for your approval and do not run: "
+                         "'hermes-tui hooks approve' shows them and allows them.")
+        if problems := [f"{f.label}: {line}" for f in self.files for line in f.problems]:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            parts.append(f"Hook settings that cannot be used: {problems[0]}{more}; 'hermes-tui hooks list' names them.")
+        return " ".join(parts)
 
 
 def declared(home: Path, workspace: Path) -> Declared:
     """The user's hooks, then the project's (both files), with their approvals."""
     approvals = _approvals(home)
     files = [_file(home / USER_FILE, "HERMES_HOME/settings.json", workspace, project=False, approvals={})]
-    files += [_file(workspace / name, name, workspace, project=True, approvals=approvals) for name in PROJECT_FILES]
+    mine = (home / USER_FILE).resolve()  # run in ~, ~/.hermes/settings.json is HERMES_HOME's: yours, read once
+    files += [_file(workspace / name, name, workspace, project=True, approvals=approvals) for name in PROJECT_FILES
+              if (workspace / name).resolve() != mine]
     return Declared(tuple(f for f in files if f is not None))
 
 
@@ -150,6 +159,9 @@ def _file(path: Path, label: str, workspace: Path, *, project: bool,
     if not project:
         return SettingsFile(path, label, project, hooks, problems=tuple(problems), ignored=tuple(ignored))
     real = path.resolve()
+    if not real.is_relative_to(workspace.resolve()):  # an approval given elsewhere must not carry over
+        return SettingsFile(real, label, project, (), problems=(
+            f"links outside the workspace (to {real}): its hooks do not run",))
     try:
         binding = _binding(data, hooks, workspace)
     except code.TooLarge as exc:
@@ -172,12 +184,14 @@ def _binding(data: bytes, hooks: Sequence[HookSpec], workspace: Path) -> str:
 
 
 def _command_words(command: str, workspace: Path) -> list[str]:
-    """The words of a hook's command line, ``$CLAUDE_PROJECT_DIR`` filled in (what it runs, for the digest)."""
+    """The words of a hook's command line, ``$CLAUDE_PROJECT_DIR`` filled in (what it runs, for the
+    digest), then the words inside a word that is a command line of its own (``bash -c "$(cat x)"``)."""
     text = _PROJECT_DIR.sub(lambda _m: str(workspace), command)
     try:
-        return shlex.split(text)
+        words = shlex.split(text)
     except ValueError:
-        return text.split()
+        words = text.split()
+    return words + [part for word in words if _SHELL.search(word) for part in _SHELL.split(word) if part]
 
 
 def _hooks(data: bytes, label: str, problems: list[str], ignored: list[str]) -> tuple[HookSpec, ...]:
@@ -228,7 +242,7 @@ def _group(event: str, group: Any, label: str, problems: list[str], ignored: lis
         command, timeout = handler.get("command"), handler.get("timeout", DEFAULT_TIMEOUT)
         if not isinstance(command, str) or not command.strip():
             problems.append(f"{event}: a command hook needs a command")
-        elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
             problems.append(f"{event}: timeout must be a number of seconds above 0")
         else:
             found.append(HookSpec(event, matcher, command, float(timeout), label))

@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,7 +31,8 @@ _DECISIONS = {"block": "block", "deny": "block", "approve": "allow", "allow": "a
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one hook answered. ``decision``: "" (go on), "block", "allow" or "ask"; ``reason``:
+    """What one hook answered. ``decision``: "" (go on), "stop" (``continue: false``), "block",
+    "allow" or "ask"; ``reason``:
     why (stderr of exit 2, or the JSON's reason); ``context``: text for the model's context
     (stdout on exit 0) and ``additional`` (``additionalContext``); ``warning``: one line for the user."""
 
@@ -61,8 +62,9 @@ def run(spec: HookSpec, payload: Mapping[str, Any], *, cwd: Path, environment: M
         return Outcome(spec, None, warning=f"{name} could not start: {exc.strerror or exc}")
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     out, err = bytearray(), bytearray()
-    threads = [threading.Thread(target=_send, args=(process.stdin, json.dumps(payload, ensure_ascii=False).encode()),
-                                daemon=True),
+    # A lone surrogate (JSON's "\ud800" from the model) is written as that escape, as JSON.stringify does.
+    data = json.dumps(payload, ensure_ascii=False).encode("utf-8", "backslashreplace")
+    threads = [threading.Thread(target=_send, args=(process.stdin, data), daemon=True),
                threading.Thread(target=_keep, args=(process.stdout, out), daemon=True),
                threading.Thread(target=_keep, args=(process.stderr, err), daemon=True)]
     for thread in threads:
@@ -82,9 +84,16 @@ def run(spec: HookSpec, payload: Mapping[str, Any], *, cwd: Path, environment: M
             _kill(process)
             return Outcome(spec, None, warning=f"{name} was stopped: the turn was cancelled")
         if time.monotonic() >= deadline:
+            exited = process.returncode  # the hook ended, but a process it started holds its output
             _kill(process)
-            return Outcome(spec, None, warning=f"{name} timed out after {spec.timeout:g} s and was stopped; "
-                                               "Hermes went on without it")
+            if exited is None:
+                return Outcome(spec, None, warning=f"{name} timed out after {spec.timeout:g} s and was stopped; "
+                                                   "Hermes went on without it")
+            for thread in threads[1:]:  # what it wrote before it ended is in the pipes
+                thread.join(POLL)
+            answered = read(spec, exited, _text(out), _text(err))
+            left = f"{name} left a process running that held its output; it was stopped at the timeout"
+            return replace(answered, warning="; ".join(filter(None, (answered.warning, left))))
 
 
 def read(spec: HookSpec, code: int, stdout: str, stderr: str) -> Outcome:
@@ -103,8 +112,8 @@ def read(spec: HookSpec, code: int, stdout: str, stderr: str) -> Outcome:
     specific = specific if isinstance(specific, dict) else {}
     decision = _DECISIONS.get(str(specific.get("permissionDecision") or answer.get("decision") or ""), "")
     reason = str(specific.get("permissionDecisionReason") or answer.get("reason") or "")
-    if answer.get("continue") is False:
-        decision, reason = "block", str(answer.get("stopReason") or reason or f"{name} said not to continue")
+    if answer.get("continue") is False:  # Claude Code: takes precedence over any decision
+        decision, reason = "stop", str(answer.get("stopReason") or reason or f"{name} said not to continue")
     message = answer.get("systemMessage")
     return Outcome(spec, code, decision, reason, additional=str(specific.get("additionalContext") or ""),
                    message=message if isinstance(message, str) else "")
