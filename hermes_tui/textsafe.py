@@ -46,6 +46,21 @@ def printable(text: str) -> str:
     return _BIDI.sub("", text)
 
 
+def well_formed(value: Any) -> Any:
+    """``value`` (a string, or strings inside lists and dicts) as UTF-8 can hold it: a lone
+    surrogate (a model's JSON ``"\\ud800"``, a file name that is no UTF-8) becomes U+FFFD, so
+    SQLite, a log or a provider's request never raises on it; pairs and other text are kept."""
+    if isinstance(value, str):
+        if not any("\ud800" <= c <= "\udfff" for c in value):
+            return value
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {well_formed(k): well_formed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [well_formed(v) for v in value]
+    return value
+
+
 def printable_data(value: Any) -> Any:
     """``printable`` applied to every string inside ``value`` (dicts, lists, tuples, dataclass
     instances such as events; dict keys too). Other values are returned as they are."""

@@ -246,3 +246,23 @@ def test_help_lists_the_subcommands() -> None:
     assert result.returncode == 0
     for usage in ("hermes-tui doctor", "hermes-tui skills import DIR", "hermes-tui context"):
         assert usage in result.stdout
+
+
+def test_lone_surrogates_from_the_model_are_stored_and_the_session_resumes(env: FakeLLMServer, hermes_home: Path,
+                                                                         workspace: Path) -> None:
+    """JSON's "\\ud800" decodes to a str that UTF-8 cannot hold: in a tool call's arguments and
+    in the answer it once ended the turn in the store. It is kept as U+FFFD, and the session goes on."""
+    env.queue(Reply(tool_calls=[ToolCall("run_bash", {"command": "echo 'a \ud800 b' > out.txt"})]),
+              Reply(text="Wrote it \udfff."), Reply(text="Still here."))
+
+    first = cli("-p", "write out.txt", "--yes")
+    again = cli("-c", "-p", "and now?")
+
+    assert first.returncode == 0, first.stderr
+    assert again.returncode == 0, again.stderr
+    with MemoryStore(hermes_home / "memory.sqlite3") as memory:
+        (session,) = memory.list_sessions()
+        stored = memory.get_messages(session.id)
+    assert stored[1].calls[0].arguments["command"] == "echo 'a \ufffd b' > out.txt"
+    assert stored[3].content == "Wrote it \ufffd."
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant", "user", "assistant"]

@@ -14,6 +14,7 @@ from hermes_tui.conversation import Status
 from hermes_tui.memory.query import ROLES
 from hermes_tui.memory.schema import INDEX_COLUMN, tool_args_sql
 from hermes_tui.memory.text import ELLIPSIS
+from hermes_tui.textsafe import well_formed
 
 FIRST_LINE_CHARS = 120
 
@@ -58,18 +59,38 @@ SELECT s.id, s.source, s.title, s.summary, s.started, s.last_activity,
 CREATED = 6  # where a _message_row holds its time
 
 
+def well_formed_calls(tool_calls: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """``tool_calls`` with no lone surrogate, as text or as a JSON escape inside a call's
+    arguments (SQLite's JSON functions, which fill the index, decode the escape to bytes no UTF-8
+    reader takes); arguments without one are kept exactly as the model sent them."""
+    calls = well_formed(tool_calls)
+    for call in calls or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and "\\ud" in arguments.lower():
+            try:
+                parsed = json.loads(arguments)
+            except ValueError:
+                continue
+            if (cleaned := well_formed(parsed)) != parsed:
+                function["arguments"] = json.dumps(cleaned)
+    return calls
+
+
 def message_row(session_id: int, row: Mapping[str, Any], created: float) -> tuple[Any, ...]:
     role = row["role"]
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, not {role!r}")
-    tool_calls = row.get("tool_calls")
+    tool_calls = well_formed_calls(row.get("tool_calls"))  # a hostile model's lone surrogates: U+FFFD
     return (
         session_id,
         role,
-        row.get("content"),
+        well_formed(row.get("content")),
         json.dumps(tool_calls) if tool_calls is not None else None,
-        row.get("tool_call_id"),
-        row.get("name"),
+        well_formed(row.get("tool_call_id")),
+        well_formed(row.get("name")),
         float(created),
         Status(row.get("status", Status.OK)).value,
     )

@@ -39,6 +39,7 @@ from hermes_tui.memory.text import (
     index_text,
 )
 from hermes_tui.progress import NO_PROGRESS, Progress
+from hermes_tui.textsafe import well_formed
 
 __all__ = [
     "HIT_END", "HIT_START", "ChatMessage", "MemoryStore", "SearchHit", "SessionHit", "SessionInfo",
@@ -289,7 +290,8 @@ class MemoryStore:
             conn.execute(
                 f"UPDATE messages SET content = ?1, tool_calls = ?2, index_content = {INDEX_COLUMN}(?1),"
                 f" index_tool_args = {INDEX_COLUMN}({tool_args_sql('?2')}) WHERE id = ?3",
-                (content, json.dumps(tool_calls) if tool_calls is not None else None, message_id),
+                (well_formed(content), json.dumps(records.well_formed_calls(tool_calls)) if tool_calls is not None else None,
+                 message_id),
             )
 
     def set_status(self, message_id: int, status: Status) -> None:
