@@ -78,7 +78,9 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     from hermes_tui.logs import setup_logging
 
     setup_logging(config)
-    host = _warm_host(config)  # the turn's model calls, in the warm helper when it runs
+    from hermes_tui import warm
+
+    host = warm.attach(config)  # the turn's model calls, in the warm helper when it runs
     from hermes_tui.agent.approvals import DENY, ApprovalPolicy, PendingCall
     from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.memory.store import MemoryStore, StoreError
@@ -158,24 +160,6 @@ def _wait_for_mcp(manager: McpManager, out: _Output, seconds: float) -> None:
     """Before the first request: wait (bounded, ``HERMES_MCP_WAIT``) for the servers; name those still starting."""
     for name in manager.wait_ready(seconds):
         out.notice(f"MCP server {name} is not ready after {seconds:g} s: this turn runs without its tools.")
-
-
-def _warm_host(config: Config) -> WarmHost | None:
-    """The warm helper's host (``hermes_tui.warm``), reached in the background; None when
-    ``HERMES_HELPER=off``. When it cannot be reached, litellm is imported here instead."""
-    from hermes_tui import llm, warm
-
-    if not config.helper:
-        llm.warm(config)  # the turn needs litellm: import it while the rest is set up
-        return None
-    host = warm.WarmHost(config)
-
-    def reach() -> None:
-        if not host.ensure():
-            llm.warm(config)
-
-    threading.Thread(target=reach, name="hermes-warm-reach", daemon=True).start()
-    return host
 
 
 def _leave_summary(agent: AgentLoop, config: Config, host: WarmHost | None, out: _Output, *,

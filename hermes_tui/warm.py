@@ -8,7 +8,9 @@ this helper asks it to do every model call for it (streams parsed there, token c
 completions), so the run itself never imports litellm. A run that finds none starts it at once
 and sets up its turn meanwhile (on two cores that measured faster than answering in-process and
 starting the helper after the answer: bench/headless_turn.py). ``hermes-tui helper start`` starts
-it and waits until it is ready (a login service can run that: ``helper_units``).
+it and waits until it is ready (a login service can run that: ``helper_units``). The web
+dashboard (``web/serve.build``) attaches to it the same way at start-up (``attach``), sends it
+every model call, and holds it while it runs (``WarmHost.hold``): every worker, one helper.
 
 * **Where:** a Unix socket in a private runtime folder (mode 0700, ours, not a symlink):
   ``$XDG_RUNTIME_DIR/hermes``, else ``<tmp>/hermes-<uid>``. The helper answers only its owner: the
@@ -75,6 +77,7 @@ from hermes_tui.wire import Channel, Records, WireError
 log = logging.getLogger(__name__)
 
 START_TIMEOUT = 120.0  # importing litellm takes seconds, many on a loaded machine
+HOLD_EVERY = 60.0  # at most this many seconds between a holder's hellos (``WarmHost.hold``)
 # What the helper's environment keeps of the caller's: no key, password or token reaches it.
 _ENV_KEEP = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER", "LOGNAME", "SSL_CERT_FILE", "SSL_CERT_DIR",
              "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
@@ -287,6 +290,29 @@ class WarmHost:
         with self._lock:
             self._fallback = True
 
+    def hold(self, stop: threading.Event) -> threading.Thread:
+        """Keep the helper running until ``stop`` (a surface that lives for days: the web): a
+        hello every ``hold_every()`` seconds counts as a request, and a helper that went away
+        (killed, replaced by another version's) is started again, so no turn waits for one. A
+        host that had given up on it (parsing in its own process) sends to it again."""
+        every = hold_every(self._spawn_config)
+
+        def run() -> None:
+            while not stop.wait(every):
+                try:
+                    pid, _seconds = start(self._spawn_config)
+                except Unavailable as exc:
+                    log.warning("the warm helper could not be kept running (%s)", exc)
+                    continue
+                with self._lock:
+                    if self._fallback:
+                        log.info("model calls go to the warm helper again (pid %s)", pid)
+                    self.pid, self._reached, self._fallback = pid, True, False
+
+        thread = threading.Thread(target=run, name="hermes-warm-hold", daemon=True)
+        thread.start()
+        return thread
+
     def hand_over(self, config: Config, db_path: Path) -> bool:
         """Ask the helper to write the pending summaries of ``db_path`` while idle."""
         if self._fallback or not self._reached:
@@ -299,6 +325,34 @@ class WarmHost:
             return False
         connection.close()
         return True
+
+
+def attach(config: Config) -> WarmHost | None:
+    """The host of a surface's model calls (``-p``, the web): the warm helper, reached (or
+    started) in the background now, so the first call finds it ready; None when
+    ``HERMES_HELPER=off``. When it is off or cannot be reached, litellm is imported in this
+    process meanwhile instead, for the calls then made here. The log says which."""
+    started = time.monotonic()
+    host = WarmHost(config) if config.helper else None
+
+    def reach() -> None:
+        if host is not None and host.ensure():
+            log.info("model calls go to the warm helper (pid %s), reached in %.1f s", host.pid,
+                     time.monotonic() - started)
+            return
+        from hermes_tui import llm
+
+        llm.warm(config).join()
+        log.info("LLM layer warmed in %.1f s", time.monotonic() - started)
+
+    threading.Thread(target=reach, name="hermes-warm-reach", daemon=True).start()
+    return host
+
+
+def hold_every(config: Config | None) -> float:
+    """Seconds between a holder's hellos: well inside the helper's idle time (``HERMES_HELPER_IDLE``)."""
+    idle = config.helper_idle if config is not None else Config.helper_idle
+    return max(0.5, min(HOLD_EVERY, idle / 3))
 
 
 def start(config: Config | None) -> tuple[int, float | None]:
