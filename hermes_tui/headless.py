@@ -80,9 +80,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     setup_logging(config)
     from hermes_tui import warm
 
-    # The turn's model calls: in the warm helper when one runs; else here, and a helper is
-    # started after the answer (``warm`` says why not before).
-    host = warm.attach(config, start_helper=False)
+    host = warm.attach(config)  # the turn's model calls, in the warm helper when it runs
     from hermes_tui.agent.approvals import DENY, ApprovalPolicy, PendingCall
     from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.memory.store import MemoryStore, StoreError
@@ -134,8 +132,6 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
             out.notice(f"hermes: stopped {running} background job(s) at the end of the run")
         if code not in (EXIT_INTERRUPTED, EXIT_SIGHUP, EXIT_SIGTERM):
             _leave_summary(agent, config, host, out, continued=session_id is not None)
-            if host is None and config.helper:  # the answer is out: now warm up the next runs
-                warm.start_detached(config)
         return code
     finally:
         agent.end_jobs()

@@ -5,15 +5,17 @@ share; the helper process itself is ``warm_helper.py``.
 
 ``import litellm`` is most of a one-shot turn (seconds, ~200 MB). A ``hermes-tui -p`` run that finds
 this helper asks it to do every model call for it (streams parsed there, token counts, one-shot
-completions), so the run itself never imports litellm. A run that finds none answers in its own
-process and starts the helper only after its answer, detached, for the next runs
-(``start_detached``): started during the turn, the helper's import fights the turn for the cores
-and the turn waits for the helper's warm-up. Measured with bench/headless_turn.py --variant, 10
-interleaved rounds in both orders on 2 shared cores (load 5.4-6.9): a cold run 4.97 s started
-after against 5.15 s started at once (0.91x and 0.94x a helper-off run; paired 0.83x, 0.50-1.75x).
-A run before had measured the other way at load 2-5 (1.01x against 0.91x): within the noise of
-this machine either way. ``hermes-tui helper start`` starts
-it and waits until it is ready (a login service can run that: ``helper_units``). The web
+completions), so the run itself never imports litellm. A run that finds none starts it at once
+and sets up its turn meanwhile: the helper's import runs on the second core. Answering in-process
+and starting the helper after the answer (issue 39) was built and measured against it with
+bench/headless_turn.py --variant (interleaved rounds, both orders, 2 shared cores), and kept out:
+load 2-5, 1.01x a helper-off run against 0.91x at once; load 3.8-8.1, 3.52 s against 3.05 s
+(1.20x against 1.04x off; per round at once/after median 0.96x, 0.76-1.32x); only at load 5.4-6.9
+was it ahead, 4.97 s against 5.15 s (0.91x against 0.94x), within the noise. It also costs the
+run ~240 MB instead of 35 and a second litellm import's CPU per cold start.
+
+``hermes-tui helper start`` starts it and waits until it is ready (a login service can run that:
+``helper_units``). The web
 dashboard (``web/serve.build``) attaches to it the same way at start-up (``attach``), sends it
 every model call, and holds it while it runs (``WarmHost.hold``): every worker, one helper.
 
@@ -192,12 +194,11 @@ def without_secrets(config: Config, *, keep_key: bool = False) -> Config:
 
 
 class WarmHost:
-    """The ``ModelHost`` of a ``-p`` run and of the web: every model call goes to the helper
-    (this process serves itself, ``LocalHost``, only when the helper is unavailable)."""
+    """The ``ModelHost`` of a ``-p`` run: every model call goes to the helper (this process
+    serves itself, ``LocalHost``, only when the helper is unavailable)."""
 
-    def __init__(self, spawn_config: Config | None = None, *, spawn: bool = True) -> None:
+    def __init__(self, spawn_config: Config | None = None) -> None:
         self._spawn_config = spawn_config
-        self._spawn = spawn  # False: only a running helper is used (none: this process serves itself)
         self._lock = threading.Lock()
         self._reached = False
         self._fallback = False
@@ -224,10 +225,7 @@ class WarmHost:
             return True
 
     def _reach(self) -> None:
-        if self._spawn:
-            self.pid, _seconds = start(self._spawn_config)
-        else:
-            self.pid = _running_pid(private_folder())
+        self.pid, _seconds = start(self._spawn_config)
 
     def _open(self, request: Control | Request, *, restart: bool = True) -> Channel:
         """A connection on which ``request`` was accepted; reaches (or restarts) the helper once."""
@@ -336,16 +334,13 @@ class WarmHost:
         return True
 
 
-def attach(config: Config, *, start_helper: bool = True) -> WarmHost | None:
-    """The host of a surface's model calls (``-p``, the web): the warm helper, reached (or, with
-    ``start_helper``, started) in the background now, so the first call finds it ready; None when
-    ``HERMES_HELPER=off``, or when none runs and ``start_helper`` is False (``-p``: it starts one
-    after its answer, ``start_detached``). When the calls run here, litellm is imported in this
-    process meanwhile. The log says which."""
+def attach(config: Config) -> WarmHost | None:
+    """The host of a surface's model calls (``-p``, the web): the warm helper, reached (or
+    started) in the background now, so the first call finds it ready; None when
+    ``HERMES_HELPER=off``. When it is off or cannot be reached, litellm is imported in this
+    process meanwhile instead, for the calls then made here. The log says which."""
     started = time.monotonic()
-    host = None
-    if config.helper:
-        host = WarmHost(config) if start_helper else _running_host(config)
+    host = WarmHost(config) if config.helper else None
 
     def reach() -> None:
         if host is not None and host.ensure():
@@ -359,37 +354,6 @@ def attach(config: Config, *, start_helper: bool = True) -> WarmHost | None:
 
     threading.Thread(target=reach, name="hermes-warm-reach", daemon=True).start()
     return host
-
-
-def _running_host(config: Config) -> WarmHost | None:
-    """The host of the helper running now (a hello: milliseconds), or None; a runtime folder
-    that is not ours is said in the log."""
-    try:
-        where = private_folder()
-    except Unavailable as exc:
-        log.warning("parsing in this process: the warm helper is unavailable (%s)", exc)
-        return None
-    try:
-        pid = _running_pid(where)
-    except Unavailable:  # none runs: at once, no socket to connect to
-        return None
-    host = WarmHost(config, spawn=False)
-    host.pid, host._reached = pid, True
-    return host
-
-
-def start_detached(config: Config) -> None:
-    """Start a helper for the next runs unless one runs, without waiting for it to get ready
-    (a ``-p`` run after its answer: the run exits while the helper imports litellm)."""
-    try:
-        where = private_folder()
-        with _locked(where / "lock"):
-            with contextlib.suppress(Unavailable):
-                _running_pid(where)
-                return
-            _launch(where, config, stdout=subprocess.DEVNULL)
-    except Unavailable as exc:
-        log.info("no warm helper started for the next runs: %s", exc)
 
 
 def hold_every(config: Config | None) -> float:
@@ -464,9 +428,9 @@ def _helper_env() -> dict[str, str]:
             if name in _ENV_KEEP or name.startswith(_ENV_KEEP_PREFIXES)}
 
 
-def _launch(where: Path, config: Config | None, *, stdout: int) -> subprocess.Popen[bytes]:
-    """Start a helper process in its own session (it outlives its starter); ``stdout``: where
-    its "ready" line goes (a pipe to wait for it, or /dev/null)."""
+def _spawn(where: Path, config: Config | None) -> float:
+    """Start a helper in the background and wait until it is ready; seconds it took."""
+    started = time.monotonic()
     # Not ``-m``: the interpreter would look for modules in the current folder first (the user's
     # workspace). It runs in its private folder and finds this package where the caller found it.
     root = str(Path(__file__).resolve().parent.parent)
@@ -476,26 +440,15 @@ def _launch(where: Path, config: Config | None, *, stdout: int) -> subprocess.Po
     try:
         process = subprocess.Popen(
             [sys.executable, "-c", code, str(where)], cwd=where, env=_helper_env(),
-            stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             start_new_session=True,  # not in the terminal's process group: ctrl+c is the run's
         )
     except OSError as exc:
         raise Unavailable(f"cannot start it: {exc.strerror}") from exc
-    assert process.stdin is not None
+    assert process.stdin is not None and process.stdout is not None
     try:
         process.stdin.write(start_line(Start(warm_config, logging_on)))
-        process.stdin.close()  # a pipe's buffer holds the line: no wait for the helper
-    except OSError as exc:
-        log.warning("the warm helper failed to start: %r", exc)
-    return process
-
-
-def _spawn(where: Path, config: Config | None) -> float:
-    """Start a helper in the background and wait until it is ready; seconds it took."""
-    started = time.monotonic()
-    process = _launch(where, config, stdout=subprocess.PIPE)
-    assert process.stdout is not None
-    try:
+        process.stdin.close()
         line = process.stdout.readline() if fds.readable(process.stdout, START_TIMEOUT) else b""
     except OSError as exc:
         line = b""
