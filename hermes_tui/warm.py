@@ -300,13 +300,18 @@ class WarmHost:
     def hold(self, stop: threading.Event) -> threading.Thread:
         """Keep the helper running until ``stop`` (a surface that lives for days: the web): a
         hello every ``hold_every()`` seconds counts as a request, and a helper that went away
-        (killed, replaced by another version's) is started again, so no turn waits for one. A
-        host that had given up on it (parsing in its own process) sends to it again."""
+        (killed, out of memory) is started again, so no turn waits for one. A host that had
+        given up on it (parsing in its own process) sends to it again. A helper of another
+        version is left alone (after an upgrade, the new code's runs use it; this host's next
+        request replaces it): holding it back would swap the two every minute."""
         every = hold_every(self._spawn_config)
 
         def run() -> None:
             while not stop.wait(every):
                 try:
+                    with contextlib.suppress(Unavailable):
+                        if isinstance(_ask(private_folder(), Hello()), Stale):
+                            continue
                     pid, _seconds = start(self._spawn_config)
                 except Unavailable as exc:
                     log.warning("the warm helper could not be kept running (%s)", exc)

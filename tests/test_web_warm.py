@@ -10,8 +10,10 @@ the helper's stderr is not the web's. With the helper off the web imports litell
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,3 +111,22 @@ def test_with_the_helper_off_the_web_imports_litellm_itself(
         assert wait_until(lambda: any(SESSION_SUMMARY in str(r.messages) for r in llm.requests), 300)
         assert "LLM layer warmed" in server.log_text() and not REACHED.search(server.log_text())
     assert litellm_imports(tmp_path / "served.err")
+
+
+def test_the_web_holds_the_helper_and_starts_it_again_when_it_goes_away(
+        llm: FakeLLMServer, web_env: Path, workspace: Path, tmp_path: Path, runtime: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper killed under a running dashboard is replaced by the web's hello (every idle/3
+    seconds: 1 s here), not by the next turn, which then finds it warm."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.delenv("HERMES_HELPER", raising=False)
+    monkeypatch.setenv("HERMES_HELPER_IDLE", "3")
+    llm.responder = answer
+    with serving(web_env, tmp_path) as server:
+        assert wait_until(lambda: REACHED.search(server.log_text()) is not None, 300), server.log_text()
+        first = warm.status()
+        assert first is not None
+        os.kill(first[0], signal.SIGKILL)
+        assert wait_until(lambda: (now := warm.status()) is not None and now[0] != first[0], 300)
+        text, _counted = talk(server)
+        assert text == "Answered: hello there"
