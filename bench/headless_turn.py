@@ -19,6 +19,10 @@ Measured in one run, runs interleaved round by round:
   After a warm run the script waits until the helper has written the pending summaries, as it
   does while idle between a script's runs, so summaries never overlap a measured run.
 
+* with ``--variant NAME=DIR`` (repeatable): a *cold* run of another copy of the code (``DIR`` holds
+  its ``hermes_tui``, first on ``PYTHONPATH``) in the same rounds, as mode ``cold-NAME``: an A/B of
+  a change to the cold path. The cold runs take turns in both orders (A B, then B A); after each,
+  the script waits until the helper it leaves is ready, so no helper start overlaps a measured run.
 * with ``--peer PATH`` (hermes-agent's ``hermes`` in its own venv, ``pip install hermes-agent``):
   its one-shot turn ``hermes -z ...`` against the same fake server, in the same rounds. Its
   tools are its own, so it gets a one-call turn (a plain answer): a lighter turn than ours.
@@ -27,7 +31,7 @@ Budgets (issue 24): warm <= 1.0 s wall and <= 80 MB RSS; cold <= 0.8x hermes-age
 (measured in the same run with ``--peer``, else issue 24's 6.84 s). Prints figures (median, p90
 and max over the runs; ratios against *off* of the same run), never fails on a time.
 
-    python bench/headless_turn.py [--runs 5] [--peer /path/to/venv/bin/hermes]
+    python bench/headless_turn.py [--runs 5] [--peer /path/to/venv/bin/hermes] [--variant NAME=DIR]
 """
 
 from __future__ import annotations
@@ -56,7 +60,6 @@ BUDGET_EXIT = 0.3
 BUDGET_WARM = 1.0
 BUDGET_WARM_RSS_MB = 80.0
 PEER_COLD = 6.84  # hermes-agent 0.19's one-shot turn, issue 24
-MODES = ("off", "cold", "warm")
 _IMPORT_LINE = re.compile(r"litellm imported in ([0-9.]+) s")
 _WARM_LINE = re.compile(r"litellm first call warmed in ([0-9.]+) s")
 
@@ -170,6 +173,13 @@ def helper(env: dict[str, str], command: str) -> str:
     return subprocess.run([HERMES_TUI, "helper", command], env=env, capture_output=True, text=True).stdout.strip()
 
 
+def wait_for_helper(env: dict[str, str], timeout: float = 120.0) -> None:
+    """Until a helper answers (it answers once ready): a run may leave one still starting."""
+    deadline = time.monotonic() + timeout
+    while "helper running" not in helper(env, "status") and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def wait_for_summaries(db: Path, timeout: float = 60.0) -> None:
     """Until the helper has written the pending summaries (it does so once idle)."""
     import sqlite3
@@ -204,7 +214,8 @@ def loadavg() -> str:
 
 def fmt(values: list[float]) -> str:
     ms = [v * 1000 for v in values]
-    return f"median {statistics.median(ms):7.0f} ms  p90 {percentile(ms, 90):7.0f} ms  max {max(ms):7.0f} ms"
+    return (f"median {statistics.median(ms):7.0f} ms  p90 {percentile(ms, 90):7.0f} ms  "
+            f"p99 {percentile(ms, 99):7.0f} ms  max {max(ms):7.0f} ms")
 
 
 def fmt_mb(values: list[float]) -> str:
@@ -215,7 +226,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--peer", help="hermes-agent's hermes executable, to measure it in the same run")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
+                        help="also a cold run of the hermes_tui in DIR, as mode cold-NAME (repeatable)")
     args = parser.parse_args()
+    variants = dict(v.split("=", 1) for v in args.variant)
     timeline = Timeline()
     with tempfile.TemporaryDirectory(prefix="hb-", dir="/tmp") as tmp, FakeLLMServer() as server:
         root = Path(tmp)
@@ -230,6 +244,10 @@ def main() -> None:
                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         envs = {"off": {**env, "HERMES_HELPER": "off"}, "cold": {**env, "HERMES_HELPER": "on"},
                 "warm": {**env, "HERMES_HELPER": "on"}}
+        colds = ["cold", *(f"cold-{name}" for name in variants)]
+        for name, folder in variants.items():
+            envs[f"cold-{name}"] = {**envs["cold"], "PYTHONPATH": os.pathsep.join([folder, env["PYTHONPATH"]])}
+        modes = ("off", *colds, "warm")
         db = root / "home" / "memory.sqlite3"
         hermes_run(server, timeline, envs["off"], root / "state")  # warm-up: disk caches, .pyc files
         import_run(env)
@@ -237,19 +255,22 @@ def main() -> None:
         if args.peer:
             home = peer_home(root, server)
             peer_run(server, args.peer, home)  # its warm-up
-        runs: dict[str, list[Run]] = {mode: [] for mode in MODES}
+        runs: dict[str, list[Run]] = {mode: [] for mode in modes}
         imports: list[float] = []
         helper_rss: list[float] = []
         try:
             for n in range(args.runs):
                 print(f"round {n + 1}: load averages {loadavg()}", flush=True)
                 imports.append(import_run(env))
-                for mode in MODES:
-                    if mode == "cold":
+                order = ["off", *(colds if n % 2 == 0 else colds[::-1]), "warm"]
+                for mode in order:
+                    if mode.startswith("cold"):
                         helper(env, "stop")
+                    if mode == "warm" and variants:
+                        helper(env, "start")  # this code's helper (a variant's is of another version)
                     runs[mode].append(hermes_run(server, timeline, envs[mode], root / "state"))
-                    if mode == "cold":
-                        helper(env, "status")  # answers once the helper the cold run left is ready
+                    if mode.startswith("cold"):
+                        wait_for_helper(env)  # the helper the cold run left, ready
                     if mode == "warm":  # the helper writes the rounds' summaries (the cold run leaves
                         wait_for_summaries(db)  # its own pending: it hands nothing to a helper not ready)
                 helper_rss.append(helper_rss_mb(env))
@@ -262,17 +283,21 @@ def main() -> None:
     print(f"headless turn (2 model calls, 1 tool), {args.runs} interleaved rounds, fake server over the OpenAI wire")
     print(f"  load averages at the end: {loadavg()} (2 cores shared: compare ratios within this run)")
     print(f"  python -c 'import litellm'      {fmt(imports)}")
-    for mode in MODES:
+    for mode in modes:
         walls = [r.wall for r in runs[mode]]
         ratio = statistics.median(walls) / statistics.median([r.wall for r in off])
         print(f"  hermes-tui -p, helper {mode:<5} {fmt(walls)}   {ratio:.2f}x off")
+        if mode.startswith("cold-"):
+            paired = [v.wall / c.wall for v, c in zip(runs[mode], runs["cold"], strict=True)]
+            print(f"    / cold of the same round      median {statistics.median(paired):.2f}x  "
+                  f"min {min(paired):.2f}x  max {max(paired):.2f}x")
         cpus = [r.cpu for r in runs[mode]]
         print(f"    CPU of hermes-tui             {fmt(cpus)}   "
               f"{statistics.median(cpus) / statistics.median([r.cpu for r in off]):.2f}x off")
         print(f"    peak RSS of hermes-tui        {fmt_mb([r.rss_mb for r in runs[mode]])}   "
               f"{statistics.median([r.rss_mb for r in runs[mode]]) / statistics.median([r.rss_mb for r in off]):.2f}x off")
     print(f"  the helper process (peak RSS)   {fmt_mb([v for v in helper_rss if v] or [0.0])}")
-    for mode in MODES:
+    for mode in modes:
         chosen = runs[mode]
         print(f"  breakdown, helper {mode}")
         print(f"    start -> 1st request          {fmt([r.first_request for r in chosen])}")
@@ -297,7 +322,7 @@ def main() -> None:
         print(f"  hermes-agent -z (1 model call)  {fmt([w for w, _, _ in peers])}")
         print(f"    its CPU (user+sys)            {fmt([c for _, _, c in peers])}")
         print(f"    its peak RSS                  {fmt_mb([m for _, m, _ in peers])}")
-        for mode in ("off", "cold", "warm"):
+        for mode in modes:
             print(f"  hermes-tui -p {mode:<5} / hermes-agent -z: wall {statistics.median([r.wall for r in runs[mode]]) / peer_cold:.2f}x,"
                   f" CPU {statistics.median([r.cpu for r in runs[mode]]) / statistics.median([c for _, _, c in peers]):.2f}x")
     print(f"  warm: wall median {warm_wall * 1000:.0f} ms, budget <= {BUDGET_WARM * 1000:.0f} ms: "

@@ -10,8 +10,10 @@ frame (Hermes opens its stores and starts importing litellm right after it). The
 once. Runs alternate between the two apps; one warm-up run of each is discarded.
 
 Budget (DESIGN.md): Hermes median <= 1.3 x the bare app's median. Prints figures, never fails.
+``--variant DIR`` also runs the Hermes app of another copy of the code (``DIR`` holds its
+``hermes_tui``, first on ``PYTHONPATH``) in the same rounds: an A/B of a start-up change.
 
-    python bench/tui_startup.py [--runs 7]
+    python bench/tui_startup.py [--runs 7] [--variant DIR]
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ def main() -> None:
     import _common  # noqa: F401 - the children's environment: .pyc files written, as a user's are
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=7, help="measured runs per app (default 7)")
+    parser.add_argument("--variant", metavar="DIR", help="also the Hermes app of the hermes_tui in DIR")
     parser.add_argument("--child", choices=("bare", "hermes"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -102,20 +105,27 @@ def main() -> None:
             "HERMES_HOME": str(Path(tmp) / "home"), "HERMES_WORKSPACE": tmp, "HERMES_PROVIDER": "openai",
             "HERMES_MODEL": "bench-model", "OPENAI_API_KEY": "sk-bench", "HERMES_API_BASE": "http://127.0.0.1:9/v1",
         })
-        for kind in ("bare", "hermes"):  # warm-up: disk cache, .pyc files, the new database
-            measure(kind, env)
-        times: dict[str, list[float]] = {"bare": [], "hermes": []}
+        envs = {"bare": env, "hermes": env}
+        if args.variant:
+            envs["variant"] = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [args.variant,
+                                                                                 env.get("PYTHONPATH")]))}
+        for name, kind_env in envs.items():  # warm-up: disk cache, .pyc files, the new database
+            measure("bare" if name == "bare" else "hermes", kind_env)
+        times: dict[str, list[float]] = {name: [] for name in envs}
         for _ in range(args.runs):
-            for kind in ("bare", "hermes"):
-                times[kind].append(measure(kind, env))
+            for name, kind_env in envs.items():
+                times[name].append(measure("bare" if name == "bare" else "hermes", kind_env))
 
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"Time from process start to first frame (headless, {SIZE[0]}x{SIZE[1]}; load averages {load}):")
     for kind, values in times.items():
         print("  " + summary(kind, values))
-    ratio = statistics.median(times["hermes"]) / statistics.median(times["bare"])
-    verdict = "within" if ratio <= BUDGET else "OVER"
-    print(f"  ratio hermes/bare (medians): {ratio:.2f}x  ({verdict} the {BUDGET}x budget)")
+    for name in times:
+        if name == "bare":
+            continue
+        ratio = statistics.median(times[name]) / statistics.median(times["bare"])
+        verdict = "within" if ratio <= BUDGET else "OVER"
+        print(f"  ratio {name}/bare (medians): {ratio:.2f}x  ({verdict} the {BUDGET}x budget)")
 
 
 if __name__ == "__main__":

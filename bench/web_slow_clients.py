@@ -119,6 +119,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "HERMES_HOME": str(Path(tmp) / "home"),
+               "XDG_RUNTIME_DIR": tmp,  # its own warm helper, gone with the folder
                "HERMES_WORKSPACE": tmp, "PYTHONPATH": str(ROOT), "FLASK_SECRET_KEY": SECRET,
                "HERMES_WEB_PASSWORD": PASSWORD, "HERMES_PROVIDER": "openai", "OPENAI_API_KEY": "sk-bench"}
         bin_dir = Path(sys.executable).parent

@@ -200,7 +200,7 @@ def main() -> None:
         home = Path(tmp) / "home"
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "PYTHONPATH": str(ROOT),
-            "HERMES_HOME": str(home), "HERMES_WORKSPACE": tmp,
+            "HERMES_HOME": str(home), "HERMES_WORKSPACE": tmp, "XDG_RUNTIME_DIR": tmp,  # its own warm helper
             "FLASK_SECRET_KEY": "bench-secret-key-0123456789abcdefghij", "HERMES_WEB_PASSWORD": PASSWORD,
             **wire_env(llm, "openai"),
         }

@@ -283,7 +283,7 @@ def _key_doc(variable: str) -> str:
 
 MODEL, KEYS, PLACES, APPROVALS, SANDBOX, FETCH, SKILLS, SUBAGENTS, MCP, HELPER, WEB = (
     "Model", "Keys", "Where things live", "Approvals", "Shell sandbox (Linux, bubblewrap)", "The web_fetch tool",
-    "Skills", "Sub-agents (the delegate tool)", "MCP servers", "The warm helper of -p runs",
+    "Skills", "Sub-agents (the delegate tool)", "MCP servers", "The warm helper (-p runs, the web)",
     "Web dashboard (hermes-web) only")
 
 
@@ -342,8 +342,8 @@ class Config:
     mcp_wait: float = setting("HERMES_MCP_WAIT", SECONDS, "Seconds a -p turn (and `hermes-tui mcp list`) waits for "
                               "the MCP servers to be ready; a server still starting is named and left out.", MCP,
                               default=10.0)
-    helper: bool = setting("HERMES_HELPER", FLAG, "Keep LiteLLM loaded between -p runs in one background helper "
-                           "per user; false: every run imports it.", HELPER, default=True)
+    helper: bool = setting("HERMES_HELPER", FLAG, "Keep LiteLLM loaded in one background helper per user, for "
+                           "-p runs and the web dashboard; false: each imports it.", HELPER, default=True)
     helper_idle: float = setting("HERMES_HELPER_IDLE", POSITIVE_SECONDS, "Seconds without a request after which "
                                  "the warm helper exits (set by the run that starts it).", HELPER, default=600.0)
     flask_secret_key: str | None = setting(

@@ -87,7 +87,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         return fail(str(exc))
     from hermes_tui import warm
 
-    host = warm.host_for(config)  # the turn's model calls, in the warm helper when it runs
+    host = warm.attach(config)  # the turn's model calls, in the warm helper when it runs
     from hermes_tui.agent.approvals import DENY, ApprovalPolicy, PendingCall
     from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.memory.store import MemoryStore, StoreError

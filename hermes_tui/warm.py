@@ -6,9 +6,18 @@ share; the helper process itself is ``warm_helper.py``.
 ``import litellm`` is most of a one-shot turn (seconds, ~200 MB). A ``hermes-tui -p`` run that finds
 this helper asks it to do every model call for it (streams parsed there, token counts, one-shot
 completions), so the run itself never imports litellm. A run that finds none starts it at once
-and sets up its turn meanwhile (on two cores that measured faster than answering in-process and
-starting the helper after the answer: bench/headless_turn.py). ``hermes-tui helper start`` starts
-it and waits until it is ready (a login service can run that: ``helper_units``).
+and sets up its turn meanwhile: the helper's import runs on the second core. Answering in-process
+and starting the helper after the answer (issue 39) was built and measured against it with
+bench/headless_turn.py --variant (interleaved rounds, both orders, 2 shared cores), and kept out:
+load 2-5, 1.01x a helper-off run against 0.91x at once; load 3.8-8.1, 3.52 s against 3.05 s
+(1.20x against 1.04x off; per round at once/after median 0.96x, 0.76-1.32x); only at load 5.4-6.9
+was it ahead, 4.97 s against 5.15 s (0.91x against 0.94x), within the noise. It also costs the
+run ~240 MB instead of 35 and a second litellm import's CPU per cold start.
+
+``hermes-tui helper start`` starts it and waits until it is ready (a login service can run that:
+``helper_units``). The web
+dashboard (``web/serve.build``) attaches to it the same way at start-up (``attach``), sends it
+every model call, and holds it while it runs (``WarmHost.hold``): every worker, one helper.
 
 * **Where:** a Unix socket in a private runtime folder (mode 0700, ours, not a symlink):
   ``$XDG_RUNTIME_DIR/hermes``, else ``<tmp>/hermes-<uid>``. The helper answers only its owner: the
@@ -75,6 +84,7 @@ from hermes_tui.wire import Channel, Records, WireError
 log = logging.getLogger(__name__)
 
 START_TIMEOUT = 120.0  # importing litellm takes seconds, many on a loaded machine
+HOLD_EVERY = 60.0  # at most this many seconds between a holder's hellos (``WarmHost.hold``)
 # What the helper's environment keeps of the caller's: no key, password or token reaches it.
 _ENV_KEEP = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER", "LOGNAME", "SSL_CERT_FILE", "SSL_CERT_DIR",
              "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
@@ -287,6 +297,34 @@ class WarmHost:
         with self._lock:
             self._fallback = True
 
+    def hold(self, stop: threading.Event) -> threading.Thread:
+        """Keep the helper running until ``stop`` (a surface that lives for days: the web): a
+        hello every ``hold_every()`` seconds counts as a request, and a helper that went away
+        (killed, out of memory) is started again, so no turn waits for one. A host that had
+        given up on it (parsing in its own process) sends to it again. A helper of another
+        version is left alone (after an upgrade, the new code's runs use it; this host's next
+        request replaces it): holding it back would swap the two every minute."""
+        every = hold_every(self._spawn_config)
+
+        def run() -> None:
+            while not stop.wait(every):
+                try:
+                    with contextlib.suppress(Unavailable):
+                        if isinstance(_ask(private_folder(), Hello()), Stale):
+                            continue
+                    pid, _seconds = start(self._spawn_config)
+                except Unavailable as exc:
+                    log.warning("the warm helper could not be kept running (%s)", exc)
+                    continue
+                with self._lock:
+                    if self._fallback:
+                        log.info("model calls go to the warm helper again (pid %s)", pid)
+                    self.pid, self._reached, self._fallback = pid, True, False
+
+        thread = threading.Thread(target=run, name="hermes-warm-hold", daemon=True)
+        thread.start()
+        return thread
+
     def hand_over(self, config: Config, db_path: Path) -> bool:
         """Ask the helper to write the pending summaries of ``db_path`` while idle."""
         if self._fallback or not self._reached:
@@ -301,22 +339,32 @@ class WarmHost:
         return True
 
 
-def host_for(config: Config) -> WarmHost | None:
-    """The host of a run's model calls (``-p``, ``acp``): the helper, reached in the background;
-    None when ``HERMES_HELPER=off``. When it cannot be reached, litellm is imported here instead."""
-    from hermes_tui import llm
-
-    if not config.helper:
-        llm.warm(config)  # the turn needs litellm: import it while the rest is set up
-        return None
-    host = WarmHost(config)
+def attach(config: Config) -> WarmHost | None:
+    """The host of a surface's model calls (``-p``, ``acp``, the web): the warm helper, reached (or
+    started) in the background now, so the first call finds it ready; None when
+    ``HERMES_HELPER=off``. When it is off or cannot be reached, litellm is imported in this
+    process meanwhile instead, for the calls then made here. The log says which."""
+    started = time.monotonic()
+    host = WarmHost(config) if config.helper else None
 
     def reach() -> None:
-        if not host.ensure():
-            llm.warm(config)
+        if host is not None and host.ensure():
+            log.info("model calls go to the warm helper (pid %s), reached in %.1f s", host.pid,
+                     time.monotonic() - started)
+            return
+        from hermes_tui import llm
+
+        llm.warm(config).join()
+        log.info("LLM layer warmed in %.1f s", time.monotonic() - started)
 
     threading.Thread(target=reach, name="hermes-warm-reach", daemon=True).start()
     return host
+
+
+def hold_every(config: Config | None) -> float:
+    """Seconds between a holder's hellos: well inside the helper's idle time (``HERMES_HELPER_IDLE``)."""
+    idle = config.helper_idle if config is not None else Config.helper_idle
+    return max(0.5, min(HOLD_EVERY, idle / 3))
 
 
 def start(config: Config | None) -> tuple[int, float | None]:

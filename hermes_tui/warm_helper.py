@@ -96,6 +96,8 @@ class Helper:
     def serve(self) -> None:
         """Until idle for ``idle`` seconds, stopped, or replaced by another helper."""
         assert self._sock is not None
+        with self._lock:  # idle from now: getting ready (importing litellm) may take longer than ``idle``
+            self._last = self.clock()
         threading.Thread(target=self._write_summaries, name="warm-summaries", daemon=True).start()
         try:
             while not self._stopping.is_set() and not self._expired() and self._owns_socket():

@@ -445,7 +445,8 @@ def test_port_in_home_env_is_where_hermes_web_listens(fake_llm: FakeLLMServer, h
     home_env(hermes_home, fake_llm, "FLASK_SECRET_KEY=" + secrets.token_hex(32),
              "HERMES_WEB_PASSWORD=home env password 7", f"PORT={port}")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "userhome"), "PYTHONPATH": str(ROOT),
-           "HERMES_HOME": str(hermes_home), "HERMES_WORKSPACE": str(workspace)}
+           "HERMES_HOME": str(hermes_home), "HERMES_WORKSPACE": str(workspace),
+           "HERMES_HELPER": "off"}  # no helper in the user's runtime folder (tests/test_web_warm.py has it on)
     with open(tmp_path / "served.err", "wb") as stderr:
         process = subprocess.Popen([str(Path(sys.executable).with_name("hermes-web"))], env=env, cwd=tmp_path,
                                    stdout=subprocess.DEVNULL, stderr=stderr)

@@ -183,7 +183,7 @@ def test_retry_or_undo_of_the_turn_demotes_the_skill_learned_from_it(env: FakeLL
     config = Config.load()
     stores = Stores(config)
     try:
-        session = ChatSession(config, stores, approver=lambda name, args: True)
+        session = ChatSession(config, stores, approver=lambda: lambda name, args: True)
         three_tool_script(env)
         list(session.ensure_loop().run_turn("How many lines are in data.txt?"))
         assert stores.skills.stats(SKILL)[0].failures == 0

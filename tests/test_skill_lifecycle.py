@@ -98,7 +98,7 @@ def test_retry_and_undo_mark_the_turns_skills_corrected(command: str, fake_llm_e
     config = Config.load()
     stores = Stores(config)
     stores.skills.create("count-file-lines", "Count the lines of a text file", ["count"], "1. wc -l FILE")
-    session = ChatSession(config, stores, approver=lambda name, args: True)
+    session = ChatSession(config, stores, approver=lambda: lambda name, args: True)
     fake_llm_env.queue(Reply(tool_calls=[ToolCall("use_skill", {"name": "count-file-lines"})]),
                        Reply(text="It has 4 lines."))
     list(session.ensure_loop().run_turn("count the lines of notes.md"))

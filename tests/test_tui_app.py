@@ -784,6 +784,19 @@ def test_no_tui_module_imports_litellm() -> None:
     assert result.stdout.strip() == "False"
 
 
+def test_the_app_is_built_before_any_agent_module_loads() -> None:
+    """Everything up to the first frame: the approval policy and the tool records (~9 ms of
+    imports) load with the first agent, after it (bench/tui_startup.py)."""
+    code = ("import sys\n"
+            "from hermes_tui.config import Config\n"
+            "from hermes_tui.tui.app import build_app\n"
+            "build_app(Config.load())\n"
+            "print(sorted(name for name in sys.modules if name.startswith('hermes_tui.agent')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
 _APP_WITHOUT_LITELLM = """
 import asyncio, json, re, sys
 from hermes_tui.config import Config

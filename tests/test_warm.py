@@ -267,11 +267,12 @@ def serving(helper: warm_helper.Helper) -> threading.Thread:
 def test_the_helper_exits_after_its_idle_time_on_its_clock(where: Path) -> None:
     clock = MovedClock()
     helper = warm_helper.Helper(where, idle=600, clock=clock)
+    clock.now = 700.0  # getting ready (importing litellm) took longer than its idle time
     serving(helper)
     assert stat_mode(where / "key") == 0o600
-    clock.now = 599.0
+    clock.now = 700.0 + 599.0
     assert warm._ask(where, warm.Hello()) == warm.Welcome(os.getpid())  # alive after 599 s; the request counts
-    clock.now = 599.0 + 599.0
+    clock.now = 700.0 + 599.0 + 599.0
     assert isinstance(warm._ask(where, warm.Hello()), warm.Welcome)
     assert wait_until(lambda: helper.active() == 0)  # the request has ended and set its time
     clock.now += 600.0

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tui import warm
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from tests.fakes.fixtures import wire_env
@@ -124,8 +127,10 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """hermes-web (gunicorn, via web_main) on a free port, pointed at the fake LLM server."""
+    """hermes-web (gunicorn, via web_main) on a free port, pointed at the fake LLM server, with
+    the warm helper on as shipped (in a runtime folder of its own: a socket path must be short)."""
     base = tmp_path_factory.mktemp("web-browser")
+    runtime = Path(tempfile.mkdtemp(prefix="hb-", dir="/tmp"))
     home, workspace = base / "home", base / "workspace"
     home.mkdir()
     workspace.mkdir()
@@ -135,7 +140,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         port = free_port()
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "PYTHONPATH": str(ROOT),
-            "HERMES_HOME": str(home), "HERMES_WORKSPACE": str(workspace),
+            "HERMES_HOME": str(home), "HERMES_WORKSPACE": str(workspace), "XDG_RUNTIME_DIR": str(runtime),
             "FLASK_SECRET_KEY": "browser-test-secret-0123456789abcdef", "HERMES_WEB_PASSWORD": PASSWORD,
             "HERMES_WEB_ENABLE_WRITE": "true", "HERMES_WEB_ENABLE_SHELL": "true",
             **wire_env(llm, "openai"),
@@ -158,6 +163,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("XDG_RUNTIME_DIR", str(runtime))
+                warm.stop()
+            shutil.rmtree(runtime, ignore_errors=True)
 
 
 def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -174,10 +183,13 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> Non
     pytest.fail(f"hermes-web did not answer within 30 s:\n{log.read_text()}")
 
 
+WARM_LINES = ("LLM layer warmed", "model calls go to the warm helper")  # in the web, or the helper
+
+
 def _wait_until_warm(hermes_log: Path, process: subprocess.Popen[bytes]) -> None:
     """The first chat must not race litellm's import (3-5 s, longer on a busy machine)."""
     deadline = time.monotonic() + 90
-    while not (hermes_log.exists() and "LLM layer warmed" in hermes_log.read_text()):
+    while not (hermes_log.exists() and any(line in hermes_log.read_text() for line in WARM_LINES)):
         if process.poll() is not None or time.monotonic() > deadline:
             pytest.fail("hermes-web did not warm the LLM layer within 90 s")
         time.sleep(0.2)

@@ -223,19 +223,23 @@ def chat_answering(client: FlaskClient, token: str, text: str, decision: str = "
 
 
 @contextmanager
-def serving(web_env: Path, tmp_path: Path, *args: str) -> Iterator[Served]:
-    """A real ``hermes-web`` (gunicorn) on a free port with ``args``, once it answers its login page."""
+def serving(web_env: Path, tmp_path: Path, *args: str, extra_env: dict[str, str] | None = None,
+            name: str = "served") -> Iterator[Served]:
+    """A real ``hermes-web`` (gunicorn) on a free port with ``args``, once it answers its login page;
+    its stderr in ``tmp_path/<name>.err``. ``XDG_RUNTIME_DIR`` (where the warm helper's socket is)
+    is passed on when set."""
     port = free_port()
     home = tmp_path / "served-home"
-    env = {**{k: v for k, v in os.environ.items() if k.startswith(("HERMES_", "OPENAI_", "FLASK_"))},
-           "PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(Path(__file__).parents[1])}
-    with open(tmp_path / "served.err", "wb") as stderr:
+    env = {**{k: v for k, v in os.environ.items() if k.startswith(("HERMES_", "OPENAI_", "FLASK_", "XDG_RUNTIME_DIR"))},
+           "PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(Path(__file__).parents[1]),
+           **(extra_env or {})}
+    with open(tmp_path / f"{name}.err", "wb") as stderr:
         process = subprocess.Popen([str(Path(sys.executable).with_name("hermes-web")), "--port", str(port), *args],
                                    env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=stderr)
         server = Served(process, port, web_env, home / ".local" / "state" / "hermes" / "log")
 
         def answers() -> bool:
-            assert process.poll() is None, (tmp_path / "served.err").read_text()
+            assert process.poll() is None, (tmp_path / f"{name}.err").read_text()
             try:
                 return server.request("GET", "/login", timeout=2).status == 200
             except OSError:

@@ -160,7 +160,7 @@ class HermesAgent:
             if self._host_config is None:
                 from hermes_tui import warm
 
-                self._host_config, self._host = config, warm.host_for(config)
+                self._host_config, self._host = config, warm.attach(config)
             servers = self._mcp.get(config.workspace)
             if servers is None:
                 servers = self._mcp[config.workspace] = await asyncio.to_thread(_Servers.start, config)

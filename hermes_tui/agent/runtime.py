@@ -50,6 +50,7 @@ class Surface:
     # Parse the model's stream in a helper process (llm_host): LiteLLM's parsing would otherwise
     # take the GIL from a thread that must stay responsive (the TUI's, to echo keys).
     stream_in_helper: bool = False
+    host: ModelHost | None = None  # where its model calls run (the web: the warm helper's ``WarmHost``)
     mcp: McpManager | None = None  # the MCP servers whose tools this surface offers
     mcp_offers: Callable[[str], bool] | None = None  # which of them, by server name (None: all)
 
@@ -63,9 +64,10 @@ def headless_surface(approver: Approver | None, mcp: McpManager | None = None) -
     return Surface("headless", approver=approver, mcp=mcp)
 
 
-def web_surface(config: Config, mcp: McpManager | None = None) -> Surface:
+def web_surface(config: Config, mcp: McpManager | None = None, host: ModelHost | None = None) -> Surface:
     """Shell and writes only with their environment flags, and then each call is asked about in
     the page (``web/approvals.py``; every loop gets its own policy, so ``approver`` is None here).
+    ``host``: the warm helper's (``warm.attach``), None when it is off (litellm in this process).
     The web offers an MCP server's tools when they would not ask (``"trust": true``) or when
     HERMES_WEB_ENABLE_MCP allows every server's (run without asking); workspace servers still
     need their approval."""
@@ -74,7 +76,7 @@ def web_surface(config: Config, mcp: McpManager | None = None) -> Surface:
 
     enabled = frozenset(family for family, on in (("shell", config.web_enable_shell),
                                                    ("write", config.web_enable_write)) if on)
-    return Surface("web", enabled=enabled, mcp=mcp, mcp_offers=offers)
+    return Surface("web", enabled=enabled, host=host, mcp=mcp, mcp_offers=offers)
 
 
 def build_agent(
@@ -93,10 +95,7 @@ def build_agent(
     from hermes_tui.agent.loop import AgentLoop  # the agent modules load after a surface has painted
     from hermes_tui.llm import LLMClient
 
-    if host is None and surface.stream_in_helper:
-        from hermes_tui import llm_host
-
-        host = llm_host.shared()
+    host = host if host is not None else surface_host(surface)
     extra = None
     if surface.mcp is not None:
         from hermes_tui.agent.mcp.bridge import McpTools
@@ -105,6 +104,17 @@ def build_agent(
     return AgentLoop(config, memory, skills, session_id=session_id, source=surface.source,
                      families=surface.enabled, approver=approver if approver is not None else surface.approver,
                      llm=LLMClient(config, host), extra_tools=extra)
+
+
+def surface_host(surface: Surface) -> ModelHost | None:
+    """Where ``surface``'s model calls run: its own host, the TUI's stream helper, or (None) this process."""
+    if surface.host is not None:
+        return surface.host
+    if surface.stream_in_helper:
+        from hermes_tui import llm_host
+
+        return llm_host.shared()
+    return None
 
 
 def context_report(config: Config, memory: MemoryStore, skills: SkillManager, surface: Surface,
@@ -121,7 +131,7 @@ def context_report(config: Config, memory: MemoryStore, skills: SkillManager, su
         tools = ToolRegistry(config.workspace, memory, skills, home=config.home,
                              secrets=Secrets.from_config(config), families=surface.enabled)
         prompt = fixed_prompt.build(config.workspace, config.home, tools.names, tools.specs(), skills)
-        window = ContextWindow(LLMClient(config), config)
+        window = ContextWindow(LLMClient(config, surface_host(surface)), config)
     else:
         prompt, window = loop.fixed_prompt, loop.context
     if loop is None or not loop.memory_frozen:  # what the first message will add

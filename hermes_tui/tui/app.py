@@ -83,7 +83,7 @@ class HermesApp(App[int]):
         self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
                                         on_answered=self._approval_answered, home=config.home)
         self._mcp: McpManager | None = None
-        self.session = ChatSession(config, stores, self.approvals.policy)
+        self.session = ChatSession(config, stores, lambda: self.approvals.policy)
         self.session.on_jobs = self._jobs_changed
         self.sessions = SessionController(self)
         self._command_runner: CommandRunner | None = None

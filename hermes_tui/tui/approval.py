@@ -10,6 +10,7 @@ them, lasting ones for this workspace: this exact call, or (shell) any plain cal
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -19,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App, ScreenStackError
 from textual.message import Message
 
-from hermes_tui.agent.approvals import CANCEL, DENY, ApprovalPolicy, PendingCall
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the policy's modules (~9 ms) load after the first frame, with the first agent
+    from hermes_tui.agent.approvals import ApprovalPolicy, PendingCall
     from hermes_tui.agent.permissions import LastingRules
     from hermes_tui.tui.approval_screen import ApprovalScreen
 
@@ -32,6 +32,8 @@ class ApprovalRequest(Message):
     """Posted by the worker thread (``post_message`` is thread-safe); the app calls ``show``."""
 
     def __init__(self, name: str, arguments: dict[str, Any], answers: tuple[str, ...], agent: str = "") -> None:
+        from hermes_tui.agent.approvals import DENY
+
         super().__init__()
         self.agent = agent  # the sub-agent whose call it is ("" for the agent itself)
         self.name = name
@@ -55,11 +57,17 @@ class ApprovalBridge:
         self.root = root  # the workspace folder, for write_file's diff
         self.on_answered = on_answered
         self.home = home  # HERMES_HOME: the dialog never reads what the file tools refuse
-        self.policy = ApprovalPolicy.for_workspace(self.ask, home if root is not None else None,
-                                                   Path(root or "."))
         self._screen: ApprovalScreen | None = None
         self._pending: ApprovalRequest | None = None
         self._stopping = threading.Event()
+
+    @functools.cached_property
+    def policy(self) -> ApprovalPolicy:
+        """The policy this bridge asks for, made on first use (the first agent, after the first frame)."""
+        from hermes_tui.agent.approvals import ApprovalPolicy
+
+        return ApprovalPolicy.for_workspace(self.ask, self.home if self.root is not None else None,
+                                            Path(self.root or "."))
 
     @property
     def lasting(self) -> LastingRules | None:
@@ -68,6 +76,8 @@ class ApprovalBridge:
 
     def ask(self, call: PendingCall) -> str:
         """Worker thread: show the question and wait for the answer (``CANCEL`` when stopping)."""
+        from hermes_tui.agent.approvals import CANCEL
+
         request = ApprovalRequest(call.name, call.arguments, self.policy.answers(call.name, call.arguments),
                                   call.agent)
         if self._stopping.is_set() or not self.app.post_message(request):
@@ -79,6 +89,7 @@ class ApprovalBridge:
 
     def show(self, request: ApprovalRequest) -> None:
         """App thread: ask, and hand the answer back to the waiting worker."""
+        from hermes_tui.agent.approvals import DENY
 
         def answer(choice: str | None) -> None:
             if not request.answered.is_set():
@@ -100,6 +111,8 @@ class ApprovalBridge:
     def deny_pending(self) -> None:
         """App thread: the turn is being cancelled; an open question is answered "deny" at once
         (the worker does not wait for the screen to close) and its screen is closed."""
+        from hermes_tui.agent.approvals import DENY
+
         screen = self._screen
         self._release()
         try:
@@ -117,6 +130,8 @@ class ApprovalBridge:
     def _release(self) -> None:
         request, self._pending, self._screen = self._pending, None, None
         if request is not None and not request.answered.is_set():
+            from hermes_tui.agent.approvals import DENY
+
             request.choice = DENY
             request.answered.set()
 

@@ -15,6 +15,8 @@ from hermes_tui.providers import PROVIDERS
 from hermes_tui.tui.stores import Stores
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from hermes_tui.agent.jobs import Listener
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.mcp.manager import McpManager
@@ -50,7 +52,10 @@ def model_switch_notice(before: Config, after: Config) -> str:
 
 
 class ChatSession:
-    def __init__(self, config: Config, stores: Stores, approver: Approver, mcp: McpManager | None = None) -> None:
+    def __init__(self, config: Config, stores: Stores, approver: Callable[[], Approver],
+                 mcp: McpManager | None = None) -> None:
+        """``approver`` gives the approval policy when the first agent is built: the app's is
+        made then, not before its first frame."""
         self.config = config
         self.stores = stores
         self.approver = approver
@@ -78,7 +83,7 @@ class ChatSession:
     def _make(self, session_id: int | None, *, plan: bool = False) -> AgentLoop:
         from hermes_tui.agent.runtime import build_agent, tui_surface
 
-        loop = build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver, self.mcp),
+        loop = build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver(), self.mcp),
                            session_id=session_id)
         loop.plan, self._plan_first = plan, False
         loop.tools.jobs.listener = self.on_jobs

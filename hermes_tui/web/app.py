@@ -29,6 +29,7 @@ from hermes_tui.web.webdb import WebDB
 
 if TYPE_CHECKING:
     from hermes_tui.agent.mcp.manager import McpManager
+    from hermes_tui.llm import ModelHost
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +76,14 @@ def create_app(
     bound_host: str = "127.0.0.1",
     mcp: McpManager | None = None,
     clock: Clock = time.monotonic,
+    host: ModelHost | None = None,
 ) -> Flask:
     """Build the dashboard on one set of core objects; raises ``ConfigError`` when misconfigured.
 
     ``mcp``: the MCP servers to use; by default those ``config`` declares start now, in the
     background, and stop with the app's state. A given manager stays its caller's to close.
-    ``clock``: what idle loops are measured on (tests move it)."""
+    ``clock``: what idle loops are measured on (tests move it). ``host``: where every model call
+    runs (``serve.build`` gives the warm helper's); None: in this process."""
     config = Config.load() if config is None else config
     check_config(config)
     if not config.web_password:
@@ -107,7 +110,7 @@ def create_app(
         n = config.web_trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore[method-assign]  # Flask's documented way to add WSGI middleware
 
-    state = AppState(config, max_streams=max_streams, clock=clock,
+    state = AppState(config, max_streams=max_streams, clock=clock, host=host,
                      mcp=WebMcp.start(config) if mcp is None else WebMcp(mcp, owned=False))
     db = WebDB(config.db_path)
     app.extensions[EXTENSION] = WebContext(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import logging
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,25 +97,25 @@ class _Gunicorn(BaseApplication):
 
 
 def build(config: Config, threads: int, host: str = DEFAULT_HOST, head_seconds: float = HEAD_SECONDS) -> WSGIBridge:
-    """The served application: the Flask app behind the bridge, the LLM layer warming meanwhile."""
-    from hermes_tui.llm import warm
+    """The served application: the Flask app behind the bridge, every model call of it in the
+    warm helper (``warm.attach``: started or reached now, and held while the app runs; each
+    worker of a gunicorn with several attaches to the same one), or, with ``HERMES_HELPER=off``
+    or no helper to be had, in this process with litellm imported in the background now."""
+    from hermes_tui import warm
 
-    app = create_app(config, max_streams=max_streams_for(threads), bound_host=host)
+    model_host = warm.attach(config)
+    app = create_app(config, max_streams=max_streams_for(threads), bound_host=host, host=model_host)
     state = app.extensions[EXTENSION].state
     bridge = WSGIBridge(app, threads=threads, max_body=MAX_BODY_BYTES, head_seconds=head_seconds)
     bridge.on_stop.append(state.cancel_all)
     bridge.on_close.append(state.close)
-    started = time.monotonic()
-    warming = warm(config)  # import litellm and run its offline first call now, not in the first chat
-
-    def report() -> None:
-        warming.join()
-        log.info("LLM layer warmed in %.1f s", time.monotonic() - started)
-
-    threading.Thread(target=report, name="hermes-web-warm-report", daemon=True).start()
+    if model_host is not None:
+        holding = threading.Event()
+        model_host.hold(holding)
+        bridge.on_close.append(holding.set)
     from hermes_tui.learning.pending import start_background
 
-    writer = start_background(config, state.memory, busy=state.busy)  # earlier sessions' summaries
+    writer = start_background(config, state.memory, busy=state.busy, host=model_host)  # earlier sessions'
     if writer is not None:
         bridge.on_stop.append(writer.stop)
     return bridge

@@ -20,6 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hermes_tui.agent.approvals import ApprovalPolicy
 from hermes_tui.agent.loop import AgentLoop
@@ -32,6 +33,9 @@ from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.web.approvals import WAIT_SECONDS, WebQuestions
 from hermes_tui.web.mcp import WebMcp
+
+if TYPE_CHECKING:
+    from hermes_tui.llm import ModelHost
 
 log = logging.getLogger(__name__)
 
@@ -104,10 +108,11 @@ class AppState:
         summary_timeout: float = SUMMARY_TIMEOUT,
         approval_seconds: float = WAIT_SECONDS,
         clock: Clock = time.monotonic,
+        host: ModelHost | None = None,
     ) -> None:
         self.config = config
         self.mcp = mcp  # the MCP servers (closed with the state); their tools per ``surface``
-        self.surface = web_surface(config, mcp.manager)
+        self.surface = web_surface(config, mcp.manager, host)  # model calls in ``host`` (None: here)
         self.memory = MemoryStore(config.db_path)
         self.skills = SkillManager.for_config(config)
         self.max_loops = max_loops
