@@ -327,3 +327,21 @@ def test_a_long_answer_is_capped_and_says_so() -> None:
     assert capped("x" * 10) == "x" * 10
     cut = capped("y" * (ANSWER_CAP + 5))
     assert cut.startswith("y" * ANSWER_CAP) and f"{ANSWER_CAP:,} of {ANSWER_CAP + 5:,} characters" in cut
+
+
+@pytest.mark.parametrize("named, said", [
+    ("run_bash", "'tools' must be a list of strings"),  # not a list
+    (["read_file", 7], "'tools' must be a list of strings"),
+    # Junk in bulk: each name once, at most ten named, a huge one cut; the result stays short.
+    (["x" * 50_000] * 2 + [f"nope{i}" for i in range(5_000)] + ["read_file"] * 3,
+     f"{'x' * 60}…, nope0, nope1, nope2, nope3, nope4, nope5, nope6, nope7, nope8 (and 4,991 more)."),
+], ids=["not-a-list", "not-strings", "bulk"])
+def test_a_junk_tools_list_is_refused_in_one_short_result(
+        stores, fake_llm_env: FakeLLMServer, named: object, said: str) -> None:
+    fake_llm_env.queue(Reply(tool_calls=[ToolCall("delegate", {"task": "t", "tools": named})]), Reply(text="ok"))
+    loop = make_loop(stores)
+    events = list(loop.run_turn("go"))
+    (call,) = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert not call.ok and said in call.result and len(call.result) < 2_000
+    assert len(fake_llm_env.requests) == 2 and not children(loop)  # no sub-agent ran
+    assert [e for e in events if isinstance(e, TurnFinished)][-1].stopped_reason == "done"

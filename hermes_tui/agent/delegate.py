@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 DELEGATE = "delegate"
 ANSWER_CAP = 8_000  # characters of a sub-agent's answer returned to the parent
 LABEL_CHARS = 60  # of the task, in the label an approval question shows
+NAMES_SHOWN = 10  # of the unavailable tools a refusal names (a model may send thousands, or huge ones)
 
 Sink = Callable[[Event], None]
 
@@ -69,6 +70,12 @@ def label(number: int, task: str) -> str:
     """How a sub-agent is named to the user ("sub-agent 2: <its task's start>")."""
     line = " ".join(task.split())
     return f"sub-agent {number}: {line[:LABEL_CHARS]}{'…' if len(line) > LABEL_CHARS else ''}"
+
+
+def _some(names: list[str]) -> str:
+    """At most ``NAMES_SHOWN`` of ``names``, each cut to ``LABEL_CHARS``, and how many more."""
+    shown = ", ".join(n if len(n) <= LABEL_CHARS else f"{n[:LABEL_CHARS]}…" for n in names[:NAMES_SHOWN])
+    return shown + (f" (and {len(names) - NAMES_SHOWN:,} more)" if len(names) > NAMES_SHOWN else "")
 
 
 def capped(text: str, cap: int = ANSWER_CAP) -> str:
@@ -145,11 +152,11 @@ class Delegates:
         """The records a sub-agent gets: the read-only ones and ``named``, all among what the parent
         is offered now; or why ``named`` cannot be had."""
         offered = self.parent.tools.offered()
-        missing = [n for n in named if n not in offered or n == DELEGATE]
+        missing = list(dict.fromkeys(n for n in named if n not in offered or n == DELEGATE))
         if missing:
             why = " (plan mode: read-only tools only)" if self.parent.plan else ""
             choices = ", ".join(n for n in offered if n != DELEGATE)
-            return f"delegate: not available to a sub-agent{why}: {', '.join(missing)}. Choose among: {choices}."
+            return f"delegate: not available to a sub-agent{why}: {_some(missing)}. Choose among: {choices}."
         chosen = default_names() | set(named)
         return [tool for name, tool in offered.items() if name in chosen]
 
