@@ -286,6 +286,22 @@ def test_wrong_password_then_login_and_chat_with_a_tool_call(
     screenshot(page, "dashboard-phone.png", tmp_path)
 
 
+def test_a_sub_agents_session_is_listed_under_its_parent(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    memory = MemoryStore(server.home / "memory.sqlite3")  # as a TUI delegating meanwhile leaves them
+    parent = memory.new_session(source="tui")
+    memory.add_message(parent, "user", "kiwi delegation")
+    child = memory.new_session(source="subagent", parent_id=parent)
+    memory.add_message(child, "user", "read kiwi.txt")  # the newest activity: it would head the list
+    memory.close()
+    log_in(page, server)
+    listed = page.locator("#session-list button")
+    expect(listed.first).to_contain_text("kiwi delegation")
+    expect(listed.nth(1)).to_contain_text("↳ read kiwi.txt")
+    expect(listed.nth(1)).to_contain_text(f"#{child} · sub-agent of #{parent}")
+    expect(page.locator("#session-list li.subagent")).to_have_count(1)
+
+
 def test_stop_a_running_turn(page: tuple[Page, Watch], server: Server) -> None:
     page, _ = page
     log_in(page, server)

@@ -109,13 +109,17 @@
     const list = $("session-list");
     list.replaceChildren();
     for (const s of data.sessions) {
-      const item = el("li");
+      // A sub-agent's session (delegate) comes right after its parent's: marked and indented.
+      const sub = s.parent_id !== null;
+      const item = el("li", sub ? "subagent" : "");
       const button = el("button", "session-item" + (s.id === currentSession ? " current" : ""));
       button.type = "button";
       button.dataset.id = s.id;
+      const title = s.title || s.first_user_line || "(empty session)";
+      const source = sub ? `sub-agent of #${s.parent_id}` : s.source;
       button.append(
-        el("span", "title", s.title || s.first_user_line || "(empty session)"),
-        el("span", "meta", `#${s.id} · ${s.source} · ${s.message_count} messages · ${when(s.last_activity)}`),
+        el("span", "title", sub ? `↳ ${title}` : title),
+        el("span", "meta", `#${s.id} · ${source} · ${s.message_count} messages · ${when(s.last_activity)}`),
       );
       button.addEventListener("click", () => openTranscript(s.id));
       item.append(button);
