@@ -119,6 +119,28 @@ def test_two_delegate_calls_run_at_once_and_their_answers_come_back(
     assert all(loop.memory.get_session(s) is None for s in subs)
 
 
+def test_a_sub_agent_gets_the_instruction_files_and_skills_index_not_the_conversation(
+        stores, fake_llm_env: FakeLLMServer, workspace: Path) -> None:
+    (workspace / "AGENTS.md").write_text("Always answer in haiku (project rule).\n")
+    stores[2].create("csv-report", "Summarise a CSV file as a table", ["csv"], "1. Read it.\n2. Tabulate.")
+    said = "My private plan: papaya margin 37%. Now find the first word of a.txt."
+
+    def respond(request: RecordedRequest) -> Reply:
+        if sub_task(request) is not None:
+            return Reply(text="alpha")
+        return Reply(text="ok") if results(request) else Reply(
+            text="Delegating.", tool_calls=[ToolCall("delegate", {"task": TASK_A})])
+
+    fake_llm_env.responder = respond
+    loop = make_loop(stores)
+    list(loop.run_turn(said))
+    (sub,) = [r for r in fake_llm_env.requests if sub_task(r) == TASK_A]
+    system = str(sub.messages[0]["content"])
+    assert sub.messages[0]["role"] == "system"
+    assert "Always answer in haiku (project rule)." in system and "csv-report" in system
+    assert "papaya" not in json.dumps(sub.messages) and "Delegating." not in json.dumps(sub.messages)
+
+
 def test_hermes_delegates_from_the_home_env_limits_how_many_run_at_once(
         stores, fake_llm_env: FakeLLMServer, hermes_home: Path) -> None:
     (hermes_home / ".env").write_text("HERMES_DELEGATES=1\n")
