@@ -428,7 +428,9 @@
       const box = el("div", "approval");
       // A write through a symlinked folder: the file it really replaces, which the answer allows.
       const target = event.target ? ` It writes ${event.target} (via ${event.arguments.path}).` : "";
-      box.append(el("span", "approval-question", `Allow this ${event.name} call?${target}`));
+      // Several sub-agents may ask in turn: the question names the one whose call it is.
+      const who = event.agent ? ` Asked by ${event.agent}.` : "";
+      box.append(el("span", "approval-question", `Allow this ${event.name} call?${target}${who}`));
       for (const [decision, label, kind] of APPROVAL_BUTTONS) {
         const button = el("button", kind, label);
         button.type = "button";
