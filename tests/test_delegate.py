@@ -110,9 +110,10 @@ def test_two_delegate_calls_run_at_once_and_their_answers_come_back(
     first = next(r for r in fake_llm_env.requests if sub_task(r) == TASK_A)
     assert [m["role"] for m in first.messages] == ["system", "user"]
     assert set(first.tools) == default_names()
-    # Their tokens count in the parent's turn: one usage each (12 + 7 tokens per fake call, two calls).
+    # Their tokens count in the parent's turn: one usage per model call, as the parent's own (a /cost
+    # of calls counts them; 12 + 7 tokens per fake call, two calls each), without their window's share.
     spent = [e for e in events if isinstance(e, Usage) and e.context_tokens is None]
-    assert [(u.prompt_tokens, u.completion_tokens) for u in spent] == [(24, 14), (24, 14)]
+    assert [(u.prompt_tokens, u.completion_tokens, u.context_limit) for u in spent] == [(12, 7, None)] * 4
 
     gone = forget_session(loop.memory, loop.session_id)
     assert gone.messages == 5 + 4 + 4  # the parent's (task, calls, two results, answer) and each sub-agent's

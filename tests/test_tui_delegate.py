@@ -67,6 +67,7 @@ def test_a_sub_agent_shows_as_a_block_under_its_call(server: FakeLLMServer, work
         assert call.ok
         # /cost and the status line count the sub-agent's tokens in the parent's session.
         await wait_for(pilot, lambda: totals(app.usage.of(app.session.session_id)).prompt_tokens == 2 * 12 + 2 * 12)
+        assert totals(app.usage.of(app.session.session_id)).calls == 2 + 2  # each model call, the sub-agent's too
 
     run(scenario)
 

@@ -10,7 +10,7 @@ policy, each question labelled with the sub-agent. It cannot delegate further an
 Several ``delegate`` calls of one model step run at once (``Batch``: at most
 ``Config.delegates``); the parent passes their events on as ``Subagent`` events (an approval
 question as a plain ``ApprovalNeeded`` naming the sub-agent, so every surface can answer it) and
-its tokens as a ``Usage`` of the parent's turn. Cancelling the parent cancels every sub-agent.
+each of its model calls' tokens as a ``Usage`` of the parent's turn. Cancelling the parent cancels every sub-agent.
 Whatever ends a sub-agent (an answer, an error, its step cap, a cancel) is the tool's result.
 """
 
@@ -92,27 +92,6 @@ class Outcome:
     answer: str = ""
     reason: str = "error"
     error: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float | None = None
-    priced: bool = True
-
-    def add(self, usage: Usage) -> None:
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.cache_read_tokens += usage.cache_read_tokens
-        self.cache_write_tokens += usage.cache_write_tokens
-        if usage.cost_usd is None:
-            self.priced = False
-        else:
-            self.cost_usd = (self.cost_usd or 0.0) + usage.cost_usd
-
-    def usage(self) -> Usage:
-        """Its tokens as one usage of the parent's turn (no context share: that is the parent's)."""
-        return Usage(self.prompt_tokens, self.completion_tokens, self.cost_usd if self.priced else None,
-                     self.cache_read_tokens, self.cache_write_tokens)
 
     def result(self, session_id: int) -> ToolResult:
         where = f"(sub-agent session {session_id})"
@@ -182,7 +161,6 @@ class Delegates:
                 with self._lock:
                     self._running.discard(sub)
                 sub.end_jobs()
-        sink(outcome.usage())
         return outcome.result(sub.session_id)
 
     def _build(self, tools: list[Tool], name: str, cancel: threading.Event) -> AgentLoop:
@@ -215,8 +193,8 @@ def _follow(turn: Iterator[Event], sub: AgentLoop, call_id: str, sink: Sink) -> 
             elif isinstance(event, Usage):  # a model call ended
                 text, words = "".join(words), []
                 last = text if text.strip() else last
-                if event.prompt_tokens or event.completion_tokens:
-                    outcome.add(event)
+                if event.prompt_tokens or event.completion_tokens:  # a call of the parent's turn, as its own
+                    sink(replace(event, context_tokens=None, context_limit=None, context_assumed=False))
             elif isinstance(event, Error):
                 outcome.error = event.message
             elif isinstance(event, TurnFinished):
