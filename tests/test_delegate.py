@@ -4,8 +4,11 @@ back as tool results, their sessions are stored under the parent's, and a cancel
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -21,9 +24,10 @@ from hermes_tui.config import Config
 from hermes_tui.conversation import Status
 from hermes_tui.events import ApprovalNeeded, Event, FilesChanged, Subagent, ToolCallFinished, TurnFinished, Usage
 from hermes_tui.memory.forget import forget_session
+from hermes_tui.memory.store import MemoryStore
 from tests.engine_harness import make_loop, stores  # noqa: F401 - fixture
 from tests.fakes.server import FakeLLMServer, Fault, RecordedRequest, Reply, ToolCall
-from tests.helpers import cli, run_cli, wait_until
+from tests.helpers import HERMES_TUI, assert_history_valid, cli, run_cli, wait_until
 
 TASK_A = "Read a.txt and report its first word."
 TASK_B = "Read b.txt and report its first word."
@@ -224,6 +228,47 @@ def test_headless_prints_a_sub_agents_calls_on_stderr(fake_llm_env: FakeLLMServe
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Done.\n"
     assert re.search(r"^  ↳ sub-agent \d+ → read_file \{\"path\": \"a.txt\"\}$", result.stderr, re.M), result.stderr
+
+
+def test_kill_9_mid_delegation_then_c_continues_the_parent(
+        fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
+    release = threading.Event()
+    arrived: list[str] = []
+
+    def respond(request: RecordedRequest) -> Reply:
+        task = sub_task(request)
+        if task is not None:
+            arrived.append(task)
+            release.wait(120)  # both sub-agents wait at the server when the process is killed
+            return Reply(text="too late")
+        resumed = any(m["role"] == "user" and m["content"] == "go on" for m in request.messages)
+        return Reply(text="Carried on.") if resumed else parent_replies(request)
+
+    fake_llm_env.responder = respond
+    killed = subprocess.Popen([HERMES_TUI, "-p", "Find the first words.", "--yes"], env=dict(os.environ),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: len(arrived) == 2)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(30)
+    finally:
+        release.set()
+    sent = len(fake_llm_env.requests)
+
+    result = run_cli("-c", "-p", "go on", "--yes", timeout=300)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Carried on.\n"
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    try:
+        (parent,) = [s for s in memory.list_sessions() if s.parent_id is None]
+        assert f"continuing session {parent.id}" in result.stderr  # the parent, not a sub-agent's
+        assert len(memory.subagent_sessions(parent.id)) == 2
+    finally:
+        memory.close()
+    resumed = next(r for r in fake_llm_env.requests[sent:] if sub_task(r) is None and r.body.get("stream"))
+    assert_history_valid(resumed.messages)  # both delegate calls have a result: the process stopped them
+    assert sum("interrupted" in str(m["content"]) for m in resumed.messages if m["role"] == "tool") == 2
 
 
 def test_cancel_stops_every_sub_agent(stores, fake_llm_env: FakeLLMServer) -> None:
