@@ -271,6 +271,24 @@ def test_kill_9_mid_delegation_then_c_continues_the_parent(
     assert sum("interrupted" in str(m["content"]) for m in resumed.messages if m["role"] == "tool") == 2
 
 
+def test_headless_denies_a_sub_agents_write_naming_it(fake_llm_env: FakeLLMServer, hermes_home: Path,
+                                                      workspace: Path) -> None:
+    task = "Write hello to out.txt."
+
+    def respond(request: RecordedRequest) -> Reply:
+        if first_user(request).startswith(task):
+            return Reply(text="not written") if results(request) else Reply(
+                tool_calls=[ToolCall("write_file", {"path": "out.txt", "content": "hello"})])
+        return Reply(text="Done.") if results(request) else Reply(
+            tool_calls=[ToolCall("delegate", {"task": task, "tools": ["write_file"]})])
+
+    fake_llm_env.responder = respond
+    result = cli("-p", "delegate a write")  # no --yes: nobody can answer, the write is denied
+    assert result.returncode == 0, result.stderr
+    assert not (workspace / "out.txt").exists()
+    assert f"write_file (sub-agent 1: {task}) denied: rerun with --yes" in result.stderr
+
+
 def test_cancel_stops_every_sub_agent(stores, fake_llm_env: FakeLLMServer) -> None:
     release = threading.Event()
     arrived: list[str] = []
