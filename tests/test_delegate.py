@@ -360,6 +360,20 @@ def test_a_sub_agent_at_its_step_cap_is_the_calls_failure(stores, fake_llm_env: 
     assert len([r for r in fake_llm_env.requests if sub_task(r)]) == MAX_STEPS
 
 
+def test_a_sub_agent_that_ends_without_an_answer_says_so(stores, fake_llm_env: FakeLLMServer) -> None:
+    def respond(request: RecordedRequest) -> Reply:
+        if sub_task(request) is not None:  # narrates, lists, then ends with nothing to say
+            return Reply(text="") if results(request) else Reply(text="Let me look.", tool_calls=[ToolCall("list_dir", {})])
+        return Reply(text="ok") if results(request) else Reply(tool_calls=[ToolCall("delegate", {"task": TASK_A})])
+
+    fake_llm_env.responder = respond
+    loop = make_loop(stores)
+    events = list(loop.run_turn("go"))
+    (call,) = [e for e in events if isinstance(e, ToolCallFinished) and e.name == "delegate"]
+    assert call.result.startswith("The sub-agent finished without an answer (sub-agent session")
+    assert call.result.endswith("What it said last:\nLet me look.")  # not passed off as its answer
+
+
 def test_named_write_tool_is_approved_by_the_parents_policy_labelled(
         stores, fake_llm_env: FakeLLMServer, workspace: Path) -> None:
     asked: list[PendingCall] = []

@@ -89,19 +89,20 @@ def capped(text: str, cap: int = ANSWER_CAP) -> str:
 class Outcome:
     """What a sub-agent's turn came to, gathered from its events."""
 
-    answer: str = ""
+    answer: str = ""  # the text of its last model call: its answer when it ended "done"
+    said: str = ""  # the text of its last model call that wrote any (narration on the way, maybe)
     reason: str = "error"
     error: str = ""
 
     def result(self, session_id: int) -> ToolResult:
         where = f"(sub-agent session {session_id})"
-        if self.reason == "done":
+        said = f" What it said last:\n{capped(self.said)}" if self.said.strip() else ""
+        if self.reason == "done":  # an empty answer is no cue to pass its narration off as one
             return ToolResult(True, capped(self.answer) if self.answer.strip()
-                              else f"The sub-agent finished without an answer {where}.")
+                              else f"The sub-agent finished without an answer {where}.{said}")
         if self.reason == "cancelled":
             return ToolResult(False, f"Cancelled by the user; the sub-agent stopped {where}.",
                               refusal=Status.CANCELLED)
-        said = f" What it said last:\n{capped(self.answer)}" if self.answer.strip() else ""
         if self.reason == "max_steps":
             from hermes_tui.agent.loop import MAX_STEPS
 
@@ -182,7 +183,7 @@ def _follow(turn: Iterator[Event], sub: AgentLoop, call_id: str, sink: Sink) -> 
     """Pass the sub-agent's events on and gather its outcome; a failure of its own is its outcome."""
     outcome = Outcome()
     words: list[str] = []  # the text of the model call streaming now
-    last = ""  # the text of the last model call that wrote any: its answer, not its narration on the way
+    final = last = ""  # the text of the last model call; of the last one that wrote any
     try:
         for event in turn:
             if isinstance(event, ApprovalNeeded):
@@ -191,14 +192,14 @@ def _follow(turn: Iterator[Event], sub: AgentLoop, call_id: str, sink: Sink) -> 
             if isinstance(event, TextDelta):
                 words.append(event.text)
             elif isinstance(event, Usage):  # a model call ended
-                text, words = "".join(words), []
-                last = text if text.strip() else last
+                final, words = "".join(words), []
+                last = final if final.strip() else last
                 if event.prompt_tokens or event.completion_tokens:  # a call of the parent's turn, as its own
                     sink(replace(event, context_tokens=None, context_limit=None, context_assumed=False))
             elif isinstance(event, Error):
                 outcome.error = event.message
             elif isinstance(event, TurnFinished):
-                outcome.answer, outcome.reason = last or event.text, event.stopped_reason
+                outcome.answer, outcome.said, outcome.reason = final, last or event.text, event.stopped_reason
             sink(Subagent(call_id, sub.session_id, event))
     except Exception as exc:  # a sub-agent's bug is the call's failure, never the parent's crash
         log.exception("sub-agent %s failed", sub.session_id)
