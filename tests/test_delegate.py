@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tui import warm
-from hermes_tui.agent.approvals import ONCE, ApprovalPolicy, PendingCall
+from hermes_tui.agent.approvals import ONCE, SESSION, ApprovalPolicy, PendingCall
 from hermes_tui.agent.delegate import ANSWER_CAP, capped, default_names
 from hermes_tui.agent.loop import MAX_STEPS, AgentLoop
 from hermes_tui.config import Config
@@ -405,6 +405,34 @@ def test_named_write_tool_is_approved_by_the_parents_policy_labelled(
     assert [(q.name, q.agent) for q in question] == [("write_file", f"sub-agent 1: {task}")]
     sub = next(r for r in fake_llm_env.requests if first_user(r).startswith(task))
     assert set(sub.tools) == default_names() | {"write_file"}
+
+
+def test_allow_for_the_session_holds_for_every_sub_agent_until_the_session_ends(
+        stores, fake_llm_env: FakeLLMServer, workspace: Path) -> None:
+    asked: list[PendingCall] = []
+
+    def ask(call: PendingCall) -> str:
+        asked.append(call)
+        return SESSION
+
+    def respond(request: RecordedRequest) -> Reply:
+        task = sub_task(request)
+        if task is not None:
+            name = "a.out" if task == TASK_A else "b.out"
+            return Reply(text="written") if results(request) else Reply(
+                tool_calls=[ToolCall("write_file", {"path": name, "content": task})])
+        return Reply(text="ok") if request.messages[-1]["role"] == "tool" else Reply(tool_calls=[
+            ToolCall("delegate", {"task": t, "tools": ["write_file"]}) for t in (TASK_A, TASK_B)])
+
+    fake_llm_env.responder = respond
+    policy = ApprovalPolicy(ask)
+    loop = make_loop(stores, approver=policy)
+    list(loop.run_turn("write both"))
+    assert (workspace / "a.out").exists() and (workspace / "b.out").exists()
+    assert len(asked) == 1 and asked[0].agent.startswith("sub-agent ")  # one answer, for both sub-agents
+    policy.reset()  # a new session: nobody's "for the session" answer holds any more
+    list(loop.run_turn("write both again"))
+    assert len(asked) == 2
 
 
 @pytest.mark.parametrize("named, plan, refused", [
