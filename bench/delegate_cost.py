@@ -48,7 +48,7 @@ class Tally:
         for event in events:
             inner = event.event if isinstance(event, Subagent) else event
             if not isinstance(inner, Usage) or inner.context_tokens is None:
-                continue  # the parent's sum of a sub-agent's usage: its calls are counted one by one
+                continue  # the parent's copy of a sub-agent's call: counted from its Subagent event
             self.requests += 1
             self.input_tokens += inner.context_tokens
             self.output_tokens += inner.completion_tokens

@@ -99,7 +99,8 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     def deny(call: PendingCall) -> str:
         """Nobody can answer: what no lasting rule allows is denied (``--yes``: no policy at all)."""
         # Queued behind the call's own event, so it prints after the call it denies.
-        events.put(Notice(f"{call.name} denied: rerun with --yes to allow shell commands and file writes."))
+        asker = f" ({call.agent})" if call.agent else ""  # which sub-agent's call, when several run
+        events.put(Notice(f"{call.name}{asker} denied: rerun with --yes to allow shell commands and file writes."))
         return DENY
 
     progress = for_stderr(sys.stderr)  # the reindex of an upgrade, a first skills index

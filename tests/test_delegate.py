@@ -4,8 +4,11 @@ back as tool results, their sessions are stored under the parent's, and a cancel
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -14,16 +17,17 @@ from pathlib import Path
 import pytest
 
 from hermes_tui import warm
-from hermes_tui.agent.approvals import ONCE, ApprovalPolicy, PendingCall
+from hermes_tui.agent.approvals import ONCE, SESSION, ApprovalPolicy, PendingCall
 from hermes_tui.agent.delegate import ANSWER_CAP, capped, default_names
 from hermes_tui.agent.loop import MAX_STEPS, AgentLoop
 from hermes_tui.config import Config
 from hermes_tui.conversation import Status
 from hermes_tui.events import ApprovalNeeded, Event, FilesChanged, Subagent, ToolCallFinished, TurnFinished, Usage
 from hermes_tui.memory.forget import forget_session
+from hermes_tui.memory.store import MemoryStore
 from tests.engine_harness import make_loop, stores  # noqa: F401 - fixture
 from tests.fakes.server import FakeLLMServer, Fault, RecordedRequest, Reply, ToolCall
-from tests.helpers import cli, run_cli, wait_until
+from tests.helpers import HERMES_TUI, assert_history_valid, cli, run_cli, wait_until
 
 TASK_A = "Read a.txt and report its first word."
 TASK_B = "Read b.txt and report its first word."
@@ -110,13 +114,36 @@ def test_two_delegate_calls_run_at_once_and_their_answers_come_back(
     first = next(r for r in fake_llm_env.requests if sub_task(r) == TASK_A)
     assert [m["role"] for m in first.messages] == ["system", "user"]
     assert set(first.tools) == default_names()
-    # Their tokens count in the parent's turn: one usage each (12 + 7 tokens per fake call, two calls).
+    # Their tokens count in the parent's turn: one usage per model call, as the parent's own (a /cost
+    # of calls counts them; 12 + 7 tokens per fake call, two calls each), without their window's share.
     spent = [e for e in events if isinstance(e, Usage) and e.context_tokens is None]
-    assert [(u.prompt_tokens, u.completion_tokens) for u in spent] == [(24, 14), (24, 14)]
+    assert [(u.prompt_tokens, u.completion_tokens, u.context_limit) for u in spent] == [(12, 7, None)] * 4
 
     gone = forget_session(loop.memory, loop.session_id)
     assert gone.messages == 5 + 4 + 4  # the parent's (task, calls, two results, answer) and each sub-agent's
     assert all(loop.memory.get_session(s) is None for s in subs)
+
+
+def test_a_sub_agent_gets_the_instruction_files_and_skills_index_not_the_conversation(
+        stores, fake_llm_env: FakeLLMServer, workspace: Path) -> None:
+    (workspace / "AGENTS.md").write_text("Always answer in haiku (project rule).\n")
+    stores[2].create("csv-report", "Summarise a CSV file as a table", ["csv"], "1. Read it.\n2. Tabulate.")
+    said = "My private plan: papaya margin 37%. Now find the first word of a.txt."
+
+    def respond(request: RecordedRequest) -> Reply:
+        if sub_task(request) is not None:
+            return Reply(text="alpha")
+        return Reply(text="ok") if results(request) else Reply(
+            text="Delegating.", tool_calls=[ToolCall("delegate", {"task": TASK_A})])
+
+    fake_llm_env.responder = respond
+    loop = make_loop(stores)
+    list(loop.run_turn(said))
+    (sub,) = [r for r in fake_llm_env.requests if sub_task(r) == TASK_A]
+    system = str(sub.messages[0]["content"])
+    assert sub.messages[0]["role"] == "system"
+    assert "Always answer in haiku (project rule)." in system and "csv-report" in system
+    assert "papaya" not in json.dumps(sub.messages) and "Delegating." not in json.dumps(sub.messages)
 
 
 def test_hermes_delegates_from_the_home_env_limits_how_many_run_at_once(
@@ -203,6 +230,65 @@ def test_headless_prints_a_sub_agents_calls_on_stderr(fake_llm_env: FakeLLMServe
     assert re.search(r"^  ↳ sub-agent \d+ → read_file \{\"path\": \"a.txt\"\}$", result.stderr, re.M), result.stderr
 
 
+def test_kill_9_mid_delegation_then_c_continues_the_parent(
+        fake_llm_env: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
+    release = threading.Event()
+    arrived: list[str] = []
+
+    def respond(request: RecordedRequest) -> Reply:
+        task = sub_task(request)
+        if task is not None:
+            arrived.append(task)
+            release.wait(120)  # both sub-agents wait at the server when the process is killed
+            return Reply(text="too late")
+        resumed = any(m["role"] == "user" and m["content"] == "go on" for m in request.messages)
+        return Reply(text="Carried on.") if resumed else parent_replies(request)
+
+    fake_llm_env.responder = respond
+    killed = subprocess.Popen([HERMES_TUI, "-p", "Find the first words.", "--yes"], env=dict(os.environ),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: len(arrived) == 2)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(30)
+    finally:
+        release.set()
+    sent = len(fake_llm_env.requests)
+
+    result = run_cli("-c", "-p", "go on", "--yes", timeout=300)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Carried on.\n"
+    memory = MemoryStore(hermes_home / "memory.sqlite3")
+    try:
+        (parent,) = [s for s in memory.list_sessions() if s.parent_id is None]
+        assert f"continuing session {parent.id}" in result.stderr  # the parent, not a sub-agent's
+        assert len(memory.subagent_sessions(parent.id)) == 2
+    finally:
+        memory.close()
+    resumed = next(r for r in fake_llm_env.requests[sent:] if sub_task(r) is None and r.body.get("stream"))
+    assert_history_valid(resumed.messages)  # both delegate calls have a result: the process stopped them
+    assert sum("interrupted" in str(m["content"]) for m in resumed.messages if m["role"] == "tool") == 2
+
+
+def test_headless_denies_a_sub_agents_write_naming_it(fake_llm_env: FakeLLMServer, hermes_home: Path,
+                                                      workspace: Path) -> None:
+    task = "Write hello to out.txt."
+
+    def respond(request: RecordedRequest) -> Reply:
+        if first_user(request).startswith(task):
+            return Reply(text="not written") if results(request) else Reply(
+                tool_calls=[ToolCall("write_file", {"path": "out.txt", "content": "hello"})])
+        return Reply(text="Done.") if results(request) else Reply(
+            tool_calls=[ToolCall("delegate", {"task": task, "tools": ["write_file"]})])
+
+    fake_llm_env.responder = respond
+    result = cli("-p", "delegate a write")  # no --yes: nobody can answer, the write is denied
+    assert result.returncode == 0, result.stderr
+    assert not (workspace / "out.txt").exists()
+    assert f"write_file (sub-agent 1: {task}) denied: rerun with --yes" in result.stderr
+
+
 def test_cancel_stops_every_sub_agent(stores, fake_llm_env: FakeLLMServer) -> None:
     release = threading.Event()
     arrived: list[str] = []
@@ -274,6 +360,20 @@ def test_a_sub_agent_at_its_step_cap_is_the_calls_failure(stores, fake_llm_env: 
     assert len([r for r in fake_llm_env.requests if sub_task(r)]) == MAX_STEPS
 
 
+def test_a_sub_agent_that_ends_without_an_answer_says_so(stores, fake_llm_env: FakeLLMServer) -> None:
+    def respond(request: RecordedRequest) -> Reply:
+        if sub_task(request) is not None:  # narrates, lists, then ends with nothing to say
+            return Reply(text="") if results(request) else Reply(text="Let me look.", tool_calls=[ToolCall("list_dir", {})])
+        return Reply(text="ok") if results(request) else Reply(tool_calls=[ToolCall("delegate", {"task": TASK_A})])
+
+    fake_llm_env.responder = respond
+    loop = make_loop(stores)
+    events = list(loop.run_turn("go"))
+    (call,) = [e for e in events if isinstance(e, ToolCallFinished) and e.name == "delegate"]
+    assert call.result.startswith("The sub-agent finished without an answer (sub-agent session")
+    assert call.result.endswith("What it said last:\nLet me look.")  # not passed off as its answer
+
+
 def test_named_write_tool_is_approved_by_the_parents_policy_labelled(
         stores, fake_llm_env: FakeLLMServer, workspace: Path) -> None:
     asked: list[PendingCall] = []
@@ -307,6 +407,34 @@ def test_named_write_tool_is_approved_by_the_parents_policy_labelled(
     assert set(sub.tools) == default_names() | {"write_file"}
 
 
+def test_allow_for_the_session_holds_for_every_sub_agent_until_the_session_ends(
+        stores, fake_llm_env: FakeLLMServer, workspace: Path) -> None:
+    asked: list[PendingCall] = []
+
+    def ask(call: PendingCall) -> str:
+        asked.append(call)
+        return SESSION
+
+    def respond(request: RecordedRequest) -> Reply:
+        task = sub_task(request)
+        if task is not None:
+            name = "a.out" if task == TASK_A else "b.out"
+            return Reply(text="written") if results(request) else Reply(
+                tool_calls=[ToolCall("write_file", {"path": name, "content": task})])
+        return Reply(text="ok") if request.messages[-1]["role"] == "tool" else Reply(tool_calls=[
+            ToolCall("delegate", {"task": t, "tools": ["write_file"]}) for t in (TASK_A, TASK_B)])
+
+    fake_llm_env.responder = respond
+    policy = ApprovalPolicy(ask)
+    loop = make_loop(stores, approver=policy)
+    list(loop.run_turn("write both"))
+    assert (workspace / "a.out").exists() and (workspace / "b.out").exists()
+    assert len(asked) == 1 and asked[0].agent.startswith("sub-agent ")  # one answer, for both sub-agents
+    policy.reset()  # a new session: nobody's "for the session" answer holds any more
+    list(loop.run_turn("write both again"))
+    assert len(asked) == 2
+
+
 @pytest.mark.parametrize("named, plan, refused", [
     (["run_bash"], True, "plan mode"),  # plan mode: read-only tools only
     (["nonexistent"], False, "nonexistent"),
@@ -327,3 +455,21 @@ def test_a_long_answer_is_capped_and_says_so() -> None:
     assert capped("x" * 10) == "x" * 10
     cut = capped("y" * (ANSWER_CAP + 5))
     assert cut.startswith("y" * ANSWER_CAP) and f"{ANSWER_CAP:,} of {ANSWER_CAP + 5:,} characters" in cut
+
+
+@pytest.mark.parametrize("named, said", [
+    ("run_bash", "'tools' must be a list of strings"),  # not a list
+    (["read_file", 7], "'tools' must be a list of strings"),
+    # Junk in bulk: each name once, at most ten named, a huge one cut; the result stays short.
+    (["x" * 50_000] * 2 + [f"nope{i}" for i in range(5_000)] + ["read_file"] * 3,
+     f"{'x' * 60}…, nope0, nope1, nope2, nope3, nope4, nope5, nope6, nope7, nope8 (and 4,991 more)."),
+], ids=["not-a-list", "not-strings", "bulk"])
+def test_a_junk_tools_list_is_refused_in_one_short_result(
+        stores, fake_llm_env: FakeLLMServer, named: object, said: str) -> None:
+    fake_llm_env.queue(Reply(tool_calls=[ToolCall("delegate", {"task": "t", "tools": named})]), Reply(text="ok"))
+    loop = make_loop(stores)
+    events = list(loop.run_turn("go"))
+    (call,) = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert not call.ok and said in call.result and len(call.result) < 2_000
+    assert len(fake_llm_env.requests) == 2 and not children(loop)  # no sub-agent ran
+    assert [e for e in events if isinstance(e, TurnFinished)][-1].stopped_reason == "done"

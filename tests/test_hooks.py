@@ -620,3 +620,40 @@ def test_a_file_a_bash_c_command_line_runs_is_bound_too(env: FakeLLMServer, work
     assert (workspace / "log").read_text() == "checked\n", "the approved file ran once, before the rewrite"
     assert not (workspace / "escaped").exists()
     assert ".claude/settings.json or a script it runs changed during the session" in result.stderr
+
+
+def test_a_sub_agent_fires_only_its_tool_calls_hooks(env: FakeLLMServer, hermes_home: Path, workspace: Path,
+                                                     tmp_path: Path) -> None:
+    """A sub-agent's task is no prompt of the user's and its end is not the turn's: as Claude Code's
+    Task, its tool calls fire PreToolUse and PostToolUse, and the session hooks fire for the parent only
+    (a Stop hook that sends the model back "to run the tests" would send every sub-agent back too)."""
+    (workspace / "a.txt").write_text("alpha\n")
+    seen = tmp_path / "seen.jsonl"
+    log = f"python3 -c 'import json,sys; print(json.load(sys.stdin)[\"hook_event_name\"])' >> {seen}"
+    stop = tmp_path / "stop.py"  # sends the model back once ("run the tests first"), then lets the answer stand
+    stop.write_text(f"import json, sys\nopen({str(seen)!r}, 'a').write('Stop\\n')\n"
+                    "if not json.load(sys.stdin)['stop_hook_active']:\n"
+                    "    print('run the tests first', file=sys.stderr)\n    sys.exit(2)\n")
+    settings(hermes_home / "settings.json", {event: [command_hook(log)] for event in (
+        "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "SessionEnd")}
+        | {"Stop": [command_hook(f"python3 {stop}")]})
+    task = "Read a.txt and report its first word."
+
+    def sub(request: Any) -> bool:
+        return any(str(m["content"]).startswith(task) for m in request.messages if m["role"] == "user")
+
+    def respond(request: Any) -> Reply:
+        ran = any(m["role"] == "tool" for m in request.messages)
+        if sub(request):
+            return Reply(text="alpha") if ran else Reply(tool_calls=[ToolCall("read_file", {"path": "a.txt"})])
+        return Reply(text="It is alpha.") if ran else Reply(tool_calls=[ToolCall("delegate", {"task": task})])
+
+    env.responder = respond
+    result = cli("-p", "first word of a.txt?", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert len([r for r in env.requests if sub(r)]) == 2  # its read and its answer: no Stop hook sent it back
+    fired = seen.read_text().split()
+    assert fired.count("Stop") == 2  # the parent's answer, sent back once, then its second one
+    assert fired.count("SessionStart") == fired.count("UserPromptSubmit") == 1  # the parent's
+    assert fired.count("PreToolUse") == fired.count("PostToolUse") == 2  # delegate, and the sub-agent's read

@@ -137,6 +137,21 @@ def test_list_sessions_fields_and_order(store: MemoryStore) -> None:
     assert store.list_sessions(limit=5, offset=3) == []
 
 
+def test_sub_agents_sessions_follow_their_parents_and_never_crowd_the_list(store: MemoryStore) -> None:
+    older = store.new_session()
+    store.add_message(older, "user", "an older conversation")
+    parent = store.new_session()
+    store.add_message(parent, "user", "delegate the reading")
+    subs = [store.new_session(source="subagent", parent_id=parent) for _ in range(4)]
+    for sub in subs:  # the sub-agents' activity is the newest: alone it would fill the list
+        store.add_message(sub, "user", "read a file")
+    orphan = store.new_session(source="subagent", parent_id=10_000)  # its parent is gone
+
+    assert [s.id for s in store.list_sessions(limit=3)] == [orphan, parent, *subs, older]
+    assert [s.id for s in store.list_sessions(limit=1, offset=1)] == [parent, *subs]
+    assert [s.id for s in store.list_sessions(limit=1, offset=2)] == [older]
+
+
 def test_set_summary_and_title(store: MemoryStore) -> None:
     sid = store.new_session()
     assert store.get_session(sid).summary is None

@@ -9,6 +9,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Collapsible
 
+from hermes_tui.llm_host import StreamHost
 from hermes_tui.memory.usage import totals
 from hermes_tui.tui.app import HermesApp
 from hermes_tui.tui.blocks import SubagentView, ToolCallView
@@ -67,6 +68,7 @@ def test_a_sub_agent_shows_as_a_block_under_its_call(server: FakeLLMServer, work
         assert call.ok
         # /cost and the status line count the sub-agent's tokens in the parent's session.
         await wait_for(pilot, lambda: totals(app.usage.of(app.session.session_id)).prompt_tokens == 2 * 12 + 2 * 12)
+        assert totals(app.usage.of(app.session.session_id)).calls == 2 + 2  # each model call, the sub-agent's too
 
     run(scenario)
 
@@ -94,3 +96,36 @@ def test_a_named_write_asks_in_the_dialog_naming_the_sub_agent(server: FakeLLMSe
         assert (workspace / "out.txt").read_text() == "hello"
 
     run(scenario)
+
+
+def test_escape_cancels_sub_agents_whose_model_never_answers(server: FakeLLMServer) -> None:
+    """Both sub-agents' streams are parsed in the app's stream helper (llm_host, as shipped) and
+    their model sends nothing: escape stops them both at once."""
+    arrived: list[str] = []
+    release = threading.Event()
+
+    def respond(request: RecordedRequest) -> Reply:
+        if first_user(request).startswith(TASK):
+            arrived.append(TASK)
+            release.wait(120)  # the provider never answers while the test runs
+            return Reply(text="too late")
+        return Reply(text="ok") if tool_results(request) else Reply(
+            tool_calls=[ToolCall("delegate", {"task": TASK}), ToolCall("delegate", {"task": TASK + " Again."})])
+
+    server.responder = respond
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        await send(app, pilot, "delegate twice")
+        await wait_for(pilot, lambda: len(arrived) == 2)
+        assert isinstance(app.session.loop.llm.host, StreamHost)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.chat.busy)
+        calls = app.chat.conversation.query(ToolCallView)
+        assert [(c.tool_name, c.ok) for c in calls] == [("delegate", False), ("delegate", False)]
+        blocks = app.chat.conversation.query(SubagentView)
+        await wait_for(pilot, lambda: [b.ended for b in blocks] == ["cancelled", "cancelled"])
+
+    try:
+        run(scenario)
+    finally:
+        release.set()

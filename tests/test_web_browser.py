@@ -55,6 +55,7 @@ MODEL_XSS = "Here you go: " + XSS.format(src="model")
 FILE_XSS = "<img src=x onerror=\"window.__xss=1\">.txt"  # a file name the model chose
 CODE = 'def greet(name):\n    return "<b>hi</b> " + name'
 MARKDOWN = f"# Big title\n\n## Medium title\n\n### Small title\n\nBody text.\n\n```python\n{CODE}\n```"
+SUB_TASK = "Write kiwi.txt for me."
 LONG_ANSWER = "\n\n".join(f"Paragraph {n} of a long answer." for n in range(60))
 
 
@@ -88,6 +89,12 @@ def _respond(request: RecordedRequest) -> Reply:
         return Reply(text=LONG_ANSWER, chunk_size=40, chunk_delay=0.005)
     if "read the notes" in prompt:
         return Reply(text="Read.") if after_tool else Reply(tool_calls=[ToolCall("read_file", {"path": "notes.txt"})])
+    if prompt.startswith(SUB_TASK):  # a sub-agent's task (its note follows)
+        return Reply(text="Written by the sub-agent.") if after_tool else Reply(
+            tool_calls=[ToolCall("write_file", {"path": "kiwi.txt", "content": "kiwi\n"})])
+    if "delegate the kiwi" in prompt:
+        return Reply(text="Delegated.") if after_tool else Reply(
+            tool_calls=[ToolCall("delegate", {"task": SUB_TASK, "tools": ["write_file"]})])
     if "talk slowly" in prompt:
         return Reply(text="slow " * 400, chunk_size=5, chunk_delay=0.02)  # ~8 s unless stopped
     return Reply(text="ok")
@@ -296,6 +303,35 @@ def test_wrong_password_then_login_and_chat_with_a_tool_call(
     assert columns[0][1] < columns[1][1] < columns[2][1] < columns[3][1]  # search, chat, sessions, skills
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing sticks out sideways
     screenshot(page, "dashboard-phone.png", tmp_path)
+
+
+def test_a_sub_agents_session_is_listed_under_its_parent(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    memory = MemoryStore(server.home / "memory.sqlite3")  # as a TUI delegating meanwhile leaves them
+    parent = memory.new_session(source="tui")
+    memory.add_message(parent, "user", "kiwi delegation")
+    child = memory.new_session(source="subagent", parent_id=parent)
+    memory.add_message(child, "user", "read kiwi.txt")  # the newest activity: it would head the list
+    memory.close()
+    log_in(page, server)
+    listed = page.locator("#session-list button")
+    expect(listed.first).to_contain_text("kiwi delegation")
+    expect(listed.nth(1)).to_contain_text("↳ read kiwi.txt")
+    expect(listed.nth(1)).to_contain_text(f"#{child} · sub-agent of #{parent}")
+    expect(page.locator("#session-list li.subagent")).to_have_count(1)
+
+
+def test_a_sub_agents_write_is_asked_in_the_chat_naming_it(page: tuple[Page, Watch], server: Server) -> None:
+    page, _ = page
+    log_in(page, server)
+    send(page, "delegate the kiwi write")
+    question = page.locator("#messages .approval").last
+    expect(question).to_contain_text(re.compile(r"Allow this write_file call\? Asked by sub-agent \d+: "
+                                                + re.escape(SUB_TASK)))
+    expect(page.locator("details.tool").last.locator(".tool-name")).to_have_text("↳ write_file")
+    allow_once(page)
+    expect(page.locator(".msg.assistant .rendered").last).to_have_text("Delegated.")
+    assert (server.home.parent / "workspace" / "kiwi.txt").read_text() == "kiwi\n"
 
 
 def test_stop_a_running_turn(page: tuple[Page, Watch], server: Server) -> None:

@@ -10,7 +10,7 @@ policy, each question labelled with the sub-agent. It cannot delegate further an
 Several ``delegate`` calls of one model step run at once (``Batch``: at most
 ``Config.delegates``); the parent passes their events on as ``Subagent`` events (an approval
 question as a plain ``ApprovalNeeded`` naming the sub-agent, so every surface can answer it) and
-its tokens as a ``Usage`` of the parent's turn. Cancelling the parent cancels every sub-agent.
+each of its model calls' tokens as a ``Usage`` of the parent's turn. Cancelling the parent cancels every sub-agent.
 Whatever ends a sub-agent (an answer, an error, its step cap, a cancel) is the tool's result.
 """
 
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 DELEGATE = "delegate"
 ANSWER_CAP = 8_000  # characters of a sub-agent's answer returned to the parent
 LABEL_CHARS = 60  # of the task, in the label an approval question shows
+NAMES_SHOWN = 10  # of the unavailable tools a refusal names (a model may send thousands, or huge ones)
 
 Sink = Callable[[Event], None]
 
@@ -71,6 +72,12 @@ def label(number: int, task: str) -> str:
     return f"sub-agent {number}: {line[:LABEL_CHARS]}{'…' if len(line) > LABEL_CHARS else ''}"
 
 
+def _some(names: list[str]) -> str:
+    """At most ``NAMES_SHOWN`` of ``names``, each cut to ``LABEL_CHARS``, and how many more."""
+    shown = ", ".join(n if len(n) <= LABEL_CHARS else f"{n[:LABEL_CHARS]}…" for n in names[:NAMES_SHOWN])
+    return shown + (f" (and {len(names) - NAMES_SHOWN:,} more)" if len(names) > NAMES_SHOWN else "")
+
+
 def capped(text: str, cap: int = ANSWER_CAP) -> str:
     """``text`` as returned to the parent: cut at ``cap`` characters, saying so."""
     if len(text) <= cap:
@@ -82,40 +89,20 @@ def capped(text: str, cap: int = ANSWER_CAP) -> str:
 class Outcome:
     """What a sub-agent's turn came to, gathered from its events."""
 
-    answer: str = ""
+    answer: str = ""  # the text of its last model call: its answer when it ended "done"
+    said: str = ""  # the text of its last model call that wrote any (narration on the way, maybe)
     reason: str = "error"
     error: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float | None = None
-    priced: bool = True
-
-    def add(self, usage: Usage) -> None:
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.cache_read_tokens += usage.cache_read_tokens
-        self.cache_write_tokens += usage.cache_write_tokens
-        if usage.cost_usd is None:
-            self.priced = False
-        else:
-            self.cost_usd = (self.cost_usd or 0.0) + usage.cost_usd
-
-    def usage(self) -> Usage:
-        """Its tokens as one usage of the parent's turn (no context share: that is the parent's)."""
-        return Usage(self.prompt_tokens, self.completion_tokens, self.cost_usd if self.priced else None,
-                     self.cache_read_tokens, self.cache_write_tokens)
 
     def result(self, session_id: int) -> ToolResult:
         where = f"(sub-agent session {session_id})"
-        if self.reason == "done":
+        said = f" What it said last:\n{capped(self.said)}" if self.said.strip() else ""
+        if self.reason == "done":  # an empty answer is no cue to pass its narration off as one
             return ToolResult(True, capped(self.answer) if self.answer.strip()
-                              else f"The sub-agent finished without an answer {where}.")
+                              else f"The sub-agent finished without an answer {where}.{said}")
         if self.reason == "cancelled":
             return ToolResult(False, f"Cancelled by the user; the sub-agent stopped {where}.",
                               refusal=Status.CANCELLED)
-        said = f" What it said last:\n{capped(self.answer)}" if self.answer.strip() else ""
         if self.reason == "max_steps":
             from hermes_tui.agent.loop import MAX_STEPS
 
@@ -145,11 +132,11 @@ class Delegates:
         """The records a sub-agent gets: the read-only ones and ``named``, all among what the parent
         is offered now; or why ``named`` cannot be had."""
         offered = self.parent.tools.offered()
-        missing = [n for n in named if n not in offered or n == DELEGATE]
+        missing = list(dict.fromkeys(n for n in named if n not in offered or n == DELEGATE))
         if missing:
             why = " (plan mode: read-only tools only)" if self.parent.plan else ""
             choices = ", ".join(n for n in offered if n != DELEGATE)
-            return f"delegate: not available to a sub-agent{why}: {', '.join(missing)}. Choose among: {choices}."
+            return f"delegate: not available to a sub-agent{why}: {_some(missing)}. Choose among: {choices}."
         chosen = default_names() | set(named)
         return [tool for name, tool in offered.items() if name in chosen]
 
@@ -175,7 +162,6 @@ class Delegates:
                 with self._lock:
                     self._running.discard(sub)
                 sub.end_jobs()
-        sink(outcome.usage())
         return outcome.result(sub.session_id)
 
     def _build(self, tools: list[Tool], name: str, cancel: threading.Event) -> AgentLoop:
@@ -197,7 +183,7 @@ def _follow(turn: Iterator[Event], sub: AgentLoop, call_id: str, sink: Sink) -> 
     """Pass the sub-agent's events on and gather its outcome; a failure of its own is its outcome."""
     outcome = Outcome()
     words: list[str] = []  # the text of the model call streaming now
-    last = ""  # the text of the last model call that wrote any: its answer, not its narration on the way
+    final = last = ""  # the text of the last model call; of the last one that wrote any
     try:
         for event in turn:
             if isinstance(event, ApprovalNeeded):
@@ -206,14 +192,14 @@ def _follow(turn: Iterator[Event], sub: AgentLoop, call_id: str, sink: Sink) -> 
             if isinstance(event, TextDelta):
                 words.append(event.text)
             elif isinstance(event, Usage):  # a model call ended
-                text, words = "".join(words), []
-                last = text if text.strip() else last
-                if event.prompt_tokens or event.completion_tokens:
-                    outcome.add(event)
+                final, words = "".join(words), []
+                last = final if final.strip() else last
+                if event.prompt_tokens or event.completion_tokens:  # a call of the parent's turn, as its own
+                    sink(replace(event, context_tokens=None, context_limit=None, context_assumed=False))
             elif isinstance(event, Error):
                 outcome.error = event.message
             elif isinstance(event, TurnFinished):
-                outcome.answer, outcome.reason = last or event.text, event.stopped_reason
+                outcome.answer, outcome.said, outcome.reason = final, last or event.text, event.stopped_reason
             sink(Subagent(call_id, sub.session_id, event))
     except Exception as exc:  # a sub-agent's bug is the call's failure, never the parent's crash
         log.exception("sub-agent %s failed", sub.session_id)

@@ -22,6 +22,7 @@ from hermes_tui.agent.context import ContextWindow
 from hermes_tui.agent.delegate import DELEGATE, Batch, Delegates
 from hermes_tui.agent.hooks import Hooks, Verdict, framed
 from hermes_tui.agent.hooks.events import (
+    BY_NAME,
     POST_TOOL_USE,
     PRE_COMPACT,
     PRE_TOOL_USE,
@@ -29,6 +30,7 @@ from hermes_tui.agent.hooks.events import (
     SESSION_START,
     STOP,
     STOP_LIMIT,
+    SUBAGENT_EVENTS,
     USER_PROMPT_SUBMIT,
 )
 from hermes_tui.agent.hooks.inputs import tool_fields, tool_response, write_transcript
@@ -113,7 +115,8 @@ class AgentLoop:
         self.checkpoints: TurnCheckpoints | NoCheckpoints = (
             TurnCheckpoints(config.home, config.workspace) if checkpoints else NoCheckpoints())
         # The user's hooks and the project's approved ones, as they are when the session starts.
-        self.hooks = Hooks.load(config.home, self.tools.workspace, self.tools.secrets)
+        self.hooks = Hooks.load(config.home, self.tools.workspace, self.tools.secrets,
+                                SUBAGENT_EVENTS if parent_id is not None else frozenset(BY_NAME))
         self._hooks_started = False  # SessionStart ran (at the first turn); SessionEnd then runs at the end
         self._hook_stopped = False  # a tool hook answered "continue": false: the turn ends after its call
         self._cancel = threading.Event()

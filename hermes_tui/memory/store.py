@@ -206,13 +206,22 @@ class MemoryStore:
         return records.session_info(rows[0]) if rows else None
 
     def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
-        """Newest activity first (the index on ``last_activity`` makes this a short range scan)."""
+        """Newest activity first (the index on ``last_activity`` makes this a short range scan).
+        ``limit`` and ``offset`` count the user's sessions: each sub-agent's (``delegate``) comes
+        right after its parent's, oldest first, so delegating never pushes older sessions off a
+        list; one whose parent is gone is listed as any session."""
         with self._read() as conn:
             rows = conn.execute(
-                records.SESSIONS_SQL + " ORDER BY s.last_activity DESC, s.id DESC LIMIT ? OFFSET ?",
+                records.SESSIONS_SQL + " WHERE s.parent_id IS NULL OR s.parent_id NOT IN (SELECT id FROM sessions)"
+                " ORDER BY s.last_activity DESC, s.id DESC LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
-        return [records.session_info(row) for row in rows]
+            found = conn.execute(records.SESSIONS_SQL + " WHERE s.parent_id IN (SELECT value FROM json_each(?))"
+                                 " ORDER BY s.id", (json.dumps([row[0] for row in rows]),)).fetchall()
+        children: dict[int | None, list[SessionInfo]] = {}
+        for child in map(records.session_info, found):
+            children.setdefault(child.parent_id, []).append(child)
+        return [each for info in map(records.session_info, rows) for each in (info, *children.get(info.id, []))]
 
     def subagent_sessions(self, parent_id: int) -> list[int]:
         """The sessions of the sub-agents ``parent_id`` delegated to, oldest first."""

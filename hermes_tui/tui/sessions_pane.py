@@ -38,21 +38,6 @@ def session_title(info: SessionInfo) -> str:
     return printable(info.title or info.first_user_line or "") or "(no messages yet)"
 
 
-def under_parents(sessions: list[SessionInfo]) -> list[SessionInfo]:
-    """Each sub-agent's session (``delegate``) right below its parent's, oldest first; one whose
-    parent is not listed keeps its place."""
-    listed = {info.id for info in sessions}
-    children: dict[int, list[SessionInfo]] = {}
-    for info in sessions:
-        if info.parent_id is not None and info.parent_id in listed:
-            children.setdefault(info.parent_id, []).append(info)
-    ordered: list[SessionInfo] = []
-    for info in sessions:
-        if info.parent_id is None or info.parent_id not in listed:
-            ordered += [info, *sorted(children.get(info.id, []), key=lambda child: child.id)]
-    return ordered
-
-
 def row_title(info: SessionInfo) -> str:
     """The title cell: a sub-agent's session is marked as one."""
     return f"↳ sub-agent: {session_title(info)}" if info.parent_id is not None else session_title(info)
@@ -154,14 +139,16 @@ class SessionsPane(Widget):
             return
         sessions = sessions or []
         keep = self.selected.id if self.selected else None
-        self._sessions = under_parents(sessions)
+        self._sessions = sessions  # a sub-agent's right below its parent's (``list_sessions``)
         self._render_table(keep)
         if error is not None:
             status = Content.assemble(("Could not read the sessions: ", "$text-error"), error)
         elif not sessions:
             status = Content("No sessions yet: everything you say in the chat is kept here.")
         else:
-            more = f" (the newest {SESSION_LIMIT})" if len(sessions) == SESSION_LIMIT else ""
+            listed = {info.id for info in sessions}  # the limit counts the user's, not their sub-agents'
+            own = sum(1 for info in sessions if info.parent_id not in listed)
+            more = f" (the newest {SESSION_LIMIT})" if own == SESSION_LIMIT else ""
             status = Content(f"{len(sessions)} session{'s' if len(sessions) != 1 else ''}{more}, newest first")
         self.query_one("#sessions-status", Static).update(status)
         self._previewed = None

@@ -44,6 +44,7 @@ def _session(info: SessionInfo) -> dict[str, Any]:
         "id": info.id, "source": info.source, "title": info.title, "summary": info.summary,
         "first_user_line": info.first_user_line, "started": info.started,
         "last_activity": info.last_activity, "message_count": info.message_count,
+        "parent_id": info.parent_id,  # a sub-agent's session (delegate): listed right after its parent's
     }
 
 

@@ -47,17 +47,20 @@ class Verdict:
 class Hooks:
     """The hooks that may run in one workspace (the user's, and the approved project files')."""
 
-    def __init__(self, found: Declared, workspace: Path, secrets: Secrets) -> None:
+    def __init__(self, found: Declared, workspace: Path, secrets: Secrets,
+                 events: frozenset[str] = frozenset(BY_NAME)) -> None:
         self.declared = found
         self.workspace = workspace
         self.secrets = secrets
+        self.events = events  # the events that fire here (a sub-agent's: its tool calls' only)
 
     @classmethod
-    def load(cls, home: Path, workspace: Path, secrets: Secrets) -> Hooks:
-        return cls(declared(home, workspace), workspace, secrets)
+    def load(cls, home: Path, workspace: Path, secrets: Secrets,
+             events: frozenset[str] = frozenset(BY_NAME)) -> Hooks:
+        return cls(declared(home, workspace), workspace, secrets, events)
 
     def has(self, event: str) -> bool:
-        return any(hook.event == event for hook in self.declared.active)
+        return event in self.events and any(hook.event == event for hook in self.declared.active)
 
     def environment(self) -> dict[str, str]:
         """The process environment without secrets, and where the project is (Claude Code's name too)."""
@@ -68,6 +71,8 @@ class Hooks:
              cancel: threading.Event | None = None) -> Verdict:
         """Run the event's matching hooks with ``base`` (session_id, transcript_path...) and ``fields``."""
         spec = BY_NAME[event]
+        if event not in self.events:
+            return Verdict()
         names = [str(fields.get(key, "")) for key in (spec.matched, "hermes_tool_name") if key in fields]
         unique: dict[str, HookSpec] = {}  # Claude Code runs identical commands once: the first one declared
         for hook in self.declared.active:

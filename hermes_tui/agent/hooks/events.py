@@ -47,6 +47,9 @@ EVENTS: tuple[HookEvent, ...] = (
               "nothing (the session is over)"),
 )
 BY_NAME = {event.name: event for event in EVENTS}
+SUBAGENT_EVENTS = frozenset({PRE_TOOL_USE, POST_TOOL_USE})
+"""What a sub-agent's (``delegate``) hooks fire for, as Claude Code's Task's: its task is no prompt of
+the user's and its end not the turn's (a Stop hook would send every sub-agent back "to run the tests")."""
 
 CLAUDE_TOOL_NAMES = {
     "run_bash": "Bash", "read_file": "Read", "write_file": "Write", "edit_file": "Edit", "glob": "Glob",

@@ -109,13 +109,17 @@
     const list = $("session-list");
     list.replaceChildren();
     for (const s of data.sessions) {
-      const item = el("li");
+      // A sub-agent's session (delegate) comes right after its parent's: marked and indented.
+      const sub = s.parent_id !== null;
+      const item = el("li", sub ? "subagent" : "");
       const button = el("button", "session-item" + (s.id === currentSession ? " current" : ""));
       button.type = "button";
       button.dataset.id = s.id;
+      const title = s.title || s.first_user_line || "(empty session)";
+      const source = sub ? `sub-agent of #${s.parent_id}` : s.source;
       button.append(
-        el("span", "title", s.title || s.first_user_line || "(empty session)"),
-        el("span", "meta", `#${s.id} · ${s.source} · ${s.message_count} messages · ${when(s.last_activity)}`),
+        el("span", "title", sub ? `↳ ${title}` : title),
+        el("span", "meta", `#${s.id} · ${source} · ${s.message_count} messages · ${when(s.last_activity)}`),
       );
       button.addEventListener("click", () => openTranscript(s.id));
       item.append(button);
@@ -424,7 +428,9 @@
       const box = el("div", "approval");
       // A write through a symlinked folder: the file it really replaces, which the answer allows.
       const target = event.target ? ` It writes ${event.target} (via ${event.arguments.path}).` : "";
-      box.append(el("span", "approval-question", `Allow this ${event.name} call?${target}`));
+      // Several sub-agents may ask in turn: the question names the one whose call it is.
+      const who = event.agent ? ` Asked by ${event.agent}.` : "";
+      box.append(el("span", "approval-question", `Allow this ${event.name} call?${target}${who}`));
       for (const [decision, label, kind] of APPROVAL_BUTTONS) {
         const button = el("button", kind, label);
         button.type = "button";
