@@ -473,3 +473,32 @@ def test_a_junk_tools_list_is_refused_in_one_short_result(
     assert not call.ok and said in call.result and len(call.result) < 2_000
     assert len(fake_llm_env.requests) == 2 and not children(loop)  # no sub-agent ran
     assert [e for e in events if isinstance(e, TurnFinished)][-1].stopped_reason == "done"
+
+
+def test_one_step_starts_at_most_per_step_sub_agents(stores, fake_llm_env: FakeLLMServer) -> None:
+    """A hostile model asking for hundreds of sub-agents in one step gets PER_STEP of them; each
+    call past that is answered at once, saying why, and starts nothing (no thread, no request)."""
+    from hermes_tui.agent.delegate import PER_STEP
+
+    many = Reply(tool_calls=[ToolCall("delegate", {"task": TASK_A}) for _ in range(PER_STEP + 5)])
+    sub_requests: list[str] = []
+    answered: list[str] = []
+
+    def respond(request: RecordedRequest) -> Reply:
+        if sub_task(request) is None:
+            if results(request):  # the parent's step after the calls (the curator's request has none)
+                answered[:] = results(request)
+                return Reply(text="enough")
+            return many
+        sub_requests.append(first_user(request))
+        return Reply(text="alpha")
+
+    fake_llm_env.responder = respond
+    loop = AgentLoop(Config.load(), stores[1], stores[2])
+    list(loop.run_turn("go"))
+
+    assert len(sub_requests) == PER_STEP
+    assert len(answered) == PER_STEP + 5
+    assert answered.count("alpha") == PER_STEP
+    assert answered[PER_STEP:] == [f"Not run: one step may start at most {PER_STEP} sub-agents; "
+                                   "ask for the rest in the next step."] * 5

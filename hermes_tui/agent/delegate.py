@@ -37,6 +37,7 @@ DELEGATE = "delegate"
 ANSWER_CAP = 8_000  # characters of a sub-agent's answer returned to the parent
 LABEL_CHARS = 60  # of the task, in the label an approval question shows
 NAMES_SHOWN = 10  # of the unavailable tools a refusal names (a model may send thousands, or huge ones)
+PER_STEP = 10  # sub-agents one model step may start; a hostile model may ask for hundreds (a thread each)
 
 Sink = Callable[[Event], None]
 

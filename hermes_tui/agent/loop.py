@@ -19,7 +19,7 @@ from typing import Any
 from hermes_tui.agent import attachments, fixed_prompt
 from hermes_tui.agent.checkpoints import NoCheckpoints, TurnCheckpoints
 from hermes_tui.agent.context import ContextWindow
-from hermes_tui.agent.delegate import DELEGATE, Batch, Delegates
+from hermes_tui.agent.delegate import DELEGATE, PER_STEP, Batch, Delegates
 from hermes_tui.agent.hooks import Hooks, Verdict, framed
 from hermes_tui.agent.hooks.events import (
     BY_NAME,
@@ -462,6 +462,12 @@ class AgentLoop:
             return receipts
         started = time.monotonic()
         fields: dict[str, dict[str, Any]] = {}
+        for call in alongside[PER_STEP:]:
+            yield ToolCallStarted(call.id, call.name, dict(call.arguments))
+            too_many = ToolResult(False, f"Not run: one step may start at most {PER_STEP} sub-agents; "
+                                  "ask for the rest in the next step.", refusal=Status.DENIED)
+            receipts += yield from self._finish_call(call, too_many, started)
+        del alongside[PER_STEP:]
         for call in list(alongside):
             yield ToolCallStarted(call.id, call.name, dict(call.arguments))
             fields[call.id] = self._hook_fields(call)
