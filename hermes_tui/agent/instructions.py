@@ -19,7 +19,6 @@ is built once per session, so the system prompt stays byte-identical and provide
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import stat
@@ -28,8 +27,8 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
+from hermes_tui.agent import approved
 from hermes_tui.agent.paths import check_not_secret
-from hermes_tui.private import write_private
 from hermes_tui.redaction import Secrets, is_secret_variable, process_environment
 from hermes_tui.skills.guard import verdict
 
@@ -39,6 +38,7 @@ CAP = 32 * 1024  # bytes, all files together
 PRIMARY = ("AGENTS.md", "CLAUDE.md")  # the first one a folder has
 EXTRA = (".hermes.md", "HERMES.md")  # likewise, read after it
 APPROVALS = "instructions-approved.json"
+STAYS_OUT = "every flagged file stays out"
 
 HEADER = (
     "Instruction files — written by the user about themselves and this project (later files are "
@@ -138,7 +138,7 @@ def candidates(home: Path, workspace: Path, cwd: Path | None = None) -> list[tup
 
 def load(home: Path, workspace: Path, cwd: Path | None = None) -> Instructions:
     """Read, guard and cap the instruction files for a new session."""
-    approved = _approvals(home)
+    approvals = approved.read(home, APPROVALS, STAYS_OUT)
     files: list[InstructionFile] = []
     notes: list[str] = []
     left = CAP
@@ -163,7 +163,7 @@ def load(home: Path, workspace: Path, cwd: Path | None = None) -> Instructions:
         sha = hashlib.sha256(data).hexdigest()
         text = secrets.scrub(data.decode("utf-8", errors="replace"))
         flagged = verdict([text])
-        is_approved = bool(flagged) and approved.get(str(real)) == sha
+        is_approved = bool(flagged) and approvals.get(str(real)) == sha
         cut = False
         if not flagged or is_approved:
             encoded = text.encode("utf-8")
@@ -182,20 +182,7 @@ def load(home: Path, workspace: Path, cwd: Path | None = None) -> Instructions:
 
 def approve(home: Path, file: InstructionFile) -> None:
     """Let this exact content of a flagged file into later sessions (kept in HERMES_HOME, never the repo)."""
-    approved = _approvals(home)
-    approved[str(file.path)] = file.sha256
-    write_private(home / APPROVALS, json.dumps(approved, indent=1, sort_keys=True))
-
-
-def _approvals(home: Path) -> dict[str, str]:
-    try:
-        data = json.loads((home / APPROVALS).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        log.warning("instruction approvals unreadable (%s): every flagged file stays out", exc)
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    approved.record(home, APPROVALS, file.path, file.sha256, STAYS_OUT)
 
 
 def _label(path: Path, home: Path, root: Path) -> str:

@@ -23,15 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_tui.agent import approved
 from hermes_tui.agent.hooks.events import BY_NAME
 from hermes_tui.agent.mcp import code
-from hermes_tui.private import write_private
 
 log = logging.getLogger(__name__)
 
 USER_FILE = "settings.json"  # in HERMES_HOME
 PROJECT_FILES = (".hermes/settings.json", ".claude/settings.json")  # in the workspace
 APPROVALS = "hooks-approved.json"  # in HERMES_HOME
+WAITS = "every project hook waits"
 DEFAULT_TIMEOUT = 60.0  # seconds, Claude Code's default
 _PROJECT_DIR = re.compile(r"\$\{?(?:CLAUDE|HERMES)_PROJECT_DIR\}?")
 _SHELL = re.compile(r"""[\s;&|()`$<>'"]+""")  # what separates the words of a command line inside one word
@@ -109,7 +110,7 @@ class Declared:
 
 def declared(home: Path, workspace: Path) -> Declared:
     """The user's hooks, then the project's (both files), with their approvals."""
-    approvals = _approvals(home)
+    approvals = approved.read(home, APPROVALS, WAITS)
     files = [_file(home / USER_FILE, "HERMES_HOME/settings.json", workspace, project=False, approvals={})]
     mine = (home / USER_FILE).resolve()  # run in ~, ~/.hermes/settings.json is HERMES_HOME's: yours, read once
     files += [_file(workspace / name, name, workspace, project=True, approvals=approvals) for name in PROJECT_FILES
@@ -129,20 +130,7 @@ def unchanged(file: SettingsFile, workspace: Path) -> bool:
 
 def approve(home: Path, file: SettingsFile) -> None:
     """Let this exact content of a project settings file, and the workspace code it runs, run its hooks."""
-    approvals = _approvals(home)
-    approvals[str(file.path)] = file.binding
-    write_private(home / APPROVALS, json.dumps(approvals, indent=1, sort_keys=True))
-
-
-def _approvals(home: Path) -> dict[str, str]:
-    try:
-        data = json.loads((home / APPROVALS).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        log.warning("hook approvals unreadable (%s): every project hook waits", exc)
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    approved.record(home, APPROVALS, file.path, file.binding, WAITS)
 
 
 def _file(path: Path, label: str, workspace: Path, *, project: bool,
