@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,3 +50,17 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ws.mkdir()
     monkeypatch.setenv("HERMES_WORKSPACE", str(ws))
     return ws
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[Path]:
+    """A test module's runtime folder for the warm helper (tests set XDG_RUNTIME_DIR to it; short:
+    a socket's path must fit in 107 bytes); the helper started there is stopped when the module ends."""
+    from hermes_tui import warm
+
+    base = Path(tempfile.mkdtemp(prefix="hr-", dir="/tmp"))
+    yield base
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_RUNTIME_DIR", str(base))
+        warm.stop()
+    shutil.rmtree(base, ignore_errors=True)

@@ -7,13 +7,11 @@ import asyncio
 import inspect
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -64,17 +62,6 @@ def test_a_prompt_streams_the_answer_in_chunks(fake_llm_env: FakeLLMServer, herm
 
 
 # -- the warm helper: on as shipped, and off ----------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[Path]:
-    """The module's runtime folder for the helper's socket (short: a socket path fits 107 bytes)."""
-    base = Path(tempfile.mkdtemp(prefix="ha-", dir="/tmp"))
-    yield base
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_RUNTIME_DIR", str(base))
-        warm.stop()
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(params=["helper-on", "helper-off"])

@@ -11,10 +11,8 @@ continued session's summary and memory curator) must not depend on where they ru
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,17 +32,6 @@ SUMMARY_MARK = "Conversation to summarize:"  # compaction's prompt (agent/prompt
 SESSION_SUMMARY = "note to your future self"  # a closing session's summary prompt
 MEMORY_CURATOR = "What the user wrote"  # the memory curator's prompt
 FACT = "the deploy target is staging-7"
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[Path]:
-    """The module's runtime folder (short: a socket's path must fit in 107 bytes)."""
-    base = Path(tempfile.mkdtemp(prefix="he-", dir="/tmp"))
-    yield base
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_RUNTIME_DIR", str(base))
-        warm.stop()
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(params=["helper-on", "helper-off"])

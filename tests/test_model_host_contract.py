@@ -10,8 +10,6 @@ passing it. One helper of each kind serves the whole module (starting one import
 from __future__ import annotations
 
 import inspect
-import shutil
-import tempfile
 import threading
 import typing
 from collections.abc import Callable, Iterator
@@ -36,17 +34,6 @@ TOOLS = [{"type": "function", "function": {
     "name": "read_file", "description": "Read a file.",
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
 SLOW = Reply(text=" ".join(f"w{n}" for n in range(200)), chunk_size=4, chunk_delay=0.5)  # ~25 s to stream
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[Path]:
-    """The warm helper's runtime folder for this module (short: a socket path fits 107 bytes)."""
-    base = Path(tempfile.mkdtemp(prefix="hc-", dir="/tmp"))
-    yield base
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_RUNTIME_DIR", str(base))
-        warm.stop()
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

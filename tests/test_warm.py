@@ -46,17 +46,6 @@ def answer(request: RecordedRequest) -> Reply:
     return Reply(text="Answered: " + str(request.messages[-1]["content"])[:40])
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[Path]:
-    """The module's runtime folder (short: a socket's path must fit in 107 bytes)."""
-    base = Path(tempfile.mkdtemp(prefix="hw-", dir="/tmp"))
-    yield base
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_RUNTIME_DIR", str(base))
-        warm.stop()
-    shutil.rmtree(base, ignore_errors=True)
-
-
 @pytest.fixture
 def on(runtime: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))

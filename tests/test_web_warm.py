@@ -12,10 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,17 +37,6 @@ def answer(request: RecordedRequest) -> Reply:
     if MEMORY_CURATOR in str(request.messages):
         return Reply(text="NONE")  # nothing worth keeping
     return Reply(text="Answered: " + str(request.messages[-1]["content"])[:40], chunk_size=4)
-
-
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[Path]:
-    """The module's runtime folder (short: a socket's path must fit in 107 bytes)."""
-    base = Path(tempfile.mkdtemp(prefix="hv-", dir="/tmp"))
-    yield base
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_RUNTIME_DIR", str(base))
-        warm.stop()
-    shutil.rmtree(base, ignore_errors=True)
 
 
 def litellm_imports(err: Path) -> list[str]:
