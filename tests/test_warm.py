@@ -122,6 +122,7 @@ def test_a_warm_run_reuses_the_helper_never_imports_litellm_and_its_summary_is_w
     imported = [line for line in second.stderr.splitlines() if line.startswith("import time:")]
     assert any("hermes_tui.agent.loop" in line for line in imported)
     assert not [line for line in imported if "litellm" in line]  # the helper did the model's work
+    assert "asyncio" not in [line.rsplit("|", 1)[-1].strip() for line in imported]  # no MCP server declared
     assert warm.status() == running  # the same helper served both runs
 
     environ = Path(f"/proc/{running[0]}/environ").read_bytes()
