@@ -157,6 +157,11 @@ def _job_ended(events: EventQueue, line: str | None) -> None:
 
 def _start_mcp(config: Config, out: _Output) -> McpManager | None:
     """The declared MCP servers, starting in the background (None when none are declared)."""
+    from hermes_tui.agent.mcp.config import declared
+
+    found = declared(config.home, config.workspace)
+    if not found.specs and not found.problems:  # the usual case: no asyncio, no manager to import
+        return None
     from hermes_tui.agent.mcp.manager import McpManager
 
     manager = McpManager(config.home, config.workspace)

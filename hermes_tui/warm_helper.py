@@ -69,7 +69,6 @@ class Helper:
         self._writing = False
         self._last = clock()
         self._jobs: dict[str, Config] = {}
-        self._work = threading.Event()
         self._sock: socket.socket | None = None
         self._inode = 0
 
@@ -202,20 +201,19 @@ class Helper:
         elif isinstance(request, Summaries):
             with self._lock:
                 self._jobs[request.db_path] = request.config
-            self._work.set()
 
     # -- pending summaries, while idle
 
     def _write_summaries(self) -> None:
-        while not self._stopping.is_set():
-            self._work.wait(TICK)
+        """Every tick, a handed job once the helper is quiet. (It waited on a "work" event that
+        stayed set while the job waited for quiet: a spin that took a core and the GIL from the
+        runs it served, the next ``-p`` run twice as slow: bench/headless_turn.py.)"""
+        while not self._stopping.wait(TICK):
             with self._lock:
                 if not self._jobs or self._active or self.clock() - self._last < self.quiet:
                     continue
                 path, config = self._jobs.popitem()
                 self._writing = True
-                if not self._jobs:
-                    self._work.clear()
             try:
                 self._summarize(Path(path), config)
             except Exception:  # the sessions stay pending for the next start

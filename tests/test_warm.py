@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
@@ -110,6 +111,7 @@ def test_a_warm_run_reuses_the_helper_never_imports_litellm_and_its_summary_is_w
     imported = [line for line in second.stderr.splitlines() if line.startswith("import time:")]
     assert any("hermes_tui.agent.loop" in line for line in imported)
     assert not [line for line in imported if "litellm" in line]  # the helper did the model's work
+    assert "asyncio" not in [line.rsplit("|", 1)[-1].strip() for line in imported]  # no MCP server declared
     assert warm.status() == running  # the same helper served both runs
 
     environ = Path(f"/proc/{running[0]}/environ").read_bytes()
@@ -267,6 +269,42 @@ def test_the_helper_exits_after_its_idle_time_on_its_clock(where: Path) -> None:
     clock.now += 600.0
     assert helper.stopped.wait(30)
     assert not (where / "socket").exists() and not (where / "key").exists()
+
+
+class CountedClock(MovedClock):
+    """A clock that stands still and counts its reads, by the reading thread's name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            self.reads[threading.current_thread().name] += 1
+        return self.now
+
+
+def test_a_job_waiting_for_a_quiet_helper_ticks_instead_of_spinning(where: Path, hermes_home: Path) -> None:
+    """A handed summary job waits until the helper is quiet by looking once a tick, as the accept
+    loop does: looking again at once took a core and the GIL from the runs the helper served
+    (every call of the next ``-p`` run three times slower)."""
+    from hermes_tui.config import Config
+
+    clock = CountedClock()  # it stands still: the helper is never quiet, the job waits all along
+    helper = warm_helper.Helper(where, clock=clock)
+    helper.bind()
+    threading.Thread(target=helper.serve, name="warm-serve", daemon=True).start()
+    try:
+        config = warm.without_secrets(Config.load(), keep_key=True)
+        assert isinstance(warm._ask(where, warm.Summaries(config, str(hermes_home / "memory.sqlite3"))), warm.Welcome)
+        assert wait_until(lambda: helper.active() == 0)  # the job is handed
+        clock.reads.clear()
+        assert wait_until(lambda: clock.reads["warm-serve"] >= 8)  # the accept loop's ticks, about 2 s
+        assert clock.reads["warm-summaries"] <= 2 * clock.reads["warm-serve"] + 4
+    finally:
+        helper.stop()
+        assert helper.stopped.wait(30)
 
 
 def stat_mode(path: Path) -> int:

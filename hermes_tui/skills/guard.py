@@ -28,6 +28,7 @@ shows those commands anyway). ``bench/guard_precision.py`` measures both sides.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 import unicodedata
 from bisect import bisect_right
@@ -46,15 +47,20 @@ class Rule:
 
     kind: str  # what the user is told
     keywords: tuple[str, ...]
-    pattern: re.Pattern[str]
+    source: str  # of ``pattern``
     joined: bool = False
     confirm: Callable[[re.Match[str]], bool] | None = None
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled at its first use: compiling all the rules is most of the guard's import
+        (~20 ms), which every ``-p`` run pays through the tools and most never use."""
+        return re.compile(self.source, re.I | re.M)
 
 
 def _rule(kind: str, keywords: str, *patterns: str, joined: bool = False,
           confirm: Callable[[re.Match[str]], bool] | None = None) -> Rule:
-    pattern = re.compile("|".join(f"(?:{p})" for p in patterns), re.I | re.M)
-    return Rule(kind, tuple(keywords.split()), pattern, joined, confirm)
+    return Rule(kind, tuple(keywords.split()), "|".join(f"(?:{p})" for p in patterns), joined, confirm)
 
 
 # -- normalisation -------------------------------------------------------------------------------
