@@ -86,6 +86,22 @@ def test_a_file_that_is_no_image_is_refused_before_anything_is_sent(env: FakeLLM
         hermes_home / "memory.sqlite3").list_sessions()
 
 
+def test_an_image_that_cannot_be_kept_is_one_line_and_nothing_is_sent(env: FakeLLMServer, tmp_path: Path,
+                                                                       hermes_home: Path) -> None:
+    """Keeping the bytes fails (here HERMES_HOME/attachments is a file; a full disk fails the same
+    way): one readable line before anything is sent, not a traceback."""
+    hermes_home.mkdir(parents=True, exist_ok=True)
+    (hermes_home / "attachments").write_text("in the way\n")
+    shot = picture(tmp_path / "shot.png")
+
+    result = cli("-p", "Look", "--image", str(shot))
+
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"hermes: {shot} could not be kept in {hermes_home / 'attachments'} (Not a directory)."]
+    assert env.requests == []
+
+
 def test_a_text_only_model_says_so_in_one_line_and_the_message_is_kept(env: FakeLLMServer, tmp_path: Path,
                                                                        hermes_home: Path) -> None:
     env.text_only = True

@@ -69,7 +69,12 @@ def attach(home: Path, given: str, provider: Provider, *, data: bytes | None = N
     elif len(data) > MAX_FILE_BYTES:
         raise AttachmentError(f"{given} is {_mb(len(data))}: an image may be at most {_mb(MAX_FILE_BYTES)}.")
     fitted = fit(data, given, provider)
-    return ImageRef(given, kept.keep(home, fitted.data), fitted.mime, fitted.width, fitted.height)
+    try:  # a full disk, a read-only or damaged HERMES_HOME: one line, as for a file that is no image
+        sha256 = kept.keep(home, fitted.data)
+    except OSError as exc:
+        raise AttachmentError(f"{given} could not be kept in {kept.folder(home)} "
+                              f"({exc.strerror or exc}).") from None
+    return ImageRef(given, sha256, fitted.mime, fitted.width, fitted.height)
 
 
 def _read(given: str, base: Path | None) -> bytes:
