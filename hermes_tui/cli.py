@@ -84,16 +84,6 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     for line in config.warnings:
         print(f"hermes: {line}", file=sys.stderr)
-    if args.prompt is not None:  # the app says it on screen
-        from hermes_tui.agent.sandbox import startup_notice
-
-        if notice := startup_notice(config):
-            print(f"hermes: {notice}", file=sys.stderr)
-        from hermes_tui.agent.hooks.config import declared as declared_hooks
-        from hermes_tui.textsafe import printable
-
-        if waiting := declared_hooks(config.home, config.workspace).start_line():
-            print(printable(f"hermes: {waiting}"), file=sys.stderr)
     if args.prompt is None:
         from hermes_tui.tui.app import run_app
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.runtime import EventQueue
+    from hermes_tui.conversation import ImageRef
     from hermes_tui.warm import WarmHost
 
 # Documented in docs/headless.md ("Exit codes"); scripts rely on them (EXIT_OK and EXIT_ERROR: cli_lines).
@@ -79,15 +80,20 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     from hermes_tui.logs import setup_logging
 
     setup_logging(config)
-    from hermes_tui.agent.attachments import AttachmentError, attach
+    images: list[ImageRef] = []
+    if args.image:
+        from hermes_tui.agent.attachments import AttachmentError, attach
 
-    try:  # refused before anything is stored or sent
-        images = [attach(config.home, given, config.provider_info) for given in args.image or ()]
-    except AttachmentError as exc:
-        return fail(str(exc))
+        try:  # refused before anything is stored or sent
+            images = [attach(config.home, given, config.provider_info) for given in args.image]
+        except AttachmentError as exc:
+            return fail(str(exc))
     from hermes_tui import warm
 
-    host = warm.attach(config)  # the turn's model calls, in the warm helper when it runs
+    # As early as the run is known to go ahead: a helper that must start takes seconds, and the
+    # rest of this run's start-up (the notices, the store, the agent) runs meanwhile.
+    host = warm.attach(config, asks_at_once=True)  # the turn's model calls, in the warm helper when it runs
+    _startup_notices(config)
     from hermes_tui.agent.approvals import DENY, ApprovalPolicy, PendingCall
     from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.memory.store import MemoryStore, StoreError
@@ -147,6 +153,17 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
         memory.close()
         if mcp is not None:
             mcp.close(timeout=3.0)
+
+
+def _startup_notices(config: Config) -> None:
+    """What the app says on screen at start, as stderr lines: no sandbox, hooks that wait."""
+    from hermes_tui.agent.hooks.config import declared as declared_hooks
+    from hermes_tui.agent.sandbox import startup_notice
+
+    if notice := startup_notice(config):
+        warn(notice)
+    if waiting := declared_hooks(config.home, config.workspace).start_line():
+        warn(waiting)
 
 
 def _job_ended(events: EventQueue, line: str | None) -> None:

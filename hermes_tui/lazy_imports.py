@@ -11,9 +11,11 @@ path that does need it still works, one attribute access later.
 ``__init__`` only re-exports its submodules' names (``from .assistant import Assistant as
 Assistant``: every openai ``types`` package) answers such a read by importing just the one
 submodule that defines the name; anything else (``dir()``, ``__dict__``, an unknown name) runs the
-full body. ``tests/test_lazy_imports.py`` fails when ``import litellm`` plus a streamed completion
-on either wire runs a deferred package's body. Only the cold in-process path installs this; the
-warm helper keeps litellm's full import.
+full body. A module of ``CALLED`` goes one step further: each function listed for it is answered
+by a stand-in that runs the body on its first call, so an importer that only takes functions it
+calls on some paths never pays for the module. ``tests/test_lazy_imports.py`` fails when ``import
+litellm`` plus a streamed completion on either wire runs a deferred package's body or a called
+module's. ``llm._lib()`` installs it, in every process that imports litellm.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import importlib.util
 import sys
 import threading
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 DEFERRED: tuple[str, ...] = (
     # ~750 modules, 24 % of the import: ``openai/__init__`` binds ``types`` as a module, and its
@@ -45,6 +47,16 @@ saves nothing. Deferring all of litellm, openai, aiohttp, requests, urllib3, cry
 yaml and pydantic_settings at once leaves only 136 more modules unrun than this list, most of them
 empty package ``__init__`` files, for more exposure to litellm's import cycles.
 """
+
+CALLED: dict[str, frozenset[str]] = {
+    # litellm's completion imports these four on every call (``update_messages_with_model_file_ids``)
+    # and calls them only for a ``file`` content block, which Hermes never sends; the module's body
+    # builds the proxy's ~220 pydantic models (``litellm.proxy._types``): ~330 ms of a first call.
+    "litellm.proxy.openai_files_endpoints.common_utils": frozenset({
+        "convert_b64_uid_to_unified_uid", "get_original_file_id", "is_base64_encoded_unified_file_id",
+        "is_model_embedded_id"}),
+}
+"""Modules whose importers take only these functions from them: the body runs at a first call."""
 
 BLOCKED: tuple[str, ...] = (
     # httpx's command line (rich, pygments, click: ~60 ms): httpx's ``__init__`` imports it in a
@@ -111,6 +123,8 @@ class _LazyModule(types.ModuleType):
             value = namespace.get(attr)
             if isinstance(value, types.ModuleType) and value.__name__ == f"{namespace['__name__']}.{attr}":
                 return value  # a submodule the import system bound here: the body is not needed for it
+            if attr in loader.functions:
+                return loader.stand_in(self, attr)
             if loader.exports is not None and not attr.startswith("__"):
                 found = loader.resolve(self, attr)
                 if found is not _MISSING:
@@ -139,8 +153,9 @@ class _LazyModule(types.ModuleType):
 class _DeferringLoader(importlib.abc.Loader):
     """Wraps a module's own loader: creating it as usual, running its body later."""
 
-    def __init__(self, loader: importlib.abc.Loader) -> None:
+    def __init__(self, loader: importlib.abc.Loader, functions: frozenset[str] = frozenset()) -> None:
         self.loader = loader
+        self.functions = functions  # names answered by ``stand_in`` (a ``CALLED`` module's)
         self.lock = threading.RLock()
         self.loading = False
         self.exports: dict[str, tuple[str, str | None]] | None = None
@@ -164,6 +179,18 @@ class _DeferringLoader(importlib.abc.Loader):
                 self.loader.exec_module(module)
                 return
         module.__class__ = _LazyModule
+
+    @staticmethod
+    def stand_in(module: types.ModuleType, attr: str) -> object:
+        """A function that runs ``module``'s body on its first call, then calls the real one."""
+
+        def call(*args: object, **kwargs: object) -> object:
+            _materialize(module)
+            return getattr(module, attr)(*args, **kwargs)
+
+        call.__name__ = call.__qualname__ = attr
+        call.__module__ = _get(module, "__name__")
+        return call
 
     def resolve(self, module: types.ModuleType, attr: str) -> object:
         """One name of a re-export package, from the one submodule that defines it.
@@ -211,15 +238,18 @@ def _materialize(module: types.ModuleType) -> None:
 class LazySubtreeFinder(importlib.abc.MetaPathFinder):
     """Finds modules of the deferred subtrees with the other finders and defers their bodies."""
 
-    def __init__(self, deferred: Sequence[str], blocked: Sequence[str]) -> None:
+    def __init__(self, deferred: Sequence[str], blocked: Sequence[str],
+                 called: Mapping[str, frozenset[str]] | None = None) -> None:
         self.deferred = tuple(deferred)
         self.blocked = tuple(blocked)
+        self.called = dict(called or {})
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if fullname in self.blocked:
             raise ImportError(f"{fullname} is not loaded in this process", name=fullname)
-        if not in_subtrees(fullname, self.deferred):
+        functions = self.called.get(fullname, frozenset())
+        if not (functions or in_subtrees(fullname, self.deferred)):
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -231,16 +261,17 @@ class LazySubtreeFinder(importlib.abc.MetaPathFinder):
             return None
         # Only Python source or bytecode: an extension module's body cannot wait.
         if isinstance(spec.loader, (importlib.machinery.SourceFileLoader, importlib.machinery.SourcelessFileLoader)):
-            spec.loader = _DeferringLoader(spec.loader)
+            spec.loader = _DeferringLoader(spec.loader, functions)
         return spec
 
 
-def install(deferred: Sequence[str] = DEFERRED, blocked: Sequence[str] = BLOCKED) -> LazySubtreeFinder:
+def install(deferred: Sequence[str] = DEFERRED, blocked: Sequence[str] = BLOCKED,
+            called: Mapping[str, frozenset[str]] = CALLED) -> LazySubtreeFinder:
     """Put the deferring finder first on ``sys.meta_path`` (once per process)."""
     for finder in sys.meta_path:
         if isinstance(finder, LazySubtreeFinder):
             return finder
-    finder = LazySubtreeFinder(deferred, blocked)
+    finder = LazySubtreeFinder(deferred, blocked, called)
     sys.meta_path.insert(0, finder)
     return finder
 
@@ -249,6 +280,11 @@ def ran(subtrees: Sequence[str] = DEFERRED) -> list[str]:
     """Packages of ``subtrees`` whose whole bodies have run in this process (a test's and a bench's view)."""
     return sorted(name for name, module in list(sys.modules.items())
                   if in_subtrees(name, subtrees) and hasattr(module, "__path__") and type(module) is not _LazyModule)
+
+
+def called_ran(modules: Iterable[str] = CALLED) -> list[str]:
+    """Modules of ``modules`` whose bodies have run in this process."""
+    return sorted(name for name in modules if name in sys.modules and type(sys.modules[name]) is not _LazyModule)
 
 
 def waiting() -> list[str]:

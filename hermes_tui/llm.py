@@ -54,13 +54,16 @@ def _lib() -> ModuleType:
             os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
             started = time.perf_counter()
             # Its ~3,100 modules make objects by the hundred thousand that all live on: the cyclic
-            # collections they trigger only walk them again, ~8 % of the import's CPU.
+            # collections they trigger only walk them again, ~8 % of the import's CPU. Frozen after
+            # it, no later collection walks them either: the first one after a paused import did,
+            # ~190 ms inside the first completion.
             collecting = gc.isenabled()
             gc.disable()
             lazy_imports.install()  # the SDK type packages a completion never reads stay unloaded
             try:
                 import litellm
             finally:
+                gc.freeze()
                 if collecting:
                     gc.enable()
 
@@ -271,6 +274,19 @@ class LLMClient:
         return self.host.max_input_tokens(self.config)
 
 
+def _kept(opened: list[Any], stream: Any) -> Any:
+    """``stream``, also kept in ``opened`` for a look at its chunks once it has ended."""
+    opened.append(stream)
+    return stream
+
+
+def _provider_counted(opened: list[Any]) -> bool:
+    """Whether a chunk the provider sent carried usage. litellm keeps a stream's chunks; when the
+    provider sent no usage, none of them carries any and litellm counts a stand-in at the end."""
+    chunks = getattr(opened[-1], "chunks", None) if opened else None
+    return isinstance(chunks, list) and any(getattr(chunk, "usage", None) is not None for chunk in chunks)
+
+
 class LocalHost:
     """The ``ModelHost`` of this process: litellm imported here, retries waiting on ``clock``."""
 
@@ -291,7 +307,8 @@ class LocalHost:
             result = StreamResult()  # a retry starts from nothing: no half tool calls carried over
             calls = ToolCallAccumulator()
             usage: Any = None
-            chunks = Pump(lambda: lib.completion(**kwargs))
+            opened: list[Any] = []
+            chunks = Pump(lambda kept=opened: _kept(kept, lib.completion(**kwargs)))
             try:
                 for chunk in chunks.iterate(cancel):
                     usage = getattr(chunk, "usage", None) or usage
@@ -323,21 +340,23 @@ class LocalHost:
                 chunks.close()
         result.cancelled = cancel.is_set()
         result.tool_calls = [] if result.cancelled else calls.finish()
-        result.usage = self._usage(config, usage, messages, tools)
+        result.usage = self._usage(config, usage, messages, tools, reported=_provider_counted(opened))
         yield result
 
     def _usage(self, config: Config, usage: Any, messages: list[dict[str, Any]] | None = None,
-               tools: list[dict[str, Any]] | None = None) -> Usage | None:
+               tools: list[dict[str, Any]] | None = None, *, reported: bool = False) -> Usage | None:
         """Token counts (cache reads and writes included) and their cost, from litellm's usage.
 
         A server that sends no usage in streams (llama.cpp's) gets litellm's stand-in, counted
         from the messages alone; it is recognised by being exactly that count, and replaced by a
-        count that includes the tool schemas, marked ``estimated``.
+        count that includes the tool schemas, marked ``estimated``. ``reported``: the provider's
+        own chunks carried usage, so there is nothing to recognise (and no tokenizer to load).
         """
         if not usage:
             return None
         prompt = getattr(usage, "prompt_tokens", 0) or 0
-        if messages and tools and prompt and prompt == self._count_quietly(config, messages, None):
+        if (messages and tools and prompt and not reported
+                and prompt == self._count_quietly(config, messages, None)):
             return Usage(self._count_quietly(config, messages, tools) or prompt,
                          getattr(usage, "completion_tokens", 0) or 0, None, estimated=True)
         completion = getattr(usage, "completion_tokens", 0) or 0

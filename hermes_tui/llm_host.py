@@ -114,6 +114,9 @@ class Start:
     config: Config | None
     logging_on: bool
     key: str = ""
+    warm_up: bool = True
+    """Make one offline call for ``config``'s model before saying ready. Not when the starter's own
+    request follows at once (a cold ``-p`` run): that request is the warm-up, ~0.1 s sooner."""
 
 
 RECORDS: Records = {

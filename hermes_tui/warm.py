@@ -197,8 +197,9 @@ class WarmHost:
     """The ``ModelHost`` of a ``-p`` run: every model call goes to the helper (this process
     serves itself, ``LocalHost``, only when the helper is unavailable)."""
 
-    def __init__(self, spawn_config: Config | None = None) -> None:
+    def __init__(self, spawn_config: Config | None = None, *, asks_at_once: bool = False) -> None:
         self._spawn_config = spawn_config
+        self._asks_at_once = asks_at_once  # a helper it starts skips its warm-up call (``Start``)
         self._lock = threading.Lock()
         self._reached = False
         self._fallback = False
@@ -225,7 +226,7 @@ class WarmHost:
             return True
 
     def _reach(self) -> None:
-        self.pid, _seconds = start(self._spawn_config)
+        self.pid, _seconds = start(self._spawn_config, warm_up=not self._asks_at_once)
 
     def _open(self, request: Control | Request, *, restart: bool = True) -> Channel:
         """A connection on which ``request`` was accepted; reaches (or restarts) the helper once."""
@@ -339,13 +340,15 @@ class WarmHost:
         return True
 
 
-def attach(config: Config) -> WarmHost | None:
+def attach(config: Config, *, asks_at_once: bool = False) -> WarmHost | None:
     """The host of a surface's model calls (``-p``, ``acp``, the web): the warm helper, reached (or
     started) in the background now, so the first call finds it ready; None when
     ``HERMES_HELPER=off``. When it is off or cannot be reached, litellm is imported in this
-    process meanwhile instead, for the calls then made here. The log says which."""
+    process meanwhile instead, for the calls then made here. The log says which.
+    ``asks_at_once``: the surface's first call follows now (``-p``), so nothing warms up for it
+    (``Start.warm_up``): that call would only wait for the warm-up's."""
     started = time.monotonic()
-    host = WarmHost(config) if config.helper else None
+    host = WarmHost(config, asks_at_once=asks_at_once) if config.helper else None
 
     def reach() -> None:
         if host is not None and host.ensure():
@@ -354,7 +357,7 @@ def attach(config: Config) -> WarmHost | None:
             return
         from hermes_tui import llm
 
-        llm.warm(config).join()
+        llm.warm(None if asks_at_once else config).join()
         log.info("LLM layer warmed in %.1f s", time.monotonic() - started)
 
     threading.Thread(target=reach, name="hermes-warm-reach", daemon=True).start()
@@ -367,16 +370,16 @@ def hold_every(config: Config | None) -> float:
     return max(0.5, min(HOLD_EVERY, idle / 3))
 
 
-def start(config: Config | None) -> tuple[int, float | None]:
+def start(config: Config | None, *, warm_up: bool = True) -> tuple[int, float | None]:
     """The running helper's pid, and the seconds it took to start and get ready when this call
-    started it (None: it ran already). Raises ``Unavailable``."""
+    started it (None: it ran already). ``warm_up``: see ``Start``. Raises ``Unavailable``."""
     where = private_folder()
     with contextlib.suppress(Unavailable):
         return _running_pid(where), None
     with _locked(where / "lock"):  # one starter at a time; the others find its helper
         with contextlib.suppress(Unavailable):
             return _running_pid(where), None
-        seconds = _spawn(where, config)
+        seconds = _spawn(where, config, warm_up)
         pid = _running_pid(where)
     log.info("started the warm helper (pid %s, ready in %.1f s)", pid, seconds)
     return pid, seconds
@@ -433,7 +436,7 @@ def _helper_env() -> dict[str, str]:
             if name in _ENV_KEEP or name.startswith(_ENV_KEEP_PREFIXES)}
 
 
-def _spawn(where: Path, config: Config | None) -> float:
+def _spawn(where: Path, config: Config | None, warm_up: bool) -> float:
     """Start a helper in the background and wait until it is ready; seconds it took."""
     started = time.monotonic()
     # Not ``-m``: the interpreter would look for modules in the current folder first (the user's
@@ -452,7 +455,7 @@ def _spawn(where: Path, config: Config | None) -> float:
         raise Unavailable(f"cannot start it: {exc.strerror}") from exc
     assert process.stdin is not None and process.stdout is not None
     try:
-        process.stdin.write(start_line(Start(warm_config, logging_on)))
+        process.stdin.write(start_line(Start(warm_config, logging_on, warm_up=warm_up)))
         process.stdin.close()
         line = process.stdout.readline() if fds.readable(process.stdout, START_TIMEOUT) else b""
     except OSError as exc:

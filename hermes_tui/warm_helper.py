@@ -262,7 +262,7 @@ def main() -> None:
         setup_logging(warm_config)
     helper = Helper(where, idle=warm_config.helper_idle if warm_config is not None else Config.helper_idle)
     helper.bind()
-    llm.warm(warm_config).join()
+    llm.warm(warm_config if start.warm_up else None).join()
     os.write(1, b"ready\n")
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):

@@ -9,6 +9,9 @@ interpreter for all of it: each ``import litellm`` costs seconds.
 
 from __future__ import annotations
 
+import gc
+import importlib
+import inspect
 import json
 import sys
 import threading
@@ -75,6 +78,12 @@ def main(home: Path) -> None:
             report[name] = calls
     report["after_streams"] = lazy_imports.ran()
     report["blocked_loaded"] = [name for name in lazy_imports.BLOCKED if name in sys.modules]
+    report["called_ran"] = lazy_imports.called_ran()
+    report["proxy_types"] = "litellm.proxy._types" in sys.modules
+    report["frozen"] = gc.get_freeze_count()
+    report["called_functions"] = {  # run now (dir() runs a body): each listed name is a function there
+        name: sorted(f for f in functions if inspect.isfunction(getattr(importlib.import_module(name), f)))
+        for name, functions in lazy_imports.CALLED.items() if dir(importlib.import_module(name))}
     print(json.dumps(report))
 
 

@@ -36,6 +36,8 @@ PACKAGE = {
     "other.py": "from lazypkg_probe import loaded\nloaded.names.append('other')\n",
     "plain.py": "from lazypkg_probe import loaded\nloaded.names.append('plain')\nVALUE = 1\n",
     "loaded.py": "names = []\n",
+    "called.py": "from lazypkg_probe import loaded\nloaded.names.append('called')\nVALUE = 2\n"
+                 "def add(x):\n    return x + VALUE\n",
 }
 
 
@@ -55,7 +57,7 @@ def package(tmp_path: Path) -> Iterator[tuple[LazySubtreeFinder, Any]]:
     (root / "impure").mkdir()
     (root / "impure" / "__init__.py").write_text("import lazypkg_probe.loaded as loaded\nloaded.names.append('impure')\n")
     (root / "cli.py").write_text("from lazypkg_probe import loaded\nloaded.names.append('cli')\nmain = 1\n")
-    finder = LazySubtreeFinder(("lazypkg_probe",), ("lazypkg_probe.cli",))
+    finder = LazySubtreeFinder(("lazypkg_probe",), ("lazypkg_probe.cli",), {"lazypkg_probe.called": frozenset({"add"})})
     sys.path.insert(0, str(tmp_path))
     sys.meta_path.insert(0, finder)
     try:
@@ -109,6 +111,22 @@ def test_a_plain_module_waits_for_its_first_attribute(package: tuple[LazySubtree
     assert plain.VALUE == 1 and loaded.names == ["plain"]
 
 
+def test_a_called_module_runs_at_the_first_call_of_a_listed_function(package: tuple[LazySubtreeFinder, Any]) -> None:
+    _, loaded = package
+    from lazypkg_probe.called import add
+
+    assert loaded.names == [] and "lazypkg_probe.called" in _waiting()
+    assert add(1) == 3 and loaded.names == ["called"] and "lazypkg_probe.called" not in _waiting()
+    assert add(2) == 4 and loaded.names == ["called"]  # once
+
+
+def test_any_other_name_of_a_called_module_runs_its_body(package: tuple[LazySubtreeFinder, Any]) -> None:
+    _, loaded = package
+    from lazypkg_probe.called import VALUE
+
+    assert VALUE == 2 and loaded.names == ["called"]
+
+
 def test_any_other_package_body_runs_at_import(package: tuple[LazySubtreeFinder, Any]) -> None:
     """Run later, it could import a submodule that is half-way through its own body."""
     _, loaded = package
@@ -148,6 +166,9 @@ def test_no_deferred_package_runs_for_import_and_streams_on_both_wires(probe: di
     assert lazy_imports.DEFERRED and probe["after_import"] == []
     assert probe["after_streams"] == []  # anthropic, openai and openrouter streamed by then
     assert probe["blocked_loaded"] == []
+    assert lazy_imports.CALLED and probe["called_ran"] == [] and not probe["proxy_types"]
+    assert probe["called_functions"] == {name: sorted(names) for name, names in lazy_imports.CALLED.items()}
+    assert probe["frozen"] > 100_000  # the import's objects: no collection walks them again
 
 
 @pytest.mark.parametrize("name", list(PROVIDER_TABLE))

@@ -114,3 +114,24 @@ def test_counts_the_server_did_not_send_are_estimates_with_the_tool_schemas(
     usage = [e for e in loop.run_turn("hi again") if isinstance(e, Usage)][-1]
     assert not usage.estimated and usage.prompt_tokens == 321
     memory.close()
+
+
+def test_a_count_the_server_sent_is_never_taken_for_litellms_stand_in(
+        fake_llm: FakeLLMServer, hermes_home: Path, workspace: Path) -> None:
+    """A server whose own prompt count equals the count of the messages alone (no tool schemas)
+    sent it: it is no estimate, and nothing is counted to find that out."""
+    config = Config.load({"HERMES_PROVIDER": "openai-compatible", "HERMES_MODEL": "local-model",
+                          "HERMES_API_BASE": fake_llm.openai_base, "HERMES_HOME": str(hermes_home),
+                          "HERMES_WORKSPACE": str(workspace)})
+    client = LLMClient(config)
+    messages = [{"role": "user", "content": "Read a.txt, please."}]
+    tools = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+    alone = client.count_tokens(messages)
+    fake_llm.queue(Reply(text="ok", usage=(alone, 2)))
+    result = list(client.stream(messages, tools, threading.Event()))[-1]
+    assert result.usage is not None and result.usage.prompt_tokens == alone and not result.usage.estimated
+    fake_llm.stream_usage = False  # like llama.cpp's server: litellm's stand-in, replaced by an estimate
+    fake_llm.queue(Reply(text="ok"))
+    result = list(client.stream(messages, tools, threading.Event()))[-1]
+    assert result.usage is not None and result.usage.estimated and result.usage.prompt_tokens > alone
