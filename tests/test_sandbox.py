@@ -146,14 +146,20 @@ def test_fallback_reaper_ends_escapes_without_bubblewrap(tmp_path: Path, no_bwra
     assert _with_marker(marker) == []
 
 
-def test_headless_says_once_that_there_is_no_sandbox(no_bwrap: None, hermes_home: Path) -> None:
-    # No key configured: the run stops right after start-up, without importing litellm.
+def test_headless_says_once_that_there_is_no_sandbox(no_bwrap: None, hermes_home: Path,
+                                                     fake_llm: FakeLLMServer) -> None:
+    env = {**os.environ, **wire_env(fake_llm, "openai")}
     for sandbox, expected in (("on", 1), ("off", 0)):
-        done = subprocess.run([HERMES_TUI, "-p", "hi"], env={**os.environ, "HERMES_SANDBOX": sandbox},
-                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        done = subprocess.run([HERMES_TUI, "-p", "hi"], env={**env, "HERMES_SANDBOX": sandbox},
+                              capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
         notices = [line for line in done.stderr.splitlines() if "without a sandbox" in line]
         assert len(notices) == expected, done.stderr
-        assert "ANTHROPIC_API_KEY is not set" in done.stderr
+    # A run that cannot go ahead says why in its one line, and nothing else.
+    done = subprocess.run([HERMES_TUI, "-p", "hi"], env={**os.environ, "HERMES_SANDBOX": "on"},
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1 and done.stderr.startswith("hermes: ANTHROPIC_API_KEY is not set")
+    assert len(done.stderr.splitlines()) == 1
 
 
 # -- what a sandboxed command can reach --------------------------------------------------------
