@@ -20,8 +20,6 @@ import json
 import logging
 import re
 import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -123,6 +121,8 @@ def _root(base: str) -> str:
 
 def _get(url: str, body: dict[str, Any] | None = None, key: str | None = None,
          timeout: float = PROBE_TIMEOUT) -> Any:
+    import urllib.request  # http.client, email, ssl: only for a local server's window (~10 ms)
+
     data = None if body is None else json.dumps(body).encode()
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
     request = urllib.request.Request(url, data=data, headers=headers)
@@ -147,6 +147,8 @@ def _llama_cpp(root: str) -> int | None:
 
 
 def _vllm(base: str, model: str) -> int | None:
+    import urllib.error
+
     try:
         listed = _get(base + "/models")
     except urllib.error.HTTPError:  # no such endpoint (or it needs a key we do not have)
@@ -169,6 +171,8 @@ def _llama_cpp_python(root: str, base: str, key: str | None) -> int | None:
         return None
     if not isinstance(counted, dict) or not _positive(counted.get("count")):
         return None
+    import urllib.error
+
     probe = {"prompt": " a" * OVERFLOW_TOKENS, "max_tokens": 1}
     try:
         _get(base + "/completions", probe, key, timeout=OVERFLOW_TIMEOUT)

@@ -111,7 +111,10 @@ def test_a_warm_run_reuses_the_helper_never_imports_litellm_and_its_summary_is_w
     imported = [line for line in second.stderr.splitlines() if line.startswith("import time:")]
     assert any("hermes_tui.agent.loop" in line for line in imported)
     assert not [line for line in imported if "litellm" in line]  # the helper did the model's work
-    assert "asyncio" not in [line.rsplit("|", 1)[-1].strip() for line in imported]  # no MCP server declared
+    modules = {line.rsplit("|", 1)[-1].strip() for line in imported}
+    assert "asyncio" not in modules  # no MCP server declared
+    # Nor what only some turns need: a skill to parse, a walk or glob, a web page, a local server's window.
+    assert not {"yaml", "frontmatter", "pathspec", "http.client", "ssl"} & modules
     assert warm.status() == running  # the same helper served both runs
 
     environ = Path(f"/proc/{running[0]}/environ").read_bytes()

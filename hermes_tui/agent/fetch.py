@@ -16,20 +16,25 @@ other paragraphs), and scrubbed of secret values by the registry like every resu
 
 from __future__ import annotations
 
-import http.client
+import functools
 import ipaddress
 import secrets
 import socket
-import ssl
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from hermes_tui.agent.toolkit import STR, ApprovalSpec, Tool, ToolContext, ToolResult, schema
 from hermes_tui.skills import guard
+
+if TYPE_CHECKING:
+    import http.client
+
+Connect = Callable[[str, int, str, float], "http.client.HTTPConnection"]
+"""A connection to ``host``:``port`` made to the checked ``address``, with a timeout."""
 
 MAX_REDIRECTS = 5
 MAX_BYTES = 2 * 1024 * 1024
@@ -101,31 +106,37 @@ def resolve(host: str, port: int, allow_private: bool) -> str:
     return addresses[0]
 
 
-class _PinnedHTTP(http.client.HTTPConnection):
-    """Connects to the checked address; ``host`` still names the Host header."""
+@functools.cache
+def _pinned() -> tuple[Connect, Connect]:
+    """The connections that connect to the checked address, while ``host`` still names the Host
+    header and, over TLS, the certificate's name (SNI too). Made at the first fetch: http.client
+    and ssl stay out of every run that fetches nothing."""
+    import http.client
+    import ssl
 
-    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self.address = address
+    class PinnedHTTP(http.client.HTTPConnection):
+        def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+            super().__init__(host, port, timeout=timeout)
+            self.address = address
 
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+        def connect(self) -> None:
+            self.sock = socket.create_connection((self.address, self.port), self.timeout)
 
+    class PinnedHTTPS(http.client.HTTPSConnection):
+        def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
+            super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+            self.address = address
 
-class _PinnedHTTPS(http.client.HTTPSConnection):
-    """Connects to the checked address; the certificate is checked for ``host`` (SNI too)."""
+        def connect(self) -> None:
+            raw = socket.create_connection((self.address, self.port), self.timeout)
+            self.sock = self._context.wrap_socket(raw, server_hostname=self.host)  # type: ignore[attr-defined]  # HTTPSConnection's own context, not in typeshed
 
-    def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
-        self.address = address
-
-    def connect(self) -> None:
-        raw = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(raw, server_hostname=self.host)  # type: ignore[attr-defined]  # HTTPSConnection's own context, not in typeshed
+    return PinnedHTTP, PinnedHTTPS
 
 
 def download(url: str, allow_private: bool, deadline: float, cancel: threading.Event | None = None) -> Page:
     """GET ``url``, following same-host redirects, within the limits of this module (``cancel``: stop)."""
+    import http.client
     first = host_of(url)
     if first is None:
         raise FetchError(f"only http and https URLs can be fetched, not {url[:200]!r}")
@@ -145,8 +156,8 @@ def download(url: str, allow_private: bool, deadline: float, cancel: threading.E
         left = deadline - time.monotonic()
         if left <= 0:
             raise FetchError(f"timed out after {TIMEOUT:g} s")
-        kind = _PinnedHTTPS if https else _PinnedHTTP
-        connection = kind(host, port, address, left)
+        plain, secure = _pinned()
+        connection = (secure if https else plain)(host, port, address, left)
         try:
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             connection.request("GET", path, headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/*;q=0.9",

@@ -18,13 +18,14 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-
-import pathspec
+from typing import TYPE_CHECKING, Literal
 
 from hermes_tui.agent.paths import PathError, resolve_in_workspace, secret_filter
 from hermes_tui.agent.toolkit import INT, STR, Tool, ToolContext, ToolResult, schema
 from hermes_tui.agent.walk import walk_files
+
+if TYPE_CHECKING:
+    import pathspec
 
 Engine = Literal["rg", "python"]
 GLOB_CAP = 100  # paths glob returns
@@ -35,6 +36,13 @@ MAX_FILESIZE = 2 * 1024 * 1024  # grep skips bigger files (minified bundles, dat
 CONTEXT_MAX = 10
 RG_TIMEOUT = 60.0
 _RG_COMMON = ("--no-config", "--hidden", "--no-require-git", "--glob", "!.git", "--color", "never")
+
+
+def _gitignore(pattern: str) -> pathspec.PathSpec:
+    """``pattern`` with git's rules (pathspec, imported by the first glob or grep that needs it)."""
+    import pathspec
+
+    return pathspec.PathSpec.from_lines("gitignore", [pattern])
 
 
 def engine() -> Engine:
@@ -102,7 +110,7 @@ def find(root: Path, base: Path, pattern: str, home: Path | None, cancel: thread
          use: Engine) -> list[tuple[float, str]]:
     """(modification time, path relative to the root) of every file under ``base`` that ``pattern``
     matches (relative to ``base``), newest first."""
-    spec = pathspec.PathSpec.from_lines("gitignore", [pattern])
+    spec = _gitignore(pattern)
     prefix = "" if base == root else os.path.relpath(base, root) + "/"
     hits, refused, top = [], secret_filter(home), str(root)
     for rel in _listing(root, base, cancel, use):
@@ -184,7 +192,7 @@ def _grep_rg(root: Path, base: Path, regex: str, glob: str | None, context: int,
             "--max-filesize", str(MAX_FILESIZE), "--context", str(context)]
     args += ["--regexp", regex, "--", os.path.relpath(base, root)]
     # Not rg's --glob: it would override .gitignore. The same matcher as the Python walk instead.
-    spec = pathspec.PathSpec.from_lines("gitignore", [glob]) if glob and not base.is_file() else None
+    spec = _gitignore(glob) if glob and not base.is_file() else None
     verdicts: dict[str, bool] = {}
     refused = secret_filter(home)
     for raw in _rg(root, args, cancel):
@@ -212,7 +220,7 @@ def _grep_python(root: Path, base: Path, regex: str, glob: str | None, context: 
         compiled, anywhere = re.compile(regex), re.compile(regex, re.MULTILINE)
     except re.error as exc:
         raise RipgrepError(f"regex parse error: {exc}") from None
-    spec = pathspec.PathSpec.from_lines("gitignore", [glob]) if glob else None
+    spec = _gitignore(glob) if glob else None
     names = [os.path.relpath(base, root)] if base.is_file() else walk_files(root, base, cancel)
     refused = secret_filter(home)
     for rel in names:

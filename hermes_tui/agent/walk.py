@@ -11,14 +11,18 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:  # imported at the first walk or search: a turn without one never loads it
+    import pathspec
 
 IGNORE_FILES = (".gitignore", ".ignore")
-Specs = tuple[tuple[str, pathspec.GitIgnoreSpec], ...]  # (folder relative to the root, its patterns)
+Specs = tuple[tuple[str, "pathspec.GitIgnoreSpec"], ...]  # (folder relative to the root, its patterns)
 
 
 def _spec_of(folder: str) -> pathspec.GitIgnoreSpec | None:
+    import pathspec
+
     lines: list[str] = []
     for name in IGNORE_FILES:
         try:

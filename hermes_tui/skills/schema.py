@@ -26,16 +26,17 @@ read by python-frontmatter's YAML handler (a safe loader).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-from frontmatter.default_handlers import YAMLHandler
+if TYPE_CHECKING:
+    from frontmatter.default_handlers import YAMLHandler
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME_LENGTH = 64
@@ -51,7 +52,15 @@ _DASH_RUN = re.compile(r"-{3,}")
 _BODY_JUNK = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff\ufeff\ufffe\uffff]")
 _LINE_JUNK = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
 _FENCE = re.compile(r"^---[ \t]*\r?\n", re.M)
-_YAML = YAMLHandler()
+
+
+@functools.cache
+def _yaml() -> YAMLHandler:
+    """python-frontmatter's YAML handler, imported when a skill is first read or written: a run
+    whose skills index is current reads none (PyYAML's import: ~10 ms of every start)."""
+    from frontmatter.default_handlers import YAMLHandler
+
+    return YAMLHandler()
 
 
 class SkillError(ValueError):
@@ -155,6 +164,8 @@ def format_time(epoch: float) -> str:
 
 def yaml_scalar(value: str) -> str:
     """``value`` as one YAML flow scalar (quoted when needed), the way PyYAML would write it."""
+    import yaml
+
     dumped = yaml.safe_dump({"k": value}, allow_unicode=True, width=10**9, sort_keys=False)
     return dumped[len("k: "):].rstrip("\n").removesuffix("\n...")
 
@@ -196,8 +207,10 @@ def split_text(text: str) -> SkillText:
 
 def load_frontmatter(frontmatter: str) -> dict[str, Any]:
     """The frontmatter as a mapping ({} when empty); ``SkillError`` when it is not one."""
+    import yaml
+
     try:
-        data = _YAML.load(frontmatter)  # python-frontmatter's handler: yaml with its safe loader
+        data = _yaml().load(frontmatter)  # python-frontmatter's handler: yaml with its safe loader
     except (yaml.YAMLError, RecursionError) as exc:
         raise SkillError(f"the frontmatter is not valid YAML: {str(exc).splitlines()[0]}") from None
     if data is None:
