@@ -6,8 +6,8 @@ Measured in one run, runs interleaved round by round:
 * ``hermes-tui -p ... --json`` for a two-call turn (a tool call, then the answer) over the fake
   server's OpenAI wire, three ways (issue 24):
   - *off*: ``HERMES_HELPER=off``, the model layer imported in the run (the baseline);
-  - *cold*: no warm helper running (stopped before the run): the run answers in its own process
-    (litellm imported there) and starts a helper after its answer, for the next runs;
+  - *cold*: no warm helper running (stopped before the run): the run starts one at once, sets its
+    turn up meanwhile, and its model calls wait for it; the helper stays for the next runs;
   - *warm*: the helper left running by the cold run: the run imports no litellm at all;
   with the breakdown of each run:
   - *start -> 1st request*: interpreter, Hermes imports, litellm import (off), database, prompt;

@@ -12,7 +12,9 @@ bench/headless_turn.py --variant (interleaved rounds, both orders, 2 shared core
 load 2-5, 1.01x a helper-off run against 0.91x at once; load 3.8-8.1, 3.52 s against 3.05 s
 (1.20x against 1.04x off; per round at once/after median 0.96x, 0.76-1.32x); only at load 5.4-6.9
 was it ahead, 4.97 s against 5.15 s (0.91x against 0.94x), within the noise. It also costs the
-run ~240 MB instead of 35 and a second litellm import's CPU per cold start.
+run ~240 MB instead of 35 and a second litellm import's CPU per cold start. Once the first call no
+longer waited for a warm-up (``Start.warm_up``), the gap held: a turn answered in-process is the
+helper-off turn plus a spawn, and off was 2,240 ms against 2,097 ms at once (load 0.9-1.2).
 
 ``hermes-tui helper start`` starts it and waits until it is ready (a login service can run that:
 ``helper_units``). The web
