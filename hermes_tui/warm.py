@@ -55,7 +55,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
 from pathlib import Path
@@ -63,7 +63,7 @@ from typing import Any
 
 from hermes_tui import __version__, fds
 from hermes_tui.config import Config
-from hermes_tui.llm import LocalHost
+from hermes_tui.llm import LocalHost, ModelHost
 from hermes_tui.llm_host import (
     RECORDS,
     CompleteRequest,
@@ -196,16 +196,17 @@ def without_secrets(config: Config, *, keep_key: bool = False) -> Config:
 
 
 class WarmHost:
-    """The ``ModelHost`` of a ``-p`` run: every model call goes to the helper (this process
-    serves itself, ``LocalHost``, only when the helper is unavailable)."""
+    """The ``ModelHost`` of a surface: every model call goes to the helper; only when it is
+    unavailable are they served by ``fallback`` (default: this process, ``LocalHost``)."""
 
-    def __init__(self, spawn_config: Config | None = None, *, asks_at_once: bool = False) -> None:
+    def __init__(self, spawn_config: Config | None = None, *, asks_at_once: bool = False,
+                 fallback: ModelHost | None = None) -> None:
         self._spawn_config = spawn_config
         self._asks_at_once = asks_at_once  # a helper it starts skips its warm-up call (``Start``)
         self._lock = threading.Lock()
         self._reached = False
         self._fallback = False
-        self._local = LocalHost()
+        self._local: ModelHost = fallback if fallback is not None else LocalHost()
         self.pid: int | None = None
 
     # -- reaching the helper
@@ -363,6 +364,33 @@ def attach(config: Config, *, asks_at_once: bool = False) -> WarmHost | None:
         log.info("LLM layer warmed in %.1f s", time.monotonic() - started)
 
     threading.Thread(target=reach, name="hermes-warm-reach", daemon=True).start()
+    return host
+
+
+def app_host(config: Config, stop: threading.Event, on_ready: Callable[[], None]) -> ModelHost:
+    """The host of an app that must never import litellm in its own process (the full-screen
+    app: its thread echoes keys). With the helper on, the per-user warm helper, reached or
+    started in the background now and held until ``stop``: an app started while one runs (for
+    ``-p`` runs, the web, an editor) pays no litellm import at all. With ``HERMES_HELPER=off``,
+    or no helper to be had, the app's own stream helper (``llm_host``), which ends with it.
+    ``on_ready`` runs once either can answer."""
+    from hermes_tui import llm_host
+
+    own = llm_host.shared()
+    host = WarmHost(config, fallback=own) if config.helper else None
+
+    def reach() -> None:
+        if host is not None and host.ensure():
+            log.info("the app's model calls go to the warm helper (pid %s)", host.pid)
+        else:
+            own.start(config)  # with the config: the helper warms litellm up for its model
+            own.wait_ready()
+        on_ready()
+
+    threading.Thread(target=reach, name="hermes-app-host", daemon=True).start()
+    if host is None:
+        return own
+    host.hold(stop)
     return host
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from hermes_tui import warm
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 from tests.helpers import HERMES_TUI
 from tests.pty_harness import Terminal, terminal_env  # noqa: F401 - fixtures among them
@@ -102,5 +104,45 @@ def test_ctrl_q_twice_in_one_write_quits_at_once(terminal_env: tuple[FakeLLMServ
             term.wait_for(lambda out: b"canary-skill" in out)
         term.type("\x11\x11")
         assert term.process.wait(30) == 0
+    finally:
+        term.close()
+
+
+def _children(pid: int) -> list[str]:
+    """The command lines of ``pid``'s child processes."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                found.append((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile
+    return found
+
+
+def test_the_app_sends_its_turns_to_the_running_warm_helper_as_shipped(
+        terminal_env: tuple[FakeLLMServer, dict[str, str]], runtime: Path, hermes_home: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helper on (the default, said in HERMES_HOME/.env as users say it): the app reaches the
+    per-user warm helper a -p run left, sends its turn there, starts no stream helper of its own,
+    and never loads litellm's compiled libraries (tiktoken's, the openai SDK's jiter) in its own process."""
+    server, env = terminal_env
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    env = {k: v for k, v in env.items() if k != "HERMES_HELPER"} | {"XDG_RUNTIME_DIR": str(runtime)}
+    (hermes_home / ".env").write_text("HERMES_HELPER=on\n")
+    helper_pid, _ = warm.start(None)
+    server.queue(Reply(text="Answered by the warm helper."))
+    term = Terminal([HERMES_TUI], env)
+    try:
+        term.wait_for(lambda out: b"Message Hermes" in out)
+        term.type("hello\r")
+        term.wait_for(lambda out: b"Answered by the warm helper." in out)
+        assert server.requests[0].body["messages"][-1]["content"] == "hello"
+        status = warm.status()
+        assert status is not None and status[0] == helper_pid  # reached, not replaced
+        assert not [line for line in _children(term.process.pid) if "llm_host" in line]
+        maps = Path(f"/proc/{term.process.pid}/maps").read_text()
+        assert not [lib for lib in ("tiktoken", "jiter") if lib in maps]
     finally:
         term.close()

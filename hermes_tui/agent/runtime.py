@@ -47,16 +47,15 @@ class Surface:
     source: str  # stored with the session ("tui", "web", "headless")
     enabled: frozenset[str] = FAMILIES  # the tool families offered (toolkit.FAMILIES)
     approver: Approver | None = None  # None: no one is asked (see AgentLoop / ToolRegistry)
-    # Parse the model's stream in a helper process (llm_host): LiteLLM's parsing would otherwise
-    # take the GIL from a thread that must stay responsive (the TUI's, to echo keys).
-    stream_in_helper: bool = False
-    host: ModelHost | None = None  # where its model calls run (the web: the warm helper's ``WarmHost``)
+    host: ModelHost | None = None  # where its model calls run (``warm``); None: litellm in this process
     mcp: McpManager | None = None  # the MCP servers whose tools this surface offers
     mcp_offers: Callable[[str], bool] | None = None  # which of them, by server name (None: all)
 
 
-def tui_surface(approver: Approver, mcp: McpManager | None = None) -> Surface:
-    return Surface("tui", approver=approver, stream_in_helper=True, mcp=mcp)
+def tui_surface(approver: Approver | None, host: ModelHost, mcp: McpManager | None = None) -> Surface:
+    """``host``: the app's (``warm.app_host``): never this process, whose thread must stay
+    responsive (LiteLLM's parsing would take the GIL from the thread that echoes keys)."""
+    return Surface("tui", approver=approver, host=host, mcp=mcp)
 
 
 def headless_surface(approver: Approver | None, mcp: McpManager | None = None) -> Surface:
@@ -95,7 +94,7 @@ def build_agent(
     from hermes_tui.agent.loop import AgentLoop  # the agent modules load after a surface has painted
     from hermes_tui.llm import LLMClient
 
-    host = host if host is not None else surface_host(surface)
+    host = host if host is not None else surface.host
     extra = None
     if surface.mcp is not None:
         from hermes_tui.agent.mcp.bridge import McpTools
@@ -104,17 +103,6 @@ def build_agent(
     return AgentLoop(config, memory, skills, session_id=session_id, source=surface.source,
                      families=surface.enabled, approver=approver if approver is not None else surface.approver,
                      llm=LLMClient(config, host), extra_tools=extra)
-
-
-def surface_host(surface: Surface) -> ModelHost | None:
-    """Where ``surface``'s model calls run: its own host, the TUI's stream helper, or (None) this process."""
-    if surface.host is not None:
-        return surface.host
-    if surface.stream_in_helper:
-        from hermes_tui import llm_host
-
-        return llm_host.shared()
-    return None
 
 
 def context_report(config: Config, memory: MemoryStore, skills: SkillManager, surface: Surface,
@@ -131,7 +119,7 @@ def context_report(config: Config, memory: MemoryStore, skills: SkillManager, su
         tools = ToolRegistry(config.workspace, memory, skills, home=config.home,
                              secrets=Secrets.from_config(config), families=surface.enabled)
         prompt = fixed_prompt.build(config.workspace, config.home, tools.names, tools.specs(), skills)
-        window = ContextWindow(LLMClient(config, surface_host(surface)), config)
+        window = ContextWindow(LLMClient(config, surface.host), config)
     else:
         prompt, window = loop.fixed_prompt, loop.context
     if loop is None or not loop.memory_frozen:  # what the first message will add

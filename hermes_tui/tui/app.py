@@ -83,7 +83,8 @@ class HermesApp(App[int]):
         self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
                                         on_answered=self._approval_answered, home=config.home)
         self._mcp: McpManager | None = None
-        self.session = ChatSession(config, stores, lambda: self.approvals.policy)
+        # The collector is paced once the model host answers: the app's start-up heap is built then.
+        self.session = ChatSession(config, stores, lambda: self.approvals.policy, on_host_ready=collector.tune)
         self.session.on_jobs = self._jobs_changed
         self.sessions = SessionController(self)
         self._command_runner: CommandRunner | None = None
@@ -465,8 +466,10 @@ class HermesApp(App[int]):
         self.exit(0)
 
     def on_unmount(self) -> None:
-        """However the app ends, a worker waiting for an approval is released."""
+        """However the app ends, a worker waiting for an approval is released, and the warm
+        helper is no longer held (it ends after its idle time unless others use it)."""
         self.approvals.stop()
+        self.session.closed.set()
 
     async def _wait_until(self, done: Callable[[], bool], timeout: float) -> None:
         """Poll ``done`` until ``timeout`` has passed on the app's clock (tests move it)."""

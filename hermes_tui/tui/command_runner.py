@@ -219,7 +219,7 @@ class CommandRunner:
 
     async def _context(self, argument: str) -> None:
         from hermes_tui.agent import instructions
-        from hermes_tui.agent.runtime import Surface, context_report
+        from hermes_tui.agent.runtime import context_report, tui_surface
 
         app = self.app
         word, _, number = argument.partition(" ")
@@ -227,7 +227,8 @@ class CommandRunner:
             await app.chat.add_notice("Usage: /context, or /context approve N (N from the list /context shows).",
                                       "error")
             return
-        report = await in_thread(self.app, context_report, app.config, app.memory, app.skills, Surface("tui"),
+        report = await in_thread(self.app, context_report, app.config, app.memory, app.skills,
+                                 tui_surface(None, app.session.host()),
                                  app.session.loop)
         if not argument:
             await app.chat.add_help(report.markdown())

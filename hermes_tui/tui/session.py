@@ -7,6 +7,7 @@ memory) does not leave an empty session behind, and the agent modules load after
 from __future__ import annotations
 
 import logging
+import threading
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import Config
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.mcp.manager import McpManager
     from hermes_tui.agent.tools import Approver
+    from hermes_tui.llm import ModelHost
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +55,17 @@ def model_switch_notice(before: Config, after: Config) -> str:
 
 class ChatSession:
     def __init__(self, config: Config, stores: Stores, approver: Callable[[], Approver],
-                 mcp: McpManager | None = None) -> None:
+                 mcp: McpManager | None = None, on_host_ready: Callable[[], None] = lambda: None) -> None:
         """``approver`` gives the approval policy when the first agent is built: the app's is
-        made then, not before its first frame."""
+        made then, not before its first frame. ``on_host_ready``: see ``host``."""
         self.config = config
         self.stores = stores
         self.approver = approver
         self.mcp = mcp
+        self.on_host_ready = on_host_ready
+        self.closed = threading.Event()  # the app has ended: the warm helper is no longer held
+        self._host: ModelHost | None = None
+        self._host_lock = threading.Lock()
         self.loop: AgentLoop | None = None
         self._plan_first = False  # /plan before the first message: the new session starts in plan mode
         self.on_jobs: Listener | None = None  # told when a session's background jobs change
@@ -80,11 +86,22 @@ class ChatSession:
         else:
             self._plan_first = on
 
+    def host(self) -> ModelHost:
+        """Where every model call of the app runs (``warm.app_host``: the warm helper, or the app's
+        own stream helper), chosen at the first use, after the first frame; ``on_host_ready``
+        runs once it can answer."""
+        with self._host_lock:
+            if self._host is None:
+                from hermes_tui import warm
+
+                self._host = warm.app_host(self.config, self.closed, self.on_host_ready)
+            return self._host
+
     def _make(self, session_id: int | None, *, plan: bool = False) -> AgentLoop:
         from hermes_tui.agent.runtime import build_agent, tui_surface
 
-        loop = build_agent(self.config, self.stores.memory, self.stores.skills, tui_surface(self.approver(), self.mcp),
-                           session_id=session_id)
+        loop = build_agent(self.config, self.stores.memory, self.stores.skills,
+                           tui_surface(self.approver(), self.host(), self.mcp), session_id=session_id)
         loop.plan, self._plan_first = plan, False
         loop.tools.jobs.listener = self.on_jobs
         return loop

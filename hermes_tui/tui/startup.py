@@ -1,9 +1,10 @@
 """The app's start-up after its first frame, a component that owns what start-up leaves behind:
 the thread loading the Markdown widgets and the writer of earlier sessions' pending summaries.
 
-In this order: the MCP servers start in the background (``agent/mcp``), the stores open, litellm
-is imported in the background (``llm.warm()``), a resumed session is shown, the setup opens if
-there is no key. Nothing here runs before the first frame: it is painted without any of it.
+In this order: the MCP servers start in the background (``agent/mcp``), the stores open, the
+app's model host is reached or started in the background (``warm.app_host``: the warm helper, or
+the app's own stream helper; litellm is never imported in the app's process), a resumed session
+is shown, the setup opens if there is no key. Nothing here runs before the first frame: it is painted without any of it.
 """
 
 from __future__ import annotations
@@ -14,15 +15,14 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from hermes_tui.background import Background
 from hermes_tui.config import Config
-from hermes_tui.tui import collector
 from hermes_tui.tui.format import short_path
 from hermes_tui.tui.messages import McpLine
 from hermes_tui.tui.workers import in_thread
 
 if TYPE_CHECKING:
     from hermes_tui.learning.pending import Writer
+    from hermes_tui.llm import ModelHost
     from hermes_tui.memory.store import MemoryStore
     from hermes_tui.tui.app import HermesApp
 
@@ -65,11 +65,11 @@ class Startup:
         for line in app.config.warnings:  # e.g. a ./.env that tried to pick the provider or key
             await app.chat.add_notice(line, "error")
         self.markdown_loading = app.background.start("hermes-markdown", load_markdown)
-        warm_llm(app.config, app.background)
+        host = app.session.host()  # the warm helper reached or started, or the app's own, from now
         if app.stores.opened:
             chat = app.chat  # looked up here: the writer's thread reads its busy flag, never the widget tree
             self.pending_summaries = await in_thread(app, write_pending_summaries, app.config, app.memory,
-                                                     lambda: chat.busy)
+                                                     lambda: chat.busy, host)
         if self.resume is not None:
             await app.sessions.resume(self.resume)
         elif app.stores.opened:
@@ -105,26 +105,9 @@ def load_markdown() -> None:
     answer.warm_highlighting()
 
 
-def warm_llm(config: Config, background: Background) -> None:
-    """Start the helper process that makes every model call of the app (``llm_host``: litellm is
-    imported there, never in the app's process), then pace the garbage collector (``collector``)
-    once the app's own start-up heap is built.
-    """
-    from hermes_tui import llm_host
-
-    host = llm_host.shared()
-    host.start(config)  # with the config: the helper warms litellm up for its model
-
-    def tune() -> None:
-        host.wait_ready()
-        collector.tune()
-
-    background.start("hermes-gc-tune", tune)
-
-
-def write_pending_summaries(config: Config, memory: MemoryStore, busy: Callable[[], bool]) -> Writer | None:
+def write_pending_summaries(config: Config, memory: MemoryStore, busy: Callable[[], bool],
+                            host: ModelHost) -> Writer | None:
     """Earlier sessions' pending summaries, written in the background while no turn runs (``busy``)."""
-    from hermes_tui import llm_host
     from hermes_tui.learning.pending import start_background
 
-    return start_background(config, memory, busy=busy, host=llm_host.shared())
+    return start_background(config, memory, busy=busy, host=host)
