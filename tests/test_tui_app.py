@@ -23,7 +23,7 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Markdown
 
-from hermes_tui import llm_host
+from hermes_tui import llm_host, warm
 from hermes_tui.config import Config
 from hermes_tui.memory.store import MemoryStore
 from hermes_tui.skills.manager import SkillManager
@@ -188,6 +188,36 @@ def test_an_error_is_one_readable_line(server: FakeLLMServer) -> None:
         assert "\n" not in text and "Traceback" not in text
         # A failed turn frees the prompt, and gives the unsent message back in it (retry or edit it).
         assert app.chat.prompt.text == "hello" and not app.chat.busy
+
+    run(scenario)
+
+
+def test_as_shipped_the_app_streams_through_the_warm_helper_and_its_death_is_one_line(
+        server: FakeLLMServer, runtime: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HERMES_HELPER on (the default): the app's turns stream through the per-user warm helper;
+    kill -9 of it mid-answer is one error line, the text so far stays, and the next message
+    starts a new helper."""
+    monkeypatch.setenv("HERMES_HELPER", "on")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    server.queue(Reply(text=LONG_TEXT, chunk_size=5, chunk_delay=0.02), Reply(text="Answered again."))
+
+    async def scenario(app: HermesApp, pilot: Pilot) -> None:
+        host = app.session.host()
+        assert isinstance(host, warm.WarmHost)
+        await send(app, pilot, "write a lot")
+        await wait_for(pilot, lambda: conversation(app, AnswerText) and conversation(app, AnswerText)[0].source)
+        running = warm.status()
+        assert running is not None and running[0] == host.pid
+        os.kill(running[0], signal.SIGKILL)
+        await wait_for(pilot, lambda: not app.chat.busy)
+        errors = [text_of(n) for n in conversation(app, NoticeLine) if n.has_class("error")]
+        assert len(errors) == 1 and "stopped unexpectedly" in errors[0] and "Traceback" not in errors[0], errors
+        assert 0 < len(conversation(app, AnswerText)[0].source) < len(LONG_TEXT)
+
+        await send_and_wait(app, pilot, "again")
+        assert conversation(app, AnswerText)[-1].source == "Answered again."
+        again = warm.status()
+        assert again is not None and again[0] not in (None, running[0])
 
     run(scenario)
 
