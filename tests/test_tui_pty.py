@@ -146,3 +146,26 @@ def test_the_app_sends_its_turns_to_the_running_warm_helper_as_shipped(
         assert not [lib for lib in ("tiktoken", "jiter") if lib in maps]
     finally:
         term.close()
+
+
+def test_with_no_warm_helper_to_be_had_the_app_answers_through_its_own(
+        terminal_env: tuple[FakeLLMServer, dict[str, str]], tmp_path: Path) -> None:
+    """The helper on, but its runtime folder is not private (someone else could listen there):
+    the app never uses it, and answers through a helper of its own, never in its own process."""
+    server, env = terminal_env
+    runtime = tmp_path / "rt"
+    (runtime / "hermes").mkdir(parents=True)
+    (runtime / "hermes").chmod(0o755)
+    env = env | {"HERMES_HELPER": "on", "XDG_RUNTIME_DIR": str(runtime)}
+    server.queue(Reply(text="Answered by the app's own helper."))
+    term = Terminal([HERMES_TUI], env)
+    try:
+        term.wait_for(lambda out: b"Message Hermes" in out)
+        term.type("hello\r")
+        term.wait_for(lambda out: b"Answered by the app's own helper." in out)
+        assert [line for line in _children(term.process.pid) if "llm_host" in line]
+        maps = Path(f"/proc/{term.process.pid}/maps").read_text()
+        assert not [lib for lib in ("tiktoken", "jiter") if lib in maps]
+        assert not (runtime / "hermes" / "socket").exists()
+    finally:
+        term.close()
