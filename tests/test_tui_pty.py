@@ -9,9 +9,11 @@ at all and that no escape sequence in the output carries a payload marker.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -108,6 +110,25 @@ def test_ctrl_q_twice_in_one_write_quits_at_once(terminal_env: tuple[FakeLLMServ
         term.close()
 
 
+@contextlib.contextmanager
+def _answered(env: dict[str, str], answer: str) -> Iterator[Terminal]:
+    """The app on a pty once it has answered "hello" with ``answer``; closed after."""
+    term = Terminal([HERMES_TUI], env)
+    try:
+        term.wait_for(lambda out: b"Message Hermes" in out)
+        term.type("hello\r")
+        term.wait_for(lambda out: answer.encode() in out)
+        yield term
+    finally:
+        term.close()
+
+
+def _litellm_libraries(pid: int) -> list[str]:
+    """The compiled libraries of litellm's that process ``pid`` has loaded (tiktoken's, jiter)."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return [lib for lib in ("tiktoken", "jiter") if lib in maps]
+
+
 def _children(pid: int) -> list[str]:
     """The command lines of ``pid``'s child processes."""
     found = []
@@ -133,19 +154,12 @@ def test_the_app_sends_its_turns_to_the_running_warm_helper_as_shipped(
     (hermes_home / ".env").write_text("HERMES_HELPER=on\n")
     helper_pid, _ = warm.start(None)
     server.queue(Reply(text="Answered by the warm helper."))
-    term = Terminal([HERMES_TUI], env)
-    try:
-        term.wait_for(lambda out: b"Message Hermes" in out)
-        term.type("hello\r")
-        term.wait_for(lambda out: b"Answered by the warm helper." in out)
+    with _answered(env, "Answered by the warm helper.") as term:
         assert server.requests[0].body["messages"][-1]["content"] == "hello"
         status = warm.status()
         assert status is not None and status[0] == helper_pid  # reached, not replaced
         assert not [line for line in _children(term.process.pid) if "llm_host" in line]
-        maps = Path(f"/proc/{term.process.pid}/maps").read_text()
-        assert not [lib for lib in ("tiktoken", "jiter") if lib in maps]
-    finally:
-        term.close()
+        assert _litellm_libraries(term.process.pid) == []
 
 
 def test_with_no_warm_helper_to_be_had_the_app_answers_through_its_own(
@@ -158,14 +172,7 @@ def test_with_no_warm_helper_to_be_had_the_app_answers_through_its_own(
     (runtime / "hermes").chmod(0o755)
     env = env | {"HERMES_HELPER": "on", "XDG_RUNTIME_DIR": str(runtime)}
     server.queue(Reply(text="Answered by the app's own helper."))
-    term = Terminal([HERMES_TUI], env)
-    try:
-        term.wait_for(lambda out: b"Message Hermes" in out)
-        term.type("hello\r")
-        term.wait_for(lambda out: b"Answered by the app's own helper." in out)
+    with _answered(env, "Answered by the app's own helper.") as term:
         assert [line for line in _children(term.process.pid) if "llm_host" in line]
-        maps = Path(f"/proc/{term.process.pid}/maps").read_text()
-        assert not [lib for lib in ("tiktoken", "jiter") if lib in maps]
+        assert _litellm_libraries(term.process.pid) == []
         assert not (runtime / "hermes" / "socket").exists()
-    finally:
-        term.close()
