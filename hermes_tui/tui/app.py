@@ -83,8 +83,7 @@ class HermesApp(App[int]):
         self.approvals = ApprovalBridge(self, short_path(config.workspace), str(config.workspace),
                                         on_answered=self._approval_answered, home=config.home)
         self._mcp: McpManager | None = None
-        # The collector is paced once the model host answers: the app's start-up heap is built then.
-        self.session = ChatSession(config, stores, lambda: self.approvals.policy, on_host_ready=collector.tune)
+        self.session = ChatSession(config, stores, lambda: self.approvals.policy, on_host_ready=self._heap_built)
         self.session.on_jobs = self._jobs_changed
         self.sessions = SessionController(self)
         self._command_runner: CommandRunner | None = None
@@ -464,6 +463,15 @@ class HermesApp(App[int]):
         self.background.cancel()  # /learn, /compact: their requests close
         await self._wait_until(lambda: not self.background.running(), QUIT_GRACE)
         self.exit(0)
+
+    def _heap_built(self) -> None:
+        """The model host answers (on a thread of its own): once the Markdown widgets have loaded
+        too, the app's start-up heap is built; freeze it and pace the collector (``collector``).
+        A running warm helper answers at once, before that thread is done."""
+        loading = self.startup.markdown_loading
+        if loading is not None:
+            loading.join()
+        collector.tune()
 
     def on_unmount(self) -> None:
         """However the app ends, a worker waiting for an approval is released, and the warm
