@@ -343,7 +343,8 @@ class Config:
                               "the MCP servers to be ready; a server still starting is named and left out.", MCP,
                               default=10.0)
     helper: bool = setting("HERMES_HELPER", FLAG, "Keep LiteLLM loaded in one background helper per user, for "
-                           "-p runs and the web dashboard; false: each imports it.", HELPER, default=True)
+                           "-p runs, the app, the web dashboard and editors; false: each loads its own.", HELPER,
+                           default=True)
     helper_idle: float = setting("HERMES_HELPER_IDLE", POSITIVE_SECONDS, "Seconds without a request after which "
                                  "the warm helper exits (set by the run that starts it).", HELPER, default=600.0)
     flask_secret_key: str | None = setting(
