@@ -54,6 +54,7 @@ from pathlib import Path
 
 from _common import ROOT, percentile
 
+from hermes_tui import bytecode
 from tests.fakes import server as fake
 from tests.fakes.server import FakeLLMServer, Reply, ToolCall
 
@@ -292,6 +293,8 @@ def main() -> None:
     off = runs["off"]
     print(f"headless turn (2 model calls, 1 tool), {args.runs} interleaved rounds, fake server over the OpenAI wire")
     print(f"  load averages at the end: {loadavg()} (2 cores shared: compare ratios within this run)")
+    for line in bytecode.report_lines():  # without it, every run compiles the modules first
+        print(f"  {line}")
     print(f"  python -c 'import litellm'      {fmt(imports)}")
     for mode in modes:
         walls = [r.wall for r in runs[mode]]

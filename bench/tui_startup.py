@@ -118,6 +118,10 @@ def main() -> None:
 
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"Time from process start to first frame (headless, {SIZE[0]}x{SIZE[1]}; load averages {load}):")
+    from hermes_tui import bytecode
+
+    for line in bytecode.report_lines():  # without it, every start compiles the modules first
+        print(f"  {line}")
     for kind, values in times.items():
         print("  " + summary(kind, values))
     for name in times:
