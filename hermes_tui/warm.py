@@ -307,19 +307,26 @@ class WarmHost:
         (killed, out of memory) is started again, so no turn waits for one. A host that had
         given up on it (parsing in its own process) sends to it again. A helper of another
         version is left alone (after an upgrade, the new code's runs use it; this host's next
-        request replaces it): holding it back would swap the two every minute."""
+        request replaces it): holding it back would swap the two every minute. When it cannot be
+        started, the tries thin out (``hold_backoff``) and the log says so once, not every minute:
+        a surface open all day would otherwise pay a failing start (a litellm import) each time."""
         every = hold_every(self._spawn_config)
 
         def run() -> None:
-            while not stop.wait(every):
+            wait = every
+            while not stop.wait(wait):
                 try:
                     with contextlib.suppress(Unavailable):
                         if isinstance(_ask(private_folder(), Hello()), Stale):
+                            wait = every
                             continue
                     pid, _seconds = start(self._spawn_config)
                 except Unavailable as exc:
-                    log.warning("the warm helper could not be kept running (%s)", exc)
+                    if wait == every:
+                        log.warning("the warm helper could not be kept running (%s); trying again less often", exc)
+                    wait = hold_backoff(wait)
                     continue
+                wait = every
                 with self._lock:
                     if self._fallback:
                         log.info("model calls go to the warm helper again (pid %s)", pid)
@@ -392,6 +399,14 @@ def app_host(config: Config, stop: threading.Event, on_ready: Callable[[], None]
         return own
     host.hold(stop)
     return host
+
+
+HOLD_BACKOFF_MAX = 900.0  # seconds between a holder's tries while the helper cannot be started
+
+
+def hold_backoff(wait: float) -> float:
+    """A holder's next wait after a failed start: twice this one, up to ``HOLD_BACKOFF_MAX``."""
+    return max(wait, min(wait * 2, HOLD_BACKOFF_MAX))
 
 
 def hold_every(config: Config | None) -> float:

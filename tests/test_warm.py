@@ -387,3 +387,14 @@ def test_the_helper_never_unpickles_and_refuses_unsigned_messages(where: Path, t
     finally:
         helper.stop()
         assert helper.stopped.wait(30)
+
+
+def test_a_holder_tries_less_often_while_the_helper_cannot_start() -> None:
+    """A surface open all day whose helper cannot start (a broken install, a folder that is not
+    private) must not pay a failing start every minute: each failure doubles the wait, up to
+    HOLD_BACKOFF_MAX, and a wait already above it stays."""
+    waits = [60.0]
+    for _ in range(6):
+        waits.append(warm.hold_backoff(waits[-1]))
+    assert waits == [60.0, 120.0, 240.0, 480.0, 900.0, 900.0, 900.0]
+    assert warm.hold_backoff(0.5) == 1.0 and warm.hold_backoff(2000.0) == 2000.0

@@ -4,7 +4,8 @@ the thread loading the Markdown widgets and the writer of earlier sessions' pend
 In this order: the MCP servers start in the background (``agent/mcp``), the stores open, the
 app's model host is reached or started in the background (``warm.app_host``: the warm helper, or
 the app's own stream helper; litellm is never imported in the app's process), a resumed session
-is shown, the setup opens if there is no key. Nothing here runs before the first frame: it is painted without any of it.
+is shown, the setup opens if there is no key. Nothing here runs before the first frame: it is
+painted without any of it.
 """
 
 from __future__ import annotations
