@@ -816,12 +816,14 @@ def test_no_tui_module_imports_litellm() -> None:
 
 def test_the_app_is_built_before_any_agent_module_loads() -> None:
     """Everything up to the first frame: the approval policy and the tool records (~9 ms of
-    imports) load with the first agent, after it (bench/tui_startup.py)."""
+    imports) load with the first agent, after it; the event records (~8 ms of dataclasses) with
+    the first event, and sqlite3 with the stores (bench/tui_startup.py)."""
     code = ("import sys\n"
             "from hermes_tui.config import Config\n"
             "from hermes_tui.tui.app import build_app\n"
             "build_app(Config.load())\n"
-            "print(sorted(name for name in sys.modules if name.startswith('hermes_tui.agent')))")
+            "print(sorted(name for name in sys.modules if name.startswith('hermes_tui.agent')\n"
+            "             or name in ('hermes_tui.events', 'sqlite3')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

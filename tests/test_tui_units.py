@@ -121,11 +121,11 @@ def test_every_event_type_has_a_view_in_the_chat() -> None:
     import inspect
 
     from hermes_tui import events
-    from hermes_tui.tui.chat import EVENT_VIEWS
+    from hermes_tui.tui.chat import event_views
 
     kinds = {cls for _, cls in inspect.getmembers(events, inspect.isclass)
              if issubclass(cls, events.Event) and cls is not events.Event}
-    assert kinds and set(EVENT_VIEWS) == kinds, kinds.symmetric_difference(EVENT_VIEWS)
+    assert kinds and set(event_views()) == kinds, kinds.symmetric_difference(event_views())
     assert len({cls.type for cls in kinds}) == len(kinds)  # one type string per class
 
 

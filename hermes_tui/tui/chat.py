@@ -4,12 +4,13 @@ calls, notices, and the folding of far answers.
 
 The turn runs on the agent runtime's thread (``agent.runtime.start_turn``), which only ``put``s
 events into an ``EventInbox``; everything that touches widgets happens here, on the app thread.
-Each event type reaches its handler through one table, ``EVENT_VIEWS`` (a test checks that every
+Each event type reaches its handler through one table, ``event_views()`` (a test checks that every
 type in ``hermes_tui.events`` has one).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -23,23 +24,6 @@ from textual.widgets import Static
 
 from hermes_tui.clock import Clock
 from hermes_tui.conversation import ChatMessage
-from hermes_tui.events import (
-    ApprovalNeeded,
-    Error,
-    Event,
-    FilesChanged,
-    Notice,
-    Receipt,
-    SkillLearned,
-    Subagent,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnFinished,
-    TurnStarted,
-    Unsent,
-    Usage,
-)
 from hermes_tui.textsafe import printable, printable_data
 from hermes_tui.tui import actions, collector
 from hermes_tui.tui.conversation_view import Conversation
@@ -52,6 +36,23 @@ if TYPE_CHECKING:
     from hermes_tui.agent.loop import AgentLoop
     from hermes_tui.agent.runtime import RunningTurn
     from hermes_tui.background import Background
+    from hermes_tui.events import (
+        ApprovalNeeded,
+        Error,
+        Event,
+        FilesChanged,
+        Notice,
+        Receipt,
+        SkillLearned,
+        Subagent,
+        TextDelta,
+        ToolCallFinished,
+        ToolCallStarted,
+        TurnFinished,
+        TurnStarted,
+        Unsent,
+        Usage,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -272,20 +273,22 @@ class ChatPane(Widget):
         self.set_timer(DRAIN_INTERVAL, lambda: self.post_message(EventsReady()))
 
     async def _show(self, event: Event) -> None:
-        """Hand the event to its view in ``EVENT_VIEWS`` (the vocabulary every surface shares).
+        """Hand the event to its view in ``event_views()`` (the vocabulary every surface shares).
 
         The chat's output boundary: every text an event carries (answer, tool arguments and
         results, notices, skill names) is made inert here (``hermes_tui.textsafe``) before any
         widget sees it; streamed text goes through the conversation's ``StreamCleaner`` so a
         sequence split across deltas is removed whole.
         """
-        view = EVENT_VIEWS.get(type(event))
+        from hermes_tui.events import TextDelta
+
+        view = event_views().get(type(event))
         if view is None:  # a type the table misses (a test checks there is none): skipped, not fatal
             log.warning("no view for the event %s", event.type)
             return
         await view(self, event if isinstance(event, TextDelta) else printable_data(event))
 
-    # -- how each event shows (EVENT_VIEWS maps each type to one of these)
+    # -- how each event shows (``event_views`` maps each type to one of these)
 
     def _set_activity(self, label: str | None, since: float | None = None) -> None:
         self._activity = label
@@ -410,20 +413,27 @@ class ChatPane(Widget):
 
 EventView = Callable[[ChatPane, Any], Awaitable[None]]
 
-EVENT_VIEWS: dict[type[Event], EventView] = {
-    TurnStarted: ChatPane._show_turn_started,
-    TextDelta: ChatPane._show_text_delta,
-    ToolCallStarted: ChatPane._show_tool_call_started,
-    ToolCallFinished: ChatPane._show_tool_call_finished,
-    Receipt: ChatPane._show_receipt,
-    ApprovalNeeded: ChatPane._show_approval_needed,
-    SkillLearned: ChatPane._show_skill_learned,
-    Usage: ChatPane._show_usage,
-    Notice: ChatPane._show_notice,
-    TurnFinished: ChatPane._show_turn_finished,
-    Error: ChatPane._show_error,
-    FilesChanged: ChatPane._show_files_changed,
-    Unsent: ChatPane._show_unsent,
-    Subagent: ChatPane._show_subagent,
-}
-"""How each event type shows in the chat: one entry per type of ``hermes_tui.events``."""
+@functools.cache
+def event_views() -> dict[type[Event], EventView]:
+    """How each event type shows in the chat: one entry per type of ``hermes_tui.events``. Made at
+    the first event, not at import: the events module (~6 ms of dataclasses) then stays off the
+    app's path to its first frame (bench/tui_startup.py)."""
+    from hermes_tui import events as e
+
+    return {
+        e.TurnStarted: ChatPane._show_turn_started,
+        e.TextDelta: ChatPane._show_text_delta,
+        e.ToolCallStarted: ChatPane._show_tool_call_started,
+        e.ToolCallFinished: ChatPane._show_tool_call_finished,
+        e.Receipt: ChatPane._show_receipt,
+        e.ApprovalNeeded: ChatPane._show_approval_needed,
+        e.SkillLearned: ChatPane._show_skill_learned,
+        e.Usage: ChatPane._show_usage,
+        e.Notice: ChatPane._show_notice,
+        e.TurnFinished: ChatPane._show_turn_finished,
+        e.Error: ChatPane._show_error,
+        e.FilesChanged: ChatPane._show_files_changed,
+        e.Unsent: ChatPane._show_unsent,
+        e.Subagent: ChatPane._show_subagent,
+    }
+

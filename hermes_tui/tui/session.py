@@ -11,7 +11,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from hermes_tui.config import Config
-from hermes_tui.memory.errors import StoreError
 from hermes_tui.providers import PROVIDERS
 from hermes_tui.tui.stores import Stores
 
@@ -143,6 +142,8 @@ class ChatSession:
         del loop.history[starts[-1]:]
         loop.attached[:0] = taken[0].images
         ids = [m.id for m in taken]
+        from hermes_tui.memory.errors import StoreError  # here: sqlite3 stays off the first frame's path
+
         try:
             self.stores.memory.mark_undone(ids)
         except StoreError as exc:  # a read-only store: this run leaves them out all the same

@@ -13,7 +13,6 @@ import asyncio
 import contextvars
 import functools
 import logging
-import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -32,6 +31,8 @@ def expected_errors() -> tuple[type[Exception], ...]:
     """Failures a user can meet and act on (a full disk, a locked or damaged file, a refused skill
     or fact change): shown as their own message, logged without a traceback. Anything else is a
     bug: logged with its traceback, shown with its type. (Imported here, not at start-up.)"""
+    import sqlite3
+
     from hermes_tui.memory.facts import FactError
     from hermes_tui.skills.schema import SkillError
 
