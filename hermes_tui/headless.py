@@ -93,11 +93,12 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     # As early as the run is known to go ahead: a helper that must start takes seconds, and the
     # rest of this run's start-up (the notices, the store, the agent) runs meanwhile.
     host = warm.attach(config, asks_at_once=True)  # the turn's model calls, in the warm helper when it runs
-    _startup_notices(config)
+    notices = _StartupNotices(config)
     from hermes_tui.agent.approvals import DENY, ApprovalPolicy, PendingCall
     from hermes_tui.agent.runtime import EventQueue, build_agent, headless_surface
     from hermes_tui.memory.store import MemoryStore, StoreError
     from hermes_tui.skills.manager import SkillManager
+    notices.say()
     _stop_on_signals()
     out = _Output(sys.stdout, sys.stderr, as_json=args.json)
     events = EventQueue()
@@ -155,15 +156,30 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
             mcp.close(timeout=3.0)
 
 
-def _startup_notices(config: Config) -> None:
-    """What the app says on screen at start, as stderr lines: no sandbox, hooks that wait."""
-    from hermes_tui.agent.hooks.config import declared as declared_hooks
-    from hermes_tui.agent.sandbox import startup_notice
+class _StartupNotices:
+    """What the app says on screen at start, as stderr lines: no sandbox, hooks that wait.
 
-    if notice := startup_notice(config):
-        warn(notice)
-    if waiting := declared_hooks(config.home, config.workspace).start_line():
-        warn(waiting)
+    Made with the run's start: bubblewrap's probe (a process start, ~6 ms) runs while this run
+    imports the rest of Hermes; ``say`` waits for it and prints the lines."""
+
+    def __init__(self, config: Config) -> None:
+        from hermes_tui.agent.sandbox import unavailable_reason
+
+        self._config = config
+        self._probe = threading.Thread(target=unavailable_reason, name="hermes-bwrap-probe", daemon=True)
+        if config.sandbox:  # HERMES_SANDBOX=off: nothing to probe
+            self._probe.start()
+
+    def say(self) -> None:
+        from hermes_tui.agent.hooks.config import declared as declared_hooks
+        from hermes_tui.agent.sandbox import startup_notice
+
+        if self._probe.ident is not None:
+            self._probe.join()  # its answer is cached: ``startup_notice`` reads it
+        if notice := startup_notice(self._config):
+            warn(notice)
+        if waiting := declared_hooks(self._config.home, self._config.workspace).start_line():
+            warn(waiting)
 
 
 def _job_ended(events: EventQueue, line: str | None) -> None:

@@ -208,6 +208,25 @@ helper.serve()
 """
 
 
+def test_an_edit_anywhere_in_the_package_gives_another_identity(tmp_path: Path) -> None:
+    """A helper serves only the very same code: a changed source file in a subpackage, or a new
+    one, changes the fingerprint; compiled bytecode and other files do not."""
+    package = tmp_path / "hermes_tui"
+    shutil.copytree(Path(warm.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    first = warm.fingerprint(package)
+    assert warm.fingerprint(package) == first
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"compiled")
+    (package / "hermes.tcss").write_text("/* a style */\n", encoding="utf-8")
+    assert warm.fingerprint(package) == first
+    deep = package / "agent" / "hooks" / "config.py"
+    deep.write_text(deep.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    second = warm.fingerprint(package)
+    assert second != first
+    (package / "skills" / "new_module.py").write_text("", encoding="utf-8")
+    assert warm.fingerprint(package) not in (first, second)
+
+
 @pytest.mark.parametrize("fake_llm_env", ["anthropic"], indirect=True)  # each run starts a helper
 def test_a_helper_of_another_version_is_replaced(env: FakeLLMServer) -> None:
     warm.stop()
