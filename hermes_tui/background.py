@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class _Job:
+    """A job the runner tracks: ``keep`` ones (a session's summary) are waited for at exit, those
+    with a ``cancel`` are asked to stop."""
+
     thread: threading.Thread
     keep: bool
     cancel: Callable[[], None] | None

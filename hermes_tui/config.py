@@ -289,6 +289,10 @@ MODEL, KEYS, PLACES, APPROVALS, SANDBOX, FETCH, SKILLS, SUBAGENTS, MCP, HELPER, 
 
 @dataclass(frozen=True)
 class Config:
+    """Every setting, one field each (``setting``: its variable, kind, help and group); loaded
+    from the environment and ``HERMES_HOME/.env`` by ``load``, checked there, never changed
+    after."""
+
     provider: str = setting("HERMES_PROVIDER", PROVIDER, "Which company the conversation goes to.", MODEL,
                             default="anthropic", privileged=True)
     model: str = setting(

@@ -111,6 +111,9 @@ class RestorePlan:
 
 @dataclass(frozen=True)
 class RestoreResult:
+    """What a restore did: the files put back, the ones left alone because the user changed them
+    since."""
+
     restored: tuple[Change, ...]
     kept: tuple[str, ...]  # conflicting files left as the user had them
     checkpoint: Checkpoint | None  # the record of the restore itself (None when nothing changed)

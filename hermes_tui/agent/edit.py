@@ -45,6 +45,9 @@ class EditError(ValueError):
 
 @dataclass(frozen=True)
 class Change:
+    """One replacement an edit asks for: ``old`` text (unique unless ``replace_all``) becomes
+    ``new``."""
+
     old: str
     new: str
     replace_all: bool = False
@@ -77,6 +80,9 @@ class Decoded:
 
 @dataclass(frozen=True)
 class Applied:
+    """An edit worked out in memory before anything is written: the text before and after, and
+    what to tell the model."""
+
     before: str
     after: str
     replacements: int

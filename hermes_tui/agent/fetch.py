@@ -52,6 +52,8 @@ class FetchError(Exception):
 
 @dataclass(frozen=True)
 class Page:
+    """What one web_fetch download brought back, before it is turned into text."""
+
     url: str  # after redirects
     content_type: str
     body: bytes

@@ -33,6 +33,8 @@ Counter = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], int]
 
 @dataclass(frozen=True)
 class Part:
+    """One part of the fixed prompt and its size, as ``/context`` lists them."""
+
     name: str
     tokens: int
     note: str = ""
@@ -40,6 +42,10 @@ class Part:
 
 @dataclass(frozen=True)
 class FixedPrompt:
+    """The part of every request that stays the same for a session: rules, skills index,
+    instruction files, memory and tool schemas (kept fixed so the provider's prompt cache
+    holds)."""
+
     rules: str  # the behavioural spec with the workspace and tool names filled in
     skills_index: str
     instructions: Instructions

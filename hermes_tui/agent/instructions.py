@@ -49,6 +49,9 @@ HEADER = (
 
 @dataclass(frozen=True)
 class InstructionFile:
+    """One instruction file (AGENTS.md and the like) as read for the prompt: sent, cut, or held
+    back by the guard."""
+
     path: Path
     label: str  # as shown to the user and the model: "~hermes/AGENTS.md", "src/AGENTS.md"
     text: str  # what is sent ("" when left out)
@@ -64,6 +67,8 @@ class InstructionFile:
 
 @dataclass(frozen=True)
 class Instructions:
+    """The instruction files of a workspace, in the order they are sent, and what was left out."""
+
     files: tuple[InstructionFile, ...] = ()
     notes: tuple[str, ...] = ()  # skipped files and cuts, one line each
 

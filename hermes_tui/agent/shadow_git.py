@@ -55,6 +55,8 @@ class ShadowError(RuntimeError):
 
 @dataclass(frozen=True)
 class Change:
+    """One file a turn added, modified or deleted, as the shadow repository saw it."""
+
     path: str  # relative to the workspace, with "/" separators
     status: Status
 

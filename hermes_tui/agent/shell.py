@@ -77,6 +77,8 @@ class BoundedOutput:
 
 @dataclass(frozen=True)
 class CommandOutcome:
+    """How a command ended, and its output cut to ``OUTPUT_CAP`` (head and tail kept)."""
+
     status: Literal["done", "timeout", "cancelled"]
     returncode: int | None
     text: str

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ToolResult:
+    """What a tool call gives back to the loop: the model's text, and what the user is shown."""
+
     ok: bool
     output: str
     receipt: str | None = None  # what the user is shown once it is done ("remembered: …")

@@ -45,6 +45,8 @@ class ProposalError(ValueError):
 
 @dataclass(frozen=True)
 class Proposal:
+    """A skill the curator drafted from a finished task, not yet checked or saved."""
+
     name: str
     description: str
     triggers: list[str]

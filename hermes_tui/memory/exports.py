@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Trace:
+    """A file Hermes wrote from a session and the digest of what it wrote: forgetting the session
+    deletes it only while it still holds exactly that."""
+
     path: Path
     sha256: str
 

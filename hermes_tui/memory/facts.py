@@ -80,6 +80,8 @@ class FactError(ValueError):
 
 @dataclass(frozen=True)
 class Fact:
+    """One curated fact (a line of the memory file) and where it came from."""
+
     id: str
     scope: Scope
     text: str

@@ -81,6 +81,9 @@ class Clause:
 
 @dataclass(frozen=True)
 class Query:
+    """A parsed search: AND of OR-clauses of phrases, exclusions, role and tool filters; its
+    methods give the FTS5 MATCH text."""
+
     clauses: tuple[Clause, ...] = ()
     excluded: tuple[Phrase, ...] = ()
     roles: tuple[str, ...] = ()
@@ -120,6 +123,8 @@ class Query:
 
 @dataclass
 class _Builder:
+    """The query being parsed, term by term, until ``build`` freezes it."""
+
     clauses: list[list[Phrase]] = field(default_factory=list)
     excluded: list[Phrase] = field(default_factory=list)
     roles: list[str] = field(default_factory=list)

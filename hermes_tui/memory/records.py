@@ -31,6 +31,8 @@ class Compaction:
 
 @dataclass(frozen=True)
 class SessionInfo:
+    """A session as the sessions pane and ``/resume`` list it."""
+
     id: int
     source: str
     title: str | None

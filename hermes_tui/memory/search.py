@@ -43,6 +43,8 @@ SCORING_POSTINGS = 100_000
 
 @dataclass(frozen=True)
 class SearchHit:
+    """One message that matched a search, with its highlighted snippet."""
+
     session_id: int
     message_id: int
     role: str
@@ -350,6 +352,8 @@ def _hits(
 
 @dataclass(frozen=True)
 class SessionHit:
+    """One session that matched a search: its best snippet and its score."""
+
     session_id: int
     title: str | None
     summary: str | None

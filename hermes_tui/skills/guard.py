@@ -347,6 +347,8 @@ RULES: tuple[Rule, ...] = (
 
 @dataclass(frozen=True)
 class Finding:
+    """One reason a text was refused: which rule, and the words that tripped it."""
+
     kind: str
     excerpt: str
 

@@ -17,12 +17,16 @@ from difflib import SequenceMatcher
 
 @dataclass(frozen=True)
 class Merged:
+    """The result of a three-way merge of a skill's text."""
+
     text: str
     overlaps: int  # places where both sides changed the same lines (both kept)
 
 
 @dataclass(frozen=True)
 class _Change:
+    """One side's change to the base, as a replaced range of lines."""
+
     start: int  # the base lines [start, end) are replaced by ``lines``
     end: int
     lines: list[str]

@@ -24,6 +24,8 @@ class PatchError(SkillError):
 
 @dataclass
 class _Block:
+    """A key of a SKILL.md front matter and the lines its value spans."""
+
     key: str
     start: int  # index of the key line
     end: int  # one past its last line

@@ -20,6 +20,9 @@ from hermes_tui.tui.panes import PANES
 
 @dataclass(frozen=True)
 class Action:
+    """One key binding: its scope, keys and words; the footer, help card, palette and bindings
+    all read this table."""
+
     scope: str  # who binds it: "app", "chat" (the chat pane), "prompt", a pane ("skills", "memory",
     # "sessions"), a dialog ("approval", "confirm", "setup", "restore"), a list ("mcp", "permissions",
     # "rewind"), "transcript", "help" (the F1 card), "plan" (what to do with a plan)

@@ -41,6 +41,8 @@ BY_NAME = {command.name: command for command in COMMANDS}
 
 @dataclass(frozen=True)
 class Invocation:
+    """A typed slash command split into its name and its argument."""
+
     name: str  # without the slash; may be unknown
     argument: str
 

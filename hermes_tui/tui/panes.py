@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PaneSpec:
+    """One pane of the app: its tab, keys and the widget built the first time it shows."""
+
     name: str
     title: str
     keys: tuple[str, ...]

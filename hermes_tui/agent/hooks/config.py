@@ -82,6 +82,8 @@ class SettingsFile:
 
 @dataclass(frozen=True)
 class Declared:
+    """The hook settings files found for a workspace; only approved files' hooks run."""
+
     files: tuple[SettingsFile, ...] = ()
 
     @property

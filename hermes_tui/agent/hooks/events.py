@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class HookEvent:
+    """One hook event as Claude Code names it: what fires it, what its matcher reads, what a
+    block does (the docs table is generated from these)."""
+
     name: str
     when: str  # what fires it, for the docs
     matched: str  # the input field ``matcher`` is tested against ("" when the event has no matcher)

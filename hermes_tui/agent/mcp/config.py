@@ -90,6 +90,8 @@ class Resolved:
 
 @dataclass(frozen=True)
 class Declared:
+    """The MCP servers declared for a workspace, and the lines saying what could not be used."""
+
     specs: tuple[ServerSpec, ...]
     problems: tuple[str, ...]  # one readable line per file or entry that could not be used
 
