@@ -6,8 +6,9 @@ driver: the first call of ``App._display`` with a composited frame outside a bat
 point where a real terminal would receive the bytes; the headless driver discards them). Both
 apps run headless at the same size, so the figure covers interpreter start, imports, building the
 app, compose, mount, styling and the first layout + render, and nothing the app does after that
-frame (Hermes opens its stores and starts importing litellm right after it). The child exits at
-once. Runs alternate between the two apps; one warm-up run of each is discarded.
+frame (Hermes opens its stores and reaches its model helper right after it). The child exits at
+once. Runs alternate between the apps, each taking each place in a round in turn; one
+warm-up run of each is discarded.
 
 Budget (DESIGN.md): Hermes median <= 1.3 x the bare app's median. Prints figures, never fails.
 ``--variant DIR`` also runs the Hermes app of another copy of the code (``DIR`` holds its
@@ -83,7 +84,11 @@ def summary(name: str, values: list[float]) -> str:
 
 
 def main() -> None:
-    # Imported here, not at the top: the children run this file too, and should load nothing extra.
+    # The children run this file too: they go straight to their app, before anything is imported
+    # (argparse, or _common, whose sys.path entry would put this tree before a --variant's).
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        child(sys.argv[2])
+        return
     import argparse
     import statistics
     import tempfile
@@ -93,11 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=7, help="measured runs per app (default 7)")
     parser.add_argument("--variant", metavar="DIR", help="also the Hermes app of the hermes_tui in DIR")
-    parser.add_argument("--child", choices=("bare", "hermes"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        child(args.child)
-        return
 
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ)
@@ -112,9 +113,13 @@ def main() -> None:
         for name, kind_env in envs.items():  # warm-up: disk cache, .pyc files, the new database
             measure("bare" if name == "bare" else "hermes", kind_env)
         times: dict[str, list[float]] = {name: [] for name in envs}
-        for _ in range(args.runs):
-            for name, kind_env in envs.items():
-                times[name].append(measure("bare" if name == "bare" else "hermes", kind_env))
+        names = list(envs)
+        for round_ in range(args.runs):
+            # Each app takes each place in the round in turn: the run after another app's finds
+            # the disk cache and the CPU's clock as that one left them.
+            shift = round_ % len(names)
+            for name in names[shift:] + names[:shift]:
+                times[name].append(measure("bare" if name == "bare" else "hermes", envs[name]))
 
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"Time from process start to first frame (headless, {SIZE[0]}x{SIZE[1]}; load averages {load}):")
