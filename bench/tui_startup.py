@@ -46,6 +46,14 @@ def child(kind: str) -> None:
 
         app: object = Bare()
     else:
+        import hermes_tui
+
+        # As the hermes-tui program does before its first import (program.main); not in a
+        # --variant from before it did (an editable install would lend it this tree's heap.py).
+        if os.path.exists(os.path.join(os.path.dirname(hermes_tui.__file__), "heap.py")):
+            from hermes_tui import heap
+
+            heap.pause()
         from hermes_tui.config import Config
         from hermes_tui.tui.app import build_app
 

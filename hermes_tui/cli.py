@@ -6,16 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hermes_tui import __version__
+from hermes_tui import __version__, heap
 from hermes_tui.cli_lines import EXIT_ERROR, EXIT_OK
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.progress import for_stderr, is_terminal
 from hermes_tui.redaction import withhold_from_environment
 
-# hermes-tui NAME ...: run by NAME_main below; --help lists them with these lines.
+# hermes-tui NAME ...: run by COMMANDS[NAME] below; --help lists them with these lines.
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("doctor", "check compiled bytecode and the memory database; rebuild a damaged one"),
     ("skills import DIR", "copy a folder of skills (any layout) into the library"),
@@ -67,8 +67,9 @@ def tui_main(argv: Sequence[str] | None = None) -> int:
     if as_program:  # no child of this process (shell, helpers) ever inherits a key
         withhold_from_environment()
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in {usage.split()[0] for usage, _ in SUBCOMMANDS}:
-        return globals()[f"{argv[0]}_main"](argv[1:])
+    if argv and (run := COMMANDS.get(argv[0])) is not None:
+        heap.loaded()
+        return run(argv[1:])
     args = tui_parser().parse_args(argv)
     if args.continue_last and args.session is not None:
         print("hermes: -c continues this workspace's last session and --session ID a given one: "
@@ -623,6 +624,14 @@ def acp_main(argv: Sequence[str]) -> int:
     except KeyboardInterrupt:
         pass
     return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
+    "doctor": doctor_main, "skills": skills_main, "inbox": inbox_main, "facts": facts_main,
+    "context": context_main, "checkpoints": checkpoints_main, "mcp": mcp_main, "hooks": hooks_main,
+    "permissions": permissions_main, "helper": helper_main, "eval": eval_main, "acp": acp_main,
+}
+"""What runs ``hermes-tui NAME ...``: one entry per first word of ``SUBCOMMANDS`` (a test checks)."""
 
 
 def web_main(argv: Sequence[str] | None = None) -> int:

@@ -12,6 +12,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, TextIO
 
+from hermes_tui import heap
 from hermes_tui.cli_lines import EXIT_ERROR, EXIT_OK, fail, warn
 from hermes_tui.config import Config, ConfigError
 from hermes_tui.events import (
@@ -142,6 +143,7 @@ def run_headless(config: Config, args: argparse.Namespace) -> int:
     try:
         if mcp is not None:
             _wait_for_mcp(mcp, out, config.mcp_wait)
+        heap.loaded()  # what the run loaded is frozen; the turn's garbage is collected
         code = _drive(agent, text, out, events)
         if running := len(agent.tools.jobs.running()):  # nothing a run started outlives it
             agent.end_jobs()

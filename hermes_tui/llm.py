@@ -10,7 +10,6 @@ the tool call fragments) is ``llm_stream``. Where the calls run is a ``ModelHost
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 import os
 import sys
@@ -21,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from hermes_tui import lazy_imports
+from hermes_tui import heap, lazy_imports
 from hermes_tui.clock import Clock, wait_for
 from hermes_tui.config import Config
 from hermes_tui.events import Notice, TextDelta, Usage
@@ -57,15 +56,9 @@ def _lib() -> ModuleType:
             # collections they trigger only walk them again, ~8 % of the import's CPU. Frozen after
             # it, no later collection walks them either: the first one after a paused import did,
             # ~190 ms inside the first completion.
-            collecting = gc.isenabled()
-            gc.disable()
             lazy_imports.install()  # the SDK type packages a completion never reads stay unloaded
-            try:
+            with heap.importing():
                 import litellm
-            finally:
-                gc.freeze()
-                if collecting:
-                    gc.enable()
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False

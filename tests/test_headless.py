@@ -248,6 +248,15 @@ def test_help_lists_the_subcommands() -> None:
         assert usage in result.stdout
 
 
+def test_every_subcommand_the_help_lists_runs_through_one_table() -> None:
+    """``hermes-tui NAME`` is dispatched through ``cli.COMMANDS``, not a function name built from
+    NAME: every command --help lists has its entry, and nothing else does."""
+    from hermes_tui import cli as hermes_cli
+
+    listed = {usage.split()[0] for usage, _ in hermes_cli.SUBCOMMANDS}
+    assert listed and set(hermes_cli.COMMANDS) == listed, listed.symmetric_difference(hermes_cli.COMMANDS)
+
+
 def test_lone_surrogates_from_the_model_are_stored_and_the_session_resumes(env: FakeLLMServer, hermes_home: Path,
                                                                          workspace: Path) -> None:
     """JSON's "\\ud800" decodes to a str that UTF-8 cannot hold: in a tool call's arguments and

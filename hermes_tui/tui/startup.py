@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from hermes_tui import heap
 from hermes_tui.config import Config
 from hermes_tui.tui.format import short_path
 from hermes_tui.tui.messages import McpLine
@@ -40,6 +41,7 @@ class Startup:
         self.pending_summaries: Writer | None = None  # earlier sessions' (learning/pending.py)
 
     async def run(self, app: HermesApp) -> None:
+        heap.loaded()  # the first frame is on screen: what it took to paint it is frozen
         # The MCP servers first: before a session can be built, so every session offers their tools.
         def heard(line: str) -> None:
             app.post_message(McpLine(line))
