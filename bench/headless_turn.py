@@ -119,7 +119,7 @@ def hermes_run(server: FakeLLMServer, timeline: Timeline, env: dict[str, str], s
     script(server)
     timeline.take()
     started = time.monotonic()
-    proc = subprocess.Popen([HERMES_TUI, "-p", "What is in the workspace?", "--json"], env=env,
+    proc = subprocess.Popen([*program(env), "-p", "What is in the workspace?", "--json"], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     events: list[tuple[float, dict[str, object]]] = []
@@ -174,8 +174,22 @@ def peer_home(root: Path, server: FakeLLMServer) -> Path:
     return home
 
 
+def program(env: dict[str, str]) -> list[str]:
+    """``hermes-tui`` as installed; for a --variant's tree (first on ``PYTHONPATH``), what its own
+    console script runs: its entry point (an editable install would lend an older tree this
+    tree's ``hermes_tui.program``, which pauses the collector that tree never resumes). ``-P``:
+    not the current folder first on ``sys.path`` (this tree, when run from the repository)."""
+    tree = Path(env.get("PYTHONPATH", "").split(os.pathsep)[0] or ROOT)
+    if tree.resolve() == ROOT.resolve():
+        return [HERMES_TUI]
+    module, function = (("hermes_tui.program", "main") if (tree / "hermes_tui" / "program.py").exists()
+                        else ("hermes_tui.cli", "tui_main"))
+    return [sys.executable, "-P", "-c", f"import sys; sys.argv[0] = 'hermes-tui'; from {module} import {function}; "
+                                  f"sys.exit({function}())"]
+
+
 def helper(env: dict[str, str], command: str) -> str:
-    return subprocess.run([HERMES_TUI, "helper", command], env=env, capture_output=True, text=True).stdout.strip()
+    return subprocess.run([*program(env), "helper", command], env=env, capture_output=True, text=True).stdout.strip()
 
 
 def wait_for_helper(env: dict[str, str], timeout: float = 120.0) -> None:
