@@ -7,8 +7,8 @@ share the collector, so this module alone turns it off and on:
 
 * the program's start: ``hermes-tui`` pauses before its first import (``program.main``) and each
   way it goes on resumes once its start is done (``loaded``): a ``-p`` run before its turn, the
-  app once its first frame is on screen, every other command at once (bench/headless_turn.py:
-  ~12 ms of a warm ``-p`` run; bench/tui_startup.py: ~17 ms of the app's first frame);
+  app once its first frame is on screen, every other command at once (~10 ms of a warm ``-p``
+  run's ~250, ~14 ms of the app's first frame: bench/tui_startup.py);
 * a large import on any thread (``importing``: litellm's, ``llm._lib``), which may overlap it.
 
 The collector runs again when neither holds it, if it ran before the first pause: code that
