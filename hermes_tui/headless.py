@@ -168,15 +168,16 @@ class _StartupNotices:
         from hermes_tui.agent.sandbox import unavailable_reason
 
         self._config = config
-        self._probe = threading.Thread(target=unavailable_reason, name="hermes-bwrap-probe", daemon=True)
+        self._probe: threading.Thread | None = None
         if config.sandbox:  # HERMES_SANDBOX=off: nothing to probe
+            self._probe = threading.Thread(target=unavailable_reason, name="hermes-bwrap-probe", daemon=True)
             self._probe.start()
 
     def say(self) -> None:
         from hermes_tui.agent.hooks.config import declared as declared_hooks
         from hermes_tui.agent.sandbox import startup_notice
 
-        if self._probe.ident is not None:
+        if self._probe is not None:
             self._probe.join()  # its answer is cached: ``startup_notice`` reads it
         if notice := startup_notice(self._config):
             warn(notice)
