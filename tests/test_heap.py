@@ -78,6 +78,14 @@ def test_the_collector_runs_again_once_neither_the_start_nor_an_import_holds_it(
     }
 
 
+def test_the_installed_command_enters_through_the_paused_start() -> None:
+    """The tests below run ``program.main``; the ``hermes-tui`` users run must be that function."""
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="hermes-tui")
+    assert script.value == "hermes_tui.program:main"
+
+
 PROGRAM = """
 import gc, json, sys
 from hermes_tui import cli, headless, program
