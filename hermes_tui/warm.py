@@ -189,8 +189,13 @@ def fingerprint(package: Path) -> str:
 
 def _sources(folder: str, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
     """(path under the package, stat) of each ``.py`` file below ``folder``: ``os.scandir``, as
-    every run computes this before its first request (``Path.rglob`` took 3.7 ms, this 0.6)."""
-    with os.scandir(folder) as entries:
+    every run computes this before its first request (``identity`` took 3.7 ms with
+    ``Path.rglob``, 1.3 ms with this). A folder it may not read is passed over, as rglob did."""
+    try:
+        entries = os.scandir(folder)
+    except PermissionError:
+        return
+    with entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 yield from _sources(entry.path, f"{prefix}{entry.name}/")
