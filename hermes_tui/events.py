@@ -11,6 +11,9 @@ from typing import Any, ClassVar
 
 @dataclass(frozen=True)
 class Event:
+    """The base of every event: ``type`` names it on every wire (JSON lines, NDJSON, ACP updates),
+    ``to_dict`` gives its JSON form."""
+
     type: ClassVar[str] = "event"
 
     def to_dict(self) -> dict[str, Any]:
@@ -19,18 +22,24 @@ class Event:
 
 @dataclass(frozen=True)
 class TurnStarted(Event):
+    """A turn began in session ``session_id`` (the id a surface shows, so it can be continued)."""
+
     type: ClassVar[str] = "turn_started"
     session_id: int = 0
 
 
 @dataclass(frozen=True)
 class TextDelta(Event):
+    """The next piece of the model's answer, as it streams."""
+
     type: ClassVar[str] = "text_delta"
     text: str = ""
 
 
 @dataclass(frozen=True)
 class ToolCallStarted(Event):
+    """The model called a tool; ``id`` pairs it with its ``ToolCallFinished``."""
+
     type: ClassVar[str] = "tool_call_started"
     id: str = ""
     name: str = ""
@@ -39,6 +48,8 @@ class ToolCallStarted(Event):
 
 @dataclass(frozen=True)
 class ToolCallFinished(Event):
+    """A tool call's result as the model gets it, whether it worked, and how long it took."""
+
     type: ClassVar[str] = "tool_call_finished"
     id: str = ""
     name: str = ""
@@ -72,6 +83,8 @@ class ApprovalNeeded(Event):
 
 @dataclass(frozen=True)
 class SkillLearned(Event):
+    """The curator wrote a skill after the turn: a new one (``created``) or a refined ``version``."""
+
     type: ClassVar[str] = "skill_learned"
     name: str = ""
     version: int = 1
@@ -109,14 +122,19 @@ class Notice(Event):
 
 @dataclass(frozen=True)
 class TurnFinished(Event):
+    """The turn is over: its whole answer, how many tools it called, and why it stopped."""
+
     type: ClassVar[str] = "turn_finished"
     text: str = ""
     tool_calls: int = 0
-    stopped_reason: str = "done"  # done | cancelled | max_steps | error
+    stopped_reason: str = "done"  # done | cancelled | max_steps | error | blocked (a UserPromptSubmit hook)
 
 
 @dataclass(frozen=True)
 class Error(Event):
+    """What ended a model call, in one readable line; ``retryable``: trying again may work (a rate
+    limit, a timeout, a server error)."""
+
     type: ClassVar[str] = "error"
     message: str = ""
     retryable: bool = False
