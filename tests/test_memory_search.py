@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from hermes_tui.memory.query import parse
-from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
+from hermes_tui.memory.search import SearchHit
+from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore
 from hermes_tui.memory.text import INDEX_HEAD, index_text
 from tests.memory_harness import write_version_1_store  # fixtures among them
 

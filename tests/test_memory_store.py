@@ -16,7 +16,8 @@ from hermes_tui.db import Migrations
 from hermes_tui.memory import search as search_module
 from hermes_tui.memory import store as store_module
 from hermes_tui.memory.schema import MIGRATIONS
-from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
+from hermes_tui.memory.search import SearchHit
+from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore
 
 FILLER = [
     f"filler note {i}: weather report, lunch plans and a shopping list item {i}" for i in range(30)

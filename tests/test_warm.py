@@ -113,8 +113,11 @@ def test_a_warm_run_reuses_the_helper_never_imports_litellm_and_its_summary_is_w
     assert not [line for line in imported if "litellm" in line]  # the helper did the model's work
     modules = {line.rsplit("|", 1)[-1].strip() for line in imported}
     assert "asyncio" not in modules  # no MCP server declared
-    # Nor what only some turns need: a skill to parse, a walk or glob, a web page, a local server's window.
-    assert not {"yaml", "frontmatter", "pathspec", "http.client", "ssl"} & modules
+    # Nor what only some turns need: a skill to parse, a walk or glob, a web page, a local server's window,
+    # a search of past sessions, forgetting one, the curator (after a turn that earns a skill or a fact).
+    assert not {"yaml", "frontmatter", "pathspec", "http.client", "ssl", "hermes_tui.memory.search",
+                "hermes_tui.memory.query", "hermes_tui.memory.recall", "hermes_tui.memory.forget",
+                "hermes_tui.learning.curator"} & modules
     assert warm.status() == running  # the same helper served both runs
 
     environ = Path(f"/proc/{running[0]}/environ").read_bytes()

@@ -35,7 +35,6 @@ from hermes_tui.agent.prompts import (
 )
 from hermes_tui.config import Config
 from hermes_tui.conversation import ChatMessage
-from hermes_tui.learning.curator import TRANSCRIPT_CHARS, render_transcript
 from hermes_tui.llm import LLMClient
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.windows import SERVER, Window, window_of
@@ -290,6 +289,8 @@ class ContextWindow:
 
     def _summarize(self, folded: list[ChatMessage], focus: str | None) -> tuple[str, str | None]:
         """The model's summary of the previous summary plus ``folded``, or why there is none."""
+        from hermes_tui.learning.curator import render_transcript  # compaction is rare: loaded when it runs
+
         prompt = COMPACTION_PROMPT.format(
             focus=COMPACTION_FOCUS.format(focus=focus.strip()) if focus and focus.strip() else "",
             previous=self.summary or "(none: this is the first compaction)",
@@ -307,6 +308,8 @@ class ContextWindow:
     def _transcript_chars(self) -> int:
         """What of the transcript the summarizer is shown: its request must fit the window too
         (a local model's 2,048 tokens hold a few thousand characters, not 40,000)."""
+        from hermes_tui.learning.curator import TRANSCRIPT_CHARS
+
         room = self.limit() - SUMMARY_PROMPT_TOKENS - SUMMARY_ANSWER_TOKENS - self._summary_tokens()
         return max(MIN_TRANSCRIPT_CHARS, min(TRANSCRIPT_CHARS, room * CHARS_PER_TOKEN))
 

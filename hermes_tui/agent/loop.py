@@ -54,7 +54,6 @@ from hermes_tui.events import (
     Unsent,
     Usage,
 )
-from hermes_tui.learning.curator import propose_memories, propose_skill
 from hermes_tui.learning.outcome import call_outcomes, failures_note, is_correction, worked
 from hermes_tui.llm import LLMClient, StreamResult
 from hermes_tui.llm_errors import LLMError
@@ -313,6 +312,8 @@ class AgentLoop:
         yield learned or Notice("Nothing worth saving as a skill in the last turn.")
 
     def _propose(self, failures: str) -> Event | None:
+        from hermes_tui.learning.curator import propose_skill  # after a turn: not on the way to the answer
+
         return propose_skill(self.llm, self.skills, self._last_turn, self._cancel, failures=failures,
                              provenance=self._last_provenance, review=self.config.learn == "review")
 
@@ -334,6 +335,7 @@ class AgentLoop:
         or abandoned: at ``timeout`` or ``cancel`` the request's connection is closed). One that does
         not finish stays pending and is written later (pending.py)."""
         from hermes_tui.learning import pending
+        from hermes_tui.learning.curator import propose_memories
 
         self.end_jobs()
 

@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from hermes_tui.learning.curator import split_title, summarize_session
 from hermes_tui.llm import StreamResult
 from hermes_tui.llm_errors import LLMError
 from hermes_tui.memory.schema import INDEX_COLUMN
@@ -118,6 +117,7 @@ class _Streamed:
 def write(store: MemoryStore, llm: LLMClient, session_id: int, *, timeout: float = BACKGROUND_TIMEOUT,
           cancel: threading.Event | None = None) -> tuple[Outcome, str | None]:
     """Summarize one session now and unmark it, unless the attempt is left for later."""
+    from hermes_tui.learning.curator import split_title, summarize_session  # not in a run that leaves it
     messages = store.get_messages(session_id)
     if not any(m.role == "user" for m in messages):
         finish(store, session_id, None)

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from hermes_tui.memory.records import ROLES
 from hermes_tui.memory.text import (
     STOP_WORDS,
     WORD,
@@ -35,8 +36,6 @@ MAX_TERMS = 16
 """Phrases kept from one query (the rest of a pasted page is dropped)."""
 MIN_PREFIX = 3
 """A shorter prefix expands to too many words to merge in milliseconds; it stays a word."""
-ROLES = ("system", "user", "assistant", "tool")
-"""The roles a message may have (the store refuses others; ``role:`` filters by them)."""
 
 _TOKEN = re.compile(
     r'(?P<neg>-?)"(?P<phrase>[^"]*)"'  # a quoted phrase, maybe excluded

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_tui.conversation import Status
-from hermes_tui.memory.query import ROLES
 from hermes_tui.memory.schema import INDEX_COLUMN, tool_args_sql
 from hermes_tui.memory.text import ELLIPSIS
 from hermes_tui.textsafe import well_formed
 
 FIRST_LINE_CHARS = 120
+ROLES = ("system", "user", "assistant", "tool")
+"""The roles a message may have (the store refuses others; ``role:`` in a query filters by them)."""
 
 
 @dataclass(frozen=True)

@@ -20,19 +20,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_tui.conversation import ChatMessage, ImageRef, Status, parse_calls
 from hermes_tui.db import connect, enable_wal, immediate, prepare
-from hermes_tui.memory import attachments, forget, records
-from hermes_tui.memory import search as ranking
+from hermes_tui.memory import attachments, records
 from hermes_tui.memory.errors import StoreError, check_header, describe
 from hermes_tui.memory.maintenance import Maintenance
 from hermes_tui.memory.pool import ConnectionPool
-from hermes_tui.memory.query import parse
 from hermes_tui.memory.records import Compaction, SessionInfo
 from hermes_tui.memory.schema import INDEX_COLUMN, REINDEXING, SCHEMA, index_column, reindex, tool_args_sql
-from hermes_tui.memory.search import SearchHit, SessionHit
 from hermes_tui.memory.text import (
     HIT_END,
     HIT_START,
@@ -41,9 +38,11 @@ from hermes_tui.memory.text import (
 from hermes_tui.progress import NO_PROGRESS, Progress
 from hermes_tui.textsafe import well_formed
 
+if TYPE_CHECKING:  # searching and forgetting are imported when first asked for: a turn does neither
+    from hermes_tui.memory.search import SearchHit, SessionHit
+
 __all__ = [
-    "HIT_END", "HIT_START", "ChatMessage", "MemoryStore", "SearchHit", "SessionHit", "SessionInfo",
-    "StoreError",
+    "HIT_END", "HIT_START", "ChatMessage", "MemoryStore", "SessionInfo", "StoreError",
 ]
 
 log = logging.getLogger(__name__)
@@ -385,6 +384,8 @@ class MemoryStore:
         """Forget a whole session: its messages, its rows in any table that refers to it, the
         images only it attached, and every trace in the index and the WAL (see ``_scrub``). Returns how many messages went;
         raises ``KeyError`` for an unknown session."""
+        from hermes_tui.memory import forget
+
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
                 raise KeyError(f"no session {session_id}")
@@ -401,6 +402,8 @@ class MemoryStore:
     def purge_message(self, message_id: int) -> bool:
         """Forget one message (a pasted key, a private matter) as thoroughly as ``delete_session``.
         False when there is no such message."""
+        from hermes_tui.memory import forget
+
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone() is None:
                 return False
@@ -440,6 +443,9 @@ class MemoryStore:
         ``SearchHit.score`` is ``-bm25`` (higher is better); snippets mark the query's words
         with ``HIT_START``/``HIT_END``.
         """
+        from hermes_tui.memory import search as ranking
+        from hermes_tui.memory.query import parse
+
         parsed = parse(query)
         if limit <= 0 or parsed.empty:
             return []
@@ -455,6 +461,9 @@ class MemoryStore:
         """Sessions whose title or summary matches any word of ``query``, best first.
 
         Same syntax as ``search`` (role and tool filters do not apply to sessions)."""
+        from hermes_tui.memory import search as ranking
+        from hermes_tui.memory.query import parse
+
         parsed = parse(query)
         if limit <= 0 or not parsed.clauses:
             return []
@@ -466,6 +475,9 @@ class MemoryStore:
         """What the Memory pane, the web and ``search_memory`` all show for ``query``: the sessions
         whose title or summary match (role ``"summary"``, ``message_id`` 0; none when the query
         filters by role or tool), then the messages, tool calls' arguments included."""
+        from hermes_tui.memory.query import parse
+        from hermes_tui.memory.search import SearchHit
+
         parsed = parse(query)
         sessions = [] if parsed.roles or parsed.tools else self.search_sessions(query, limit=RECALL_SESSIONS)
         return [SearchHit(session_id=s.session_id, message_id=0, role="summary", snippet=s.snippet,

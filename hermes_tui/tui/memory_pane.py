@@ -20,7 +20,8 @@ from textual.widgets.option_list import Option
 
 from hermes_tui.memory import facts
 from hermes_tui.memory.facts import Fact, FactStore
-from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore, SearchHit
+from hermes_tui.memory.search import SearchHit
+from hermes_tui.memory.store import HIT_END, HIT_START, MemoryStore
 from hermes_tui.skills.manager import SkillManager
 from hermes_tui.tui import actions
 from hermes_tui.tui.confirm import ConfirmScreen
