@@ -23,8 +23,11 @@ Measured in one run, runs interleaved round by round:
   (``DIR`` holds its ``hermes_tui``, first on ``PYTHONPATH``) in the same rounds, as modes
   ``cold-NAME`` and ``warm-NAME``: an A/B of a change. The cold runs take turns in both orders (A B,
   then B A), and so do the warm ones; after each cold run the script waits until the helper it
-  leaves is ready, so no helper start overlaps a measured run. A variant's warm runs have a helper
-  of their own (their own runtime folder and HERMES_HOME: a helper serves only its own code).
+  leaves is ready, so no helper start overlaps a measured run. Each tree has a helper of its own
+  (its own runtime folder and HERMES_HOME: a helper serves only its own code), which its cold run
+  starts and its warm run finds, the same for every tree. (Variants' cold runs used to take this
+  tree's folder: in half the rounds this tree's helper was then started anew just before its warm
+  run, which paid that helper's first requests: a bias against this tree.)
 * with ``--peer PATH`` (hermes-agent's ``hermes`` in its own venv, ``pip install hermes-agent``):
   its one-shot turn ``hermes -z ...`` against the same fake server, in the same rounds. Its
   tools are its own, so it gets a one-call turn (a plain answer): a lighter turn than ours.
@@ -265,12 +268,11 @@ def main() -> None:
                 "warm": {**env, "HERMES_HELPER": "on"}}
         colds = ["cold", *(f"cold-{name}" for name in variants)]
         warms = ["warm", *(f"warm-{name}" for name in variants)]
-        for name, folder in variants.items():
-            envs[f"cold-{name}"] = {**envs["cold"], "PYTHONPATH": os.pathsep.join([folder, env["PYTHONPATH"]])}
+        for name, folder in variants.items():  # each tree its own helper: its cold run leaves it for its warm run
             (root / f"run-{name}").mkdir(mode=0o700)
-            envs[f"warm-{name}"] = {**envs[f"cold-{name}"], "XDG_RUNTIME_DIR": str(root / f"run-{name}"),
-                                    "HERMES_HOME": str(root / f"home-{name}")}
-            helper(envs[f"warm-{name}"], "start")
+            envs[f"cold-{name}"] = envs[f"warm-{name}"] = {
+                **envs["cold"], "PYTHONPATH": os.pathsep.join([folder, env["PYTHONPATH"]]),
+                "XDG_RUNTIME_DIR": str(root / f"run-{name}"), "HERMES_HOME": str(root / f"home-{name}")}
         modes = ("off", *colds, *warms)
         hermes_run(server, timeline, envs["off"], root / "state")  # warm-up: disk caches, .pyc files
         import_run(env)
@@ -288,12 +290,10 @@ def main() -> None:
                 order = ["off", *(colds if n % 2 == 0 else colds[::-1]), *(warms if n % 2 == 0 else warms[::-1])]
                 for mode in order:
                     if mode.startswith("cold"):
-                        helper(env, "stop")
-                    if mode == "warm" and variants:
-                        helper(env, "start")  # this code's helper (a variant's is of another version)
+                        helper(envs[mode], "stop")
                     runs[mode].append(hermes_run(server, timeline, envs[mode], root / "state"))
                     if mode.startswith("cold"):
-                        wait_for_helper(env)  # the helper the cold run left, ready
+                        wait_for_helper(envs[mode])  # the helper the cold run left for the warm run, ready
                     if mode.startswith("warm"):  # its helper writes the rounds' summaries (a cold run
                         # leaves its own pending: it hands nothing to a helper not ready)
                         wait_for_summaries(Path(envs[mode]["HERMES_HOME"]) / "memory.sqlite3")
